@@ -22,8 +22,10 @@ endif()
 
 find_program(DBENCH_CCACHE ccache)
 if(DBENCH_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
-  set(CMAKE_CXX_COMPILER_LAUNCHER "${DBENCH_CCACHE}")
-  set(CMAKE_CUDA_COMPILER_LAUNCHER "${DBENCH_CCACHE}")
+  # Paths relative to the source tree, so that another clone (CI's) hits the same cache entries.
+  set(launcher "${CMAKE_COMMAND}" -E env "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=1 "${DBENCH_CCACHE}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${launcher})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${launcher})
 endif()
 
 # dbench_require(OPTION FOUND WHAT): fail when a forced-ON part is missing, saying what to install.
