@@ -1,1 +1,894 @@
-// placeholder
+// Loading, validating and writing experiment configs. One schema (visit_fields) drives reading, validation,
+// unknown-key detection and to_toml, so a key added there is handled everywhere at once.
+#include "experiments/config.hpp"
+
+#include <fmt/core.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+
+namespace dbench::experiments {
+namespace {
+
+constexpr std::array<std::string_view, 4> kModels = {"mlp", "lenet", "resnet20", "resnet50"};
+constexpr std::array<std::string_view, 4> kDatasets = {"fashion-mnist", "cifar10", "synthetic",
+                                                       "imagenet-folder"};
+constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dpsgd"};
+constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
+constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
+constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "custom"};
+constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
+
+// A check returns the reason a value is invalid, or an empty string when it is fine.
+template <class T>
+using Check = std::function<std::string(const T&)>;
+
+// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions, the commonest typo.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) {
+    d[i][0] = i;
+  }
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    d[0][j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The closest candidate within a typo's reach (a third of the word, at least one edit), if any; ties go to
+// the longer common prefix, since typos are rarer at the start of a word ("resnet" means "resnet20").
+template <class Range>
+std::optional<std::string> closest(std::string_view word, const Range& candidates) {
+  const auto common_prefix = [word](std::string_view candidate) {
+    std::size_t n = 0;
+    while (n < word.size() && n < candidate.size() && word[n] == candidate[n]) {
+      ++n;
+    }
+    return n;
+  };
+  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
+  std::optional<std::string> best;
+  std::size_t best_distance = limit + 1;
+  std::size_t best_prefix = 0;
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    const std::size_t prefix = common_prefix(candidate);
+    if (distance < best_distance || (distance == best_distance && prefix > best_prefix)) {
+      best_distance = distance;
+      best_prefix = prefix;
+      best = std::string(candidate);
+    }
+  }
+  return best;
+}
+
+std::string join(std::span<const std::string_view> words) {
+  std::string out;
+  for (const auto word : words) {
+    out += out.empty() ? "" : ", ";
+    out += word;
+  }
+  return out;
+}
+
+// A TOML basic string ("..."), the form users write and error messages quote.
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+          out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_double(double value) {
+  // Shortest text that reads back to the same double; TOML wants a '.' or an exponent in a float.
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".eEn") == std::string::npos) {
+    text += ".0";
+  }
+  return text;
+}
+
+// "integer 5", "string \"abc\"": what a user wrote, for type errors.
+std::string describe(const toml::node& node) {
+  std::ostringstream text;
+  switch (node.type()) {
+    case toml::node_type::string:
+      text << "string " << toml_string(node.as_string()->get());
+      break;
+    case toml::node_type::integer:
+      text << "integer " << *node.as_integer();
+      break;
+    case toml::node_type::floating_point:
+      text << "float " << *node.as_floating_point();
+      break;
+    case toml::node_type::boolean:
+      text << "boolean " << *node.as_boolean();
+      break;
+    case toml::node_type::array:
+      text << "array " << *node.as_array();
+      break;
+    case toml::node_type::table:
+      text << "table";
+      break;
+    case toml::node_type::date:
+      text << "date " << *node.as_date();
+      break;
+    case toml::node_type::time:
+      text << "time " << *node.as_time();
+      break;
+    case toml::node_type::date_time:
+      text << "date-time " << *node.as_date_time();
+      break;
+    case toml::node_type::none:
+      text << "nothing";
+      break;
+  }
+  std::string out = text.str();
+  constexpr std::size_t kMaxShown = 60;
+  if (out.size() > kMaxShown) {
+    out = out.substr(0, kMaxShown) + "...";
+  }
+  return out;
+}
+
+std::string full_key(std::string_view section, std::string_view key) {
+  return section.empty() ? std::string(key) : fmt::format("{}.{}", section, key);
+}
+
+Check<int> at_least(int min) {
+  return
+      [min](const int& v) { return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, v); };
+}
+
+Check<double> at_least(double min) {
+  return [min](const double& v) {
+    return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, format_double(v));
+  };
+}
+
+Check<double> above(double min) {
+  return [min](const double& v) {
+    return v > min ? std::string() : fmt::format("must be > {}, got {}", min, format_double(v));
+  };
+}
+
+// [min, max) or (min, max] intervals, spelled the way the message shows them.
+Check<double> within(double min, bool min_open, double max, bool max_open) {
+  return [=](const double& v) {
+    const bool ok = (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
+    return ok ? std::string()
+              : fmt::format("must be in {}{}, {}{}, got {}", min_open ? "(" : "[", min, max,
+                            max_open ? ")" : "]", format_double(v));
+  };
+}
+
+template <std::size_t N>
+Check<std::string> one_of(const std::array<std::string_view, N>& allowed) {
+  return [&allowed](const std::string& v) {
+    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) {
+      return std::string();
+    }
+    std::string reason = fmt::format("must be one of {}; got {}", join(allowed), toml_string(v));
+    if (const auto guess = closest(v, allowed)) {
+      reason += fmt::format(" (did you mean '{}'?)", *guess);
+    }
+    return reason;
+  };
+}
+
+Check<std::string> non_empty() {
+  return [](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); };
+}
+
+Check<std::string> any_string() {
+  return [](const std::string&) { return std::string(); };
+}
+
+Check<bool> any_bool() {
+  return [](const bool&) { return std::string(); };
+}
+
+Check<std::string> run_name() {
+  return [](const std::string& v) {
+    const bool chars_ok = std::all_of(v.begin(), v.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+             c == '_' || c == '-';
+    });
+    if (!v.empty() && v.front() != '.' && chars_ok) {
+      return std::string();
+    }
+    return fmt::format(
+        "must be non-empty, not start with '.', and use only letters, digits, '.', '_' and '-' (it names "
+        "result directories); got {}",
+        toml_string(v));
+  };
+}
+
+Check<std::uint64_t> seed_range() {
+  // TOML integers are signed 64-bit, so larger seeds could not be written back by to_toml.
+  return [](const std::uint64_t& v) {
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    return v <= kMax ? std::string() : fmt::format("must be <= {}, got {}", kMax, v);
+  };
+}
+
+Check<std::vector<int>> each_at_least(int min, bool increasing) {
+  return [=](const std::vector<int>& values) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] < min) {
+        return fmt::format("every entry must be >= {}, got {} at index {}", min, values[i], i);
+      }
+      if (increasing && i > 0 && values[i] <= values[i - 1]) {
+        return fmt::format("entries must be strictly increasing, got {} after {}", values[i], values[i - 1]);
+      }
+    }
+    return std::string();
+  };
+}
+
+Check<std::string> preset_or_file() {
+  return [](const std::string& v) {
+    const bool is_preset = std::find(kPresets.begin(), kPresets.end(), v) != kPresets.end();
+    const bool is_file = v.ends_with(".toml") || v.ends_with(".json");
+    if (is_preset || is_file) {
+      return std::string();
+    }
+    std::string reason =
+        fmt::format("must be one of {}, or a calibration file path ending in .toml or .json; got {}",
+                    join(kPresets), toml_string(v));
+    if (const auto guess = closest(v, kPresets)) {
+      reason += fmt::format(" (did you mean '{}'?)", *guess);
+    }
+    return reason;
+  };
+}
+
+// The one description of every key: section ("" for top level), name, value, check and a short note that
+// to_toml writes as a comment. Visitors read, validate, list or write the fields.
+template <class Config, class Visitor>
+void visit_fields(Config& c, Visitor& v) {
+  v.field("", "name", c.name, run_name(), "");
+  v.field("", "description", c.description, any_string(), "");
+  v.field("", "seed", c.seed, seed_range(), "");
+
+  auto& t = c.train;
+  v.field("train", "model", t.model, one_of(kModels), "mlp | lenet | resnet20 | resnet50");
+  v.field("train", "dataset", t.dataset, one_of(kDatasets),
+          "fashion-mnist | cifar10 | synthetic | imagenet-folder");
+  v.field("train", "data_dir", t.data_dir, any_string(), "empty: the data set's default location");
+  v.field("train", "workers", t.workers, at_least(1), "replicas = GPUs");
+  v.field("train", "batch_per_worker", t.batch_per_worker, at_least(1), "");
+  v.field("train", "iterations", t.iterations, at_least(1), "");
+  v.field("train", "lr", t.lr, above(0.0), "peak learning rate");
+  v.field("train", "linear_scaling", t.linear_scaling, any_bool(),
+          "peak lr = lr * workers * batch_per_worker / lr_reference_batch");
+  v.field("train", "lr_reference_batch", t.lr_reference_batch, at_least(1), "");
+  v.field("train", "warmup_iterations", t.warmup_iterations, at_least(0), "linear warm-up from 0");
+  v.field("train", "lr_schedule", t.lr_schedule, one_of(kLrSchedules), "constant | step | cosine");
+  v.field("train", "lr_step_milestones", t.lr_step_milestones, each_at_least(1, true),
+          "step: iterations where lr *= lr_step_gamma");
+  v.field("train", "lr_step_gamma", t.lr_step_gamma, within(0.0, true, 1.0, false), "");
+  v.field("train", "lr_min", t.lr_min, at_least(0.0), "cosine: lr at the last iteration");
+  v.field("train", "momentum", t.momentum, within(0.0, false, 1.0, true), "");
+  v.field("train", "nesterov", t.nesterov, any_bool(), "");
+  v.field("train", "weight_decay", t.weight_decay, at_least(0.0), "");
+  v.field("train", "partition", t.partition, one_of(kPartitions), "iid | dirichlet");
+  v.field("train", "dirichlet_alpha", t.dirichlet_alpha, above(0.0), "smaller is more heterogeneous");
+  v.field("train", "eval_every", t.eval_every, at_least(1), "");
+  v.field("train", "eval_samples", t.eval_samples, at_least(0), "0: the whole test set");
+
+  auto& a = c.algorithm;
+  v.field("algorithm", "kind", a.kind, one_of(kAlgorithmKinds), "centralized | dpsgd");
+  v.field("algorithm", "graph", a.graph, non_empty(),
+          "ring, torus, exponential, one-peer-exponential, ada, ...");
+  v.field("algorithm", "torus_shape", a.torus_shape, each_at_least(1, false), "empty: near-square");
+  v.field("algorithm", "degree", a.degree, at_least(0), "0: the graph's default");
+
+  auto& p = c.platform;
+  v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");
+  v.field("platform", "timing_model", p.timing_model, one_of(kModels), "mlp | lenet | resnet20 | resnet50");
+  v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");
+  v.field("platform", "gpus_per_node", p.gpus_per_node, at_least(0), "0: the preset's");
+  v.field("platform", "gpu_flops_per_s", p.gpu_flops_per_s, at_least(0.0), "0: the preset's");
+  v.field("platform", "intra_node_bandwidth_Bps", p.intra_node_bandwidth_Bps, at_least(0.0),
+          "0: the preset's");
+  v.field("platform", "intra_node_latency_s", p.intra_node_latency_s, at_least(0.0), "0: the preset's");
+  v.field("platform", "nic_bandwidth_Bps", p.nic_bandwidth_Bps, at_least(0.0), "0: the preset's");
+  v.field("platform", "nic_latency_s", p.nic_latency_s, at_least(0.0), "0: the preset's");
+}
+
+enum class Kind { kString, kInteger, kFloat, kBoolean, kIntegerArray };
+
+template <class T>
+constexpr Kind kind_of() {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return Kind::kString;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return Kind::kBoolean;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return Kind::kFloat;
+  } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+    return Kind::kIntegerArray;
+  } else {
+    static_assert(std::is_integral_v<T>);
+    return Kind::kInteger;
+  }
+}
+
+// Every known key with its value kind, listed from the schema.
+class KeyLister {
+ public:
+  template <class T, class C>
+  void field(std::string_view section, std::string_view key, const T&, const C&, std::string_view) {
+    keys_.emplace(full_key(section, key), kind_of<T>());
+  }
+  const std::map<std::string, Kind>& keys() const { return keys_; }
+
+ private:
+  std::map<std::string, Kind> keys_;
+};
+
+// Every key of the schema with its kind; cheap enough to list per load, so nothing is cached globally.
+std::map<std::string, Kind> known_keys() {
+  ExperimentConfig config;
+  KeyLister lister;
+  visit_fields(config, lister);
+  return lister.keys();
+}
+
+bool is_section(std::string_view name) {
+  return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
+}
+
+// Collects every problem so that one run reports all of them, each prefixed with where it came from.
+class Problems {
+ public:
+  explicit Problems(std::string_view source_name) : source_name_(source_name) {}
+
+  /// Remembers that `key` (and the sections above it) came from the command-line override `text`.
+  void note_override(const std::string& key, const std::string& text) {
+    for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
+      overrides_[key.substr(0, dot)] = text;
+    }
+    overrides_[key] = text;
+  }
+
+  void add(const std::string& key, const toml::node* node, std::string_view reason) {
+    if (const auto it = overrides_.find(key); it != overrides_.end()) {
+      lines_.push_back(fmt::format("{}: {}: {} (from --set {})", source_name_, key, reason, it->second));
+    } else if (node != nullptr && node->source().begin.line > 0) {
+      const auto& where = node->source().begin;
+      lines_.push_back(fmt::format("{}:{}:{}: {}: {}", source_name_, where.line, where.column, key, reason));
+    } else {
+      lines_.push_back(fmt::format("{}: {}: {}", source_name_, key, reason));
+    }
+  }
+
+  bool empty() const { return lines_.empty(); }
+
+  void throw_if_any() const {
+    if (lines_.empty()) {
+      return;
+    }
+    std::string message;
+    for (const auto& line : lines_) {
+      message += message.empty() ? "" : "\n";
+      message += line;
+    }
+    throw ConfigError(message);
+  }
+
+ private:
+  std::string source_name_;
+  std::map<std::string, std::string> overrides_;
+  std::vector<std::string> lines_;
+};
+
+// Converts TOML nodes into typed fields; returns false (after recording why) on a type mismatch.
+bool read_value(const toml::node& node, std::string& out) {
+  if (const auto* s = node.as_string()) {
+    out = s->get();
+    return true;
+  }
+  return false;
+}
+
+bool read_value(const toml::node& node, bool& out) {
+  if (const auto* b = node.as_boolean()) {
+    out = b->get();
+    return true;
+  }
+  return false;
+}
+
+bool read_value(const toml::node& node, double& out) {
+  if (const auto* f = node.as_floating_point()) {
+    out = f->get();
+    return true;
+  }
+  if (const auto* i = node.as_integer()) {
+    out = static_cast<double>(i->get());
+    return true;
+  }
+  return false;
+}
+
+std::string_view expected_text(Kind kind) {
+  switch (kind) {
+    case Kind::kString:
+      return "a string";
+    case Kind::kInteger:
+      return "an integer";
+    case Kind::kFloat:
+      return "a number";
+    case Kind::kBoolean:
+      return "a boolean (true or false)";
+    case Kind::kIntegerArray:
+      return "an array of integers";
+  }
+  return "a value";
+}
+
+class Reader {
+ public:
+  Reader(const toml::table& root, Problems& problems) : root_(root), problems_(problems) {}
+
+  template <class T>
+  void field(std::string_view section, std::string_view key, T& value, const Check<T>& check,
+             std::string_view) {
+    const toml::node* node = lookup(section, key);
+    if (node == nullptr) {
+      return;  // missing keys keep their defaults
+    }
+    const std::string name = full_key(section, key);
+    if (!read(*node, value, name)) {
+      return;
+    }
+    if (const std::string reason = check(value); !reason.empty()) {
+      problems_.add(name, node, reason);
+    }
+  }
+
+ private:
+  const toml::node* lookup(std::string_view section, std::string_view key) const {
+    if (section.empty()) {
+      return root_.get(key);
+    }
+    const auto* table = root_.get_as<toml::table>(section);
+    return table == nullptr ? nullptr : table->get(key);
+  }
+
+  void type_error(const std::string& name, const toml::node& node, Kind kind) {
+    problems_.add(name, &node, fmt::format("expected {}, got {}", expected_text(kind), describe(node)));
+  }
+
+  template <class T>
+  bool read(const toml::node& node, T& value, const std::string& name) {
+    if constexpr (std::is_same_v<T, std::vector<int>>) {
+      const auto* array = node.as_array();
+      if (array == nullptr) {
+        type_error(name, node, Kind::kIntegerArray);
+        return false;
+      }
+      std::vector<int> values;
+      for (const auto& element : *array) {
+        int v = 0;
+        if (!read_integer(element, v, name)) {
+          return false;
+        }
+        values.push_back(v);
+      }
+      value = std::move(values);
+      return true;
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      return read_integer(node, value, name);
+    } else {
+      if (!read_value(node, value)) {
+        type_error(name, node, kind_of<T>());
+        return false;
+      }
+      if constexpr (std::is_same_v<T, double>) {
+        if (!std::isfinite(value)) {
+          problems_.add(name, &node, fmt::format("must be a finite number, got {}", value));
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
+  template <class Int>
+  bool read_integer(const toml::node& node, Int& value, const std::string& name) {
+    const auto* integer = node.as_integer();
+    if (integer == nullptr) {
+      type_error(name, node, Kind::kInteger);
+      return false;
+    }
+    const std::int64_t v = integer->get();
+    if (std::cmp_less(v, std::numeric_limits<Int>::min())) {
+      problems_.add(name, &node, fmt::format("must be >= {}, got {}", std::numeric_limits<Int>::min(), v));
+      return false;
+    }
+    if (std::cmp_greater(v, std::numeric_limits<Int>::max())) {
+      problems_.add(name, &node, fmt::format("must be <= {}, got {}", std::numeric_limits<Int>::max(), v));
+      return false;
+    }
+    value = static_cast<Int>(v);
+    return true;
+  }
+
+  const toml::table& root_;
+  Problems& problems_;
+};
+
+// Runs each field's check on a config built in code.
+class Validator {
+ public:
+  explicit Validator(Problems& problems) : problems_(problems) {}
+
+  template <class T>
+  void field(std::string_view section, std::string_view key, const T& value, const Check<T>& check,
+             std::string_view) {
+    if (const std::string reason = check(value); !reason.empty()) {
+      problems_.add(full_key(section, key), nullptr, reason);
+    }
+  }
+
+ private:
+  Problems& problems_;
+};
+
+// Writes `key = value  # note` lines, a section header before each section's first key.
+class Writer {
+ public:
+  template <class T>
+  void field(std::string_view section, std::string_view key, const T& value, const Check<T>&,
+             std::string_view note) {
+    if (section != section_) {
+      out_ += fmt::format("\n[{}]\n", section);
+      section_ = section;
+    }
+    std::string line = fmt::format("{} = {}", key, format(value));
+    if (!note.empty()) {
+      line = fmt::format("{:<32} # {}", line, note);
+    }
+    out_ += line + "\n";
+  }
+
+  std::string str() && { return std::move(out_); }
+
+ private:
+  static std::string format(const std::string& v) { return toml_string(v); }
+  static std::string format(bool v) { return v ? "true" : "false"; }
+  static std::string format(double v) { return format_double(v); }
+  static std::string format(int v) { return std::to_string(v); }
+  static std::string format(std::uint64_t v) { return std::to_string(v); }
+  static std::string format(const std::vector<int>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + std::to_string(values[i]);
+    }
+    return out + "]";
+  }
+
+  std::string section_;
+  std::string out_ = "# DBench experiment config, fully resolved: every key, defaults included.\n";
+};
+
+// Rules that relate several keys; run only once each key is valid on its own, so they never pile up.
+void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
+  const auto node_of = [root](std::string_view section, std::string_view key) -> const toml::node* {
+    if (root == nullptr) {
+      return nullptr;
+    }
+    const auto* table = root->get_as<toml::table>(section);
+    return table == nullptr ? nullptr : table->get(key);
+  };
+  const auto& t = c.train;
+  if (t.warmup_iterations > t.iterations) {
+    problems.add("train.warmup_iterations", node_of("train", "warmup_iterations"),
+                 fmt::format("must be <= train.iterations ({}), got {}", t.iterations, t.warmup_iterations));
+  }
+  if (t.lr_schedule == "step" && t.lr_step_milestones.empty()) {
+    problems.add("train.lr_step_milestones", node_of("train", "lr_step_milestones"),
+                 "must list at least one iteration when train.lr_schedule is \"step\"");
+  }
+  if (t.lr_schedule == "cosine" && t.lr_min > peak_lr(t)) {
+    problems.add("train.lr_min", node_of("train", "lr_min"),
+                 fmt::format("must be <= the peak learning rate ({}), got {}", peak_lr(t), t.lr_min));
+  }
+  if (t.nesterov && t.momentum == 0.0) {
+    problems.add("train.nesterov", node_of("train", "nesterov"), "needs train.momentum > 0");
+  }
+  if (t.dataset == "imagenet-folder" && t.data_dir.empty()) {
+    problems.add("train.data_dir", node_of("train", "data_dir"),
+                 "must name the image folder when train.dataset is \"imagenet-folder\"");
+  }
+  const auto& p = c.platform;
+  if (p.preset == "custom") {
+    const std::array<std::pair<std::string_view, double>, 6> required = {{
+        {"gpus_per_node", static_cast<double>(p.gpus_per_node)},
+        {"gpu_flops_per_s", p.gpu_flops_per_s},
+        {"intra_node_bandwidth_Bps", p.intra_node_bandwidth_Bps},
+        {"intra_node_latency_s", p.intra_node_latency_s},
+        {"nic_bandwidth_Bps", p.nic_bandwidth_Bps},
+        {"nic_latency_s", p.nic_latency_s},
+    }};
+    for (const auto& [key, value] : required) {
+      if (value <= 0.0) {
+        problems.add(
+            full_key("platform", key), node_of("platform", key),
+            "must be > 0 when platform.preset is \"custom\" (there is no preset value to fall back on)");
+      }
+    }
+  }
+}
+
+// Rejects keys and sections the schema does not know, suggesting the likely intended key.
+void check_unknown_keys(const toml::table& root, const std::map<std::string, Kind>& keys,
+                        Problems& problems) {
+  std::vector<std::string> top_names(kSections.begin(), kSections.end());
+  for (const auto& [key, kind] : keys) {
+    if (key.find('.') == std::string::npos) {
+      top_names.push_back(key);
+    }
+  }
+  // A key in the wrong section is as likely as a typo: `train.graph` means `algorithm.graph`.
+  const auto suggest_elsewhere = [&keys](std::string_view leaf) -> std::optional<std::string> {
+    for (const auto& [key, kind] : keys) {
+      const auto dot = key.rfind('.');
+      if ((dot == std::string::npos ? key : key.substr(dot + 1)) == leaf) {
+        return key;
+      }
+    }
+    return std::nullopt;
+  };
+
+  for (const auto& [raw_name, node] : root) {
+    const std::string name(raw_name.str());
+    // A quoted top-level key such as "train.workers" is one key named with a dot, not a section's key.
+    if (name.find('.') == std::string::npos && keys.contains(name)) {
+      continue;
+    }
+    if (!is_section(name)) {
+      std::string reason = node.is_table() ? "unknown section" : "unknown key";
+      auto guess = closest(name, top_names);
+      if (!guess) {
+        guess = suggest_elsewhere(name);
+      }
+      if (guess) {
+        reason += fmt::format(" (did you mean '{}'?)", *guess);
+      }
+      if (node.is_table()) {
+        reason += fmt::format("; the sections are {}", join(kSections));
+      }
+      problems.add(name, &node, reason);
+      continue;
+    }
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+      problems.add(name, &node,
+                   fmt::format("expected a table (a [{}] section), got {}", name, describe(node)));
+      continue;
+    }
+    std::vector<std::string> section_keys;
+    for (const auto& [key, kind] : keys) {
+      if (key.starts_with(name + ".")) {
+        section_keys.push_back(key.substr(name.size() + 1));
+      }
+    }
+    for (const auto& [raw_key, child] : *table) {
+      const std::string leaf(raw_key.str());
+      if (keys.contains(full_key(name, leaf))) {
+        continue;
+      }
+      std::string reason = "unknown key";
+      std::optional<std::string> guess;
+      if (auto near = closest(leaf, section_keys)) {
+        guess = full_key(name, *near);
+      } else {
+        guess = suggest_elsewhere(leaf);
+      }
+      if (guess) {
+        reason += fmt::format(" (did you mean '{}'?)", *guess);
+      }
+      problems.add(full_key(name, leaf), &child, reason);
+    }
+  }
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) {
+    return {};
+  }
+  const auto last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+bool is_bare_key(std::string_view part) {
+  return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+// Parses the value of `key=value` as TOML; a bare word that is not TOML, or any text for a string key, is
+// taken as a string so that `--set algorithm.graph=ring` and `--set name=2024` need no shell quoting.
+toml::table parse_override_value(const std::map<std::string, Kind>& keys, const std::string& key,
+                                 const std::string& value) {
+  const auto known = keys.find(key);
+  const bool string_key = known != keys.end() && known->second == Kind::kString;
+  toml::table holder;
+  try {
+    toml::table parsed = toml::parse("v = " + value);
+    const toml::node* node = parsed.get("v");
+    if (parsed.size() == 1 && node != nullptr && !(string_key && !node->is_string())) {
+      return parsed;
+    }
+  } catch (const toml::parse_error&) {
+    // not a TOML value: a string
+  }
+  holder.insert_or_assign("v", value);
+  return holder;
+}
+
+void apply_override(toml::table& root, const std::string& text, const std::map<std::string, Kind>& keys,
+                    std::string_view source_name, Problems& problems) {
+  const auto eq = text.find('=');
+  const std::string key = trim(std::string_view(text).substr(0, eq));
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const auto dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) {
+      break;
+    }
+    start = dot + 1;
+  }
+  if (eq == std::string::npos || !std::all_of(parts.begin(), parts.end(), is_bare_key)) {
+    throw ConfigError(fmt::format("{}: --set {}: expected section.key=value (for example train.workers=64)",
+                                  source_name, text));
+  }
+  toml::table value = parse_override_value(keys, key, trim(std::string_view(text).substr(eq + 1)));
+  problems.note_override(key, text);
+
+  toml::table* table = &root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    toml::node* next = table->get(parts[i]);
+    if (next == nullptr) {
+      next = &table->insert_or_assign(parts[i], toml::table{}).first->second;
+    }
+    if (!next->is_table()) {
+      throw ConfigError(fmt::format("{}: --set {}: '{}' is not a section", source_name, text, parts[i]));
+    }
+    table = next->as_table();
+  }
+  value.get("v")->visit([&](const auto& node) { table->insert_or_assign(parts.back(), node); });
+}
+
+}  // namespace
+
+ExperimentConfig load_config(std::string_view toml_text, std::span<const std::string> overrides,
+                             std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string(source_name));
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    throw ConfigError(fmt::format("{}:{}:{}: TOML syntax error: {}", source_name, where.line, where.column,
+                                  e.description()));
+  }
+  const auto keys = known_keys();
+  Problems problems(source_name);
+  for (const auto& text : overrides) {
+    apply_override(root, text, keys, source_name, problems);
+  }
+
+  check_unknown_keys(root, keys, problems);
+  ExperimentConfig config;
+  Reader reader(root, problems);
+  visit_fields(config, reader);
+  if (problems.empty()) {
+    check_cross_keys(config, problems, &root);
+  }
+  problems.throw_if_any();
+  return config;
+}
+
+ExperimentConfig load_config_file(const std::filesystem::path& path, std::span<const std::string> overrides) {
+  const std::string source_name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(fmt::format("{}: cannot read config: it is a directory, not a TOML file", source_name));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;  // set by the failed open on POSIX systems; names the actual reason
+    throw ConfigError(fmt::format("{}: cannot read config: {}", source_name,
+                                  error != 0 ? std::generic_category().message(error) : "cannot open"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    throw ConfigError(fmt::format("{}: cannot read config: read error", source_name));
+  }
+  return load_config(text.str(), overrides, source_name);
+}
+
+void validate(const ExperimentConfig& config, std::string_view source_name) {
+  Problems problems(source_name);
+  Validator validator(problems);
+  visit_fields(config, validator);
+  if (problems.empty()) {
+    check_cross_keys(config, problems, nullptr);
+  }
+  problems.throw_if_any();
+}
+
+std::string to_toml(const ExperimentConfig& config) {
+  Writer writer;
+  visit_fields(config, writer);
+  return std::move(writer).str();
+}
+
+double peak_lr(const TrainConfig& train) {
+  if (!train.linear_scaling) {
+    return train.lr;
+  }
+  const double global_batch =
+      static_cast<double>(train.workers) * static_cast<double>(train.batch_per_worker);
+  return train.lr * global_batch / static_cast<double>(train.lr_reference_batch);
+}
+
+}  // namespace dbench::experiments

@@ -1,0 +1,146 @@
+// The experiment configuration: typed structs with defaults, loaded from TOML and validated once, at load.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dbench::experiments {
+
+/// A config that cannot be read or is invalid; the message starts with the config's source name.
+class ConfigError : public std::runtime_error {
+ public:
+  /// Wraps a complete, user-facing message (one line per problem found).
+  explicit ConfigError(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// [train]: what is trained — virtual replicas in sim, real workers in runtime.
+struct TrainConfig {
+  /// Trained model: mlp | lenet | resnet20 | resnet50.
+  std::string model = "mlp";
+  /// Data set: fashion-mnist | cifar10 | synthetic | imagenet-folder.
+  std::string dataset = "fashion-mnist";
+  /// Where the data set's files are; empty means the data set's default location.
+  std::string data_dir;
+  /// Number of replicas (one per GPU in runtime).
+  int workers = 16;
+  /// Samples per replica per iteration; the global batch is workers * batch_per_worker.
+  int batch_per_worker = 16;
+  /// Number of SGD iterations.
+  int iterations = 500;
+  /// Peak learning rate (after warm-up; before linear scaling when `linear_scaling` is on).
+  double lr = 0.1;
+  /// When true, the peak learning rate is lr * global batch / lr_reference_batch (Goyal et al.).
+  bool linear_scaling = false;
+  /// Global batch size at which `lr` was tuned; only used with `linear_scaling`.
+  int lr_reference_batch = 256;
+  /// Iterations of linear warm-up from 0 to the peak learning rate.
+  int warmup_iterations = 0;
+  /// Decay after warm-up: constant | step | cosine.
+  std::string lr_schedule = "constant";
+  /// Iterations at which a step schedule multiplies the learning rate by lr_step_gamma.
+  std::vector<int> lr_step_milestones;
+  /// Factor applied at each step milestone.
+  double lr_step_gamma = 0.1;
+  /// Learning rate a cosine schedule decays to at the last iteration.
+  double lr_min = 0.0;
+  /// SGD momentum coefficient in [0, 1).
+  double momentum = 0.9;
+  /// Nesterov momentum instead of heavy-ball.
+  bool nesterov = false;
+  /// L2 weight decay coefficient.
+  double weight_decay = 0.0;
+  /// How the training set is split across replicas: iid | dirichlet.
+  std::string partition = "iid";
+  /// Concentration of the Dirichlet label distribution per replica; smaller is more heterogeneous.
+  double dirichlet_alpha = 0.5;
+  /// Metrics are computed every this many iterations.
+  int eval_every = 50;
+  /// Test samples used per evaluation; 0 means the whole test set.
+  int eval_samples = 0;
+
+  friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
+};
+
+/// [algorithm]: how replicas are kept in agreement.
+struct AlgorithmConfig {
+  /// centralized (all-reduce every iteration) | dpsgd (gossip with neighbours).
+  std::string kind = "dpsgd";
+  /// A graph or graph policy name (ring, torus, exponential, ada, ...), validated by the topology library.
+  std::string graph = "exponential";
+  /// Torus side lengths; empty lets the topology library choose a near-square shape.
+  std::vector<int> torus_shape;
+  /// Neighbours per node for graphs with a free degree; 0 means the graph's own default.
+  int degree = 0;
+
+  friend bool operator==(const AlgorithmConfig&, const AlgorithmConfig&) = default;
+};
+
+/// [platform]: the machine on which time is simulated.
+struct PlatformConfig {
+  /// frontier | summit | dgx-h100 | custom, or the path of a calibration file (.toml or .json).
+  std::string preset = "frontier";
+  /// Model profile whose compute and communication are timed: mlp | lenet | resnet20 | resnet50.
+  std::string timing_model = "resnet50";
+  /// Per-GPU batch used for the compute time.
+  int timing_batch_per_gpu = 32;
+  /// GPUs per node; 0 keeps the preset's value (required > 0 for custom).
+  int gpus_per_node = 0;
+  /// Effective compute rate of one GPU in FLOP/s; 0 keeps the preset's value (required > 0 for custom).
+  double gpu_flops_per_s = 0.0;
+  /// Bandwidth between GPUs of one node in bytes/s; 0 keeps the preset's value (required > 0 for custom).
+  double intra_node_bandwidth_Bps = 0.0;
+  /// Latency between GPUs of one node in seconds; 0 keeps the preset's value (required > 0 for custom).
+  double intra_node_latency_s = 0.0;
+  /// Per-node network (NIC) bandwidth in bytes/s; 0 keeps the preset's value (required > 0 for custom).
+  double nic_bandwidth_Bps = 0.0;
+  /// Node-to-node network latency in seconds; 0 keeps the preset's value (required > 0 for custom).
+  double nic_latency_s = 0.0;
+
+  friend bool operator==(const PlatformConfig&, const PlatformConfig&) = default;
+};
+
+/// A whole experiment: what is trained, how replicas agree, and where time is simulated.
+struct ExperimentConfig {
+  /// Run name; letters, digits, '.', '_' and '-' so that it can name a directory.
+  std::string name = "experiment";
+  /// Free text kept with the results.
+  std::string description;
+  /// Seed of every random choice (initialisation, data order, partition, random graphs).
+  std::uint64_t seed = 1;
+  /// [train] section.
+  TrainConfig train;
+  /// [algorithm] section.
+  AlgorithmConfig algorithm;
+  /// [platform] section.
+  PlatformConfig platform;
+
+  friend bool operator==(const ExperimentConfig&, const ExperimentConfig&) = default;
+};
+
+/// Parses, overrides and validates a TOML config; throws ConfigError naming `source_name` and the key.
+///
+/// Each override is `section.key=value` (or `key=value` for a top-level key); the value is read as a TOML
+/// value, and a bare word that is not valid TOML as a string. Overrides are applied before validation, so
+/// an override of an unknown key is rejected like a key in the file.
+ExperimentConfig load_config(std::string_view toml_text, std::span<const std::string> overrides = {},
+                             std::string_view source_name = "<config>");
+
+/// Reads and loads a config file; its path is the source name of every error.
+ExperimentConfig load_config_file(const std::filesystem::path& path,
+                                  std::span<const std::string> overrides = {});
+
+/// Checks ranges and cross-key rules of a config built in code; throws ConfigError naming the key.
+void validate(const ExperimentConfig& config, std::string_view source_name = "<config>");
+
+/// The fully resolved config, every key included, as TOML that load_config reads back to an equal value.
+std::string to_toml(const ExperimentConfig& config);
+
+/// Peak learning rate after the linear scaling rule (equal to `lr` when the rule is off).
+double peak_lr(const TrainConfig& train);
+
+}  // namespace dbench::experiments
