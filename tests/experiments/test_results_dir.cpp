@@ -1,1 +1,251 @@
-// placeholder
+// Results directories: staged writes, atomic replacement on commit, and an untouched DIR on failure.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "experiments/config.hpp"
+#include "experiments/results_dir.hpp"
+
+namespace fs = std::filesystem;
+using dbench::experiments::ExperimentConfig;
+using dbench::experiments::ResultsDir;
+using dbench::experiments::ResultsDirError;
+
+namespace {
+
+// A fresh directory under the system's temporary folder, removed with everything in it.
+class Scratch {
+ public:
+  Scratch() {
+    std::random_device random;
+    path_ = fs::temp_directory_path() /
+            ("dbench-test-results-" + std::to_string(::getpid()) + "-" + std::to_string(random()));
+    fs::create_directories(path_);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& file, const std::string& content) {
+  fs::create_directories(file.parent_path());
+  std::ofstream out(file, std::ios::binary);
+  out << content;
+}
+
+// Every file below `dir` with its bytes, to compare directories exactly.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const std::string name = fs::relative(entry.path(), dir).string();
+    files[name] = entry.is_regular_file() ? read_file(entry.path()) : std::string("<dir>");
+  }
+  return files;
+}
+
+// Names in `dir`, hidden ones included: staging leftovers would show up here.
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const ResultsDirError& e) {
+    return e.what();
+  }
+  FAIL("expected a ResultsDirError");
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("experiments::results_dir: a fresh DIR is created, missing parents included") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "a" / "b" / "run";
+  ExperimentConfig config;
+  config.name = "fresh";
+  {
+    ResultsDir results(target, config);
+    results.write_text("summary.json", "{}\n");
+    results.write_text("plots/loss.svg", "<svg/>");
+    CHECK_FALSE(fs::exists(target));  // nothing is visible before commit
+    results.commit();
+    CHECK(results.committed());
+  }
+  CHECK(read_file(target / "config.toml") == dbench::experiments::to_toml(config));
+  CHECK(dbench::experiments::load_config_file(target / "config.toml") == config);
+  CHECK(read_file(target / "summary.json") == "{}\n");
+  CHECK(read_file(target / "plots" / "loss.svg") == "<svg/>");
+  CHECK(names_in(target.parent_path()) == std::set<std::string>{"run"});
+}
+
+TEST_CASE("experiments::results_dir: commit replaces the old content") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "run";
+  {
+    ResultsDir first(target);
+    first.write_text("old.txt", "old");
+    first.write_text("shared.txt", "first");
+    first.commit();
+  }
+  {
+    ResultsDir second(target);
+    second.write_text("new.txt", "new");
+    second.write_text("shared.txt", "second");
+    CHECK(read_file(target / "shared.txt") == "first");  // the old run stays whole until commit
+    second.commit();
+  }
+  CHECK_FALSE(fs::exists(target / "old.txt"));
+  CHECK(read_file(target / "new.txt") == "new");
+  CHECK(read_file(target / "shared.txt") == "second");
+  CHECK(names_in(scratch.path()) == std::set<std::string>{"run"});
+}
+
+TEST_CASE("experiments::results_dir: an exception before commit leaves the old directory byte-identical") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "run";
+  {
+    ResultsDir first(target, ExperimentConfig{});
+    first.write_text("metrics.csv", "iteration,test_accuracy\n0,0.1\n");
+    first.write_text("nested/trace.csv", "iteration,graph\n");
+    first.commit();
+  }
+  const auto before = snapshot(target);
+  REQUIRE(before.size() >= 4);
+
+  CHECK_THROWS_AS(
+      [&] {
+        ResultsDir second(target, ExperimentConfig{});
+        second.write_text("metrics.csv", "partial");
+        second.write_text("nested/trace.csv", "partial");
+        throw std::runtime_error("the run failed");
+      }(),
+      std::runtime_error);
+
+  CHECK(snapshot(target) == before);
+  CHECK(names_in(scratch.path()) == std::set<std::string>{"run"});
+}
+
+TEST_CASE("experiments::results_dir: refuses a DIR that is a regular file, naming it") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "results.txt";
+  write_file(target, "not a directory");
+  const std::string message = error_of([&] { ResultsDir results(target); });
+  CHECK(contains(message, target.string()));
+  CHECK(contains(message, "is not a directory"));
+  CHECK(read_file(target) == "not a directory");
+  CHECK(names_in(scratch.path()) == std::set<std::string>{"results.txt"});
+}
+
+TEST_CASE("experiments::results_dir: refuses to replace a non-empty directory it did not write") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "home";
+  write_file(target / "thesis.tex", "precious");
+  const std::string message = error_of([&] { ResultsDir results(target); });
+  CHECK(contains(message, "refusing to replace"));
+  CHECK(contains(message, target.string()));
+  CHECK(read_file(target / "thesis.tex") == "precious");
+
+  // An empty directory (e.g. made by mktemp -d) is fine to replace.
+  const fs::path empty = scratch.path() / "empty";
+  fs::create_directory(empty);
+  ResultsDir results(empty);
+  results.write_text("a.txt", "a");
+  results.commit();
+  CHECK(read_file(empty / "a.txt") == "a");
+}
+
+TEST_CASE("experiments::results_dir: a trailing separator names the same directory") {
+  Scratch scratch;
+  ResultsDir results(scratch.path().string() + "/run/");
+  CHECK(results.target() == scratch.path() / "run");
+  results.commit();
+  CHECK(fs::is_directory(scratch.path() / "run"));
+}
+
+TEST_CASE("experiments::results_dir: rejects file names that escape the directory") {
+  Scratch scratch;
+  ResultsDir results(scratch.path() / "run");
+  CHECK_THROWS_AS(results.write_text("../escape.txt", "x"), ResultsDirError);
+  CHECK_THROWS_AS(results.write_text("a/../../escape.txt", "x"), ResultsDirError);
+  CHECK_THROWS_AS(results.write_text("/tmp/escape.txt", "x"), ResultsDirError);
+  CHECK_THROWS_AS(results.write_text("", "x"), ResultsDirError);
+  CHECK_FALSE(fs::exists(scratch.path() / "escape.txt"));
+  // path() hands other writers a location inside the staging directory, its folders created.
+  const fs::path file = results.path("sub/dir/data.bin");
+  CHECK(fs::is_directory(file.parent_path()));
+  CHECK(file.string().starts_with(results.staging().string()));
+}
+
+TEST_CASE("experiments::results_dir: writing after commit is an error") {
+  Scratch scratch;
+  ResultsDir results(scratch.path() / "run");
+  results.commit();
+  CHECK_THROWS_AS(results.write_text("late.txt", "x"), ResultsDirError);
+  CHECK_THROWS_AS(results.commit(), ResultsDirError);
+}
+
+TEST_CASE(
+    "experiments::results_dir: a moved writer keeps the staging directory, the moved-from one owns none") {
+  Scratch scratch;
+  const fs::path target = scratch.path() / "run";
+  ResultsDir first(target);
+  first.write_text("a.txt", "a");
+  ResultsDir second(std::move(first));
+  CHECK(first.staging().empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified
+  CHECK_THROWS_AS(first.write_text("b.txt", "b"), ResultsDirError);
+  second.commit();
+  CHECK(read_file(target / "a.txt") == "a");
+}
+
+TEST_CASE("experiments::results_dir: a DIR that is a symbolic link stays a link to the new results") {
+  Scratch scratch;
+  const fs::path real = scratch.path() / "scratch-storage" / "run";
+  const fs::path link = scratch.path() / "run";
+  {
+    ResultsDir first(real);
+    first.write_text("v.txt", "1");
+    first.commit();
+  }
+  fs::create_directory_symlink(real, link);
+  {
+    ResultsDir second(link);
+    second.write_text("v.txt", "2");
+    second.commit();
+  }
+  CHECK(fs::is_symlink(link));
+  CHECK(read_file(link / "v.txt") == "2");
+  CHECK(read_file(real / "v.txt") == "2");
+}
