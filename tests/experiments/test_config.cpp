@@ -1,6 +1,7 @@
 // Experiment configs: defaults, validation messages, overrides, the TOML round trip and the committed
 // configs.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -408,4 +409,50 @@ TEST_CASE("experiments::config: errors in a file start with its path and line") 
     CHECK(std::string(e.what()).starts_with(file.string() + ":2:"));
   }
   fs::remove(file);
+}
+
+namespace {
+
+// Runs the dbench executable through the shell; returns its exit status and stdout.
+std::pair<int, std::string> run_dbench(const std::string& arguments) {
+  const std::string command = std::string("\"") + DBENCH_EXE + "\" " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+    output.append(buffer.data(), n);
+  }
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace
+
+TEST_CASE("experiments::config command: prints the resolved config with repeated --set and writes --out") {
+  const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";
+  const fs::path out = fs::temp_directory_path() / ("dbench-test-config-out-" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const auto [status, output] =
+      run_dbench("config \"" + config.string() +
+                 "\" --set train.workers=64 --set algorithm.graph=torus --out \"" + out.string() + "\"");
+  CAPTURE(output);
+  REQUIRE(status == 0);
+  const std::vector<std::string> overrides = {"train.workers=64", "algorithm.graph=torus"};
+  const ExperimentConfig expected = load_config_file(config, overrides);
+  CHECK(contains(output, to_toml(expected)));
+  CHECK(load_config_file(out / "config.toml") == expected);
+  fs::remove_all(out);
+}
+
+TEST_CASE("experiments::config command: reports an invalid override and a missing file as errors") {
+  const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";
+  const auto [status, output] = run_dbench("config \"" + config.string() + "\" --set train.wrokers=3");
+  CHECK(status != 0);
+  CHECK(contains(output, "dbench: error: "));
+  CHECK(contains(output, "train.wrokers: unknown key"));
+
+  const auto [missing_status, missing_output] = run_dbench("config /nonexistent/dbench.toml");
+  CHECK(missing_status != 0);
+  CHECK(contains(missing_output, "/nonexistent/dbench.toml: cannot read config"));
 }
