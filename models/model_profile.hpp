@@ -1,0 +1,66 @@
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dbench::models {
+
+/// What to build: a model name and the shape of its input and output.
+struct ModelSpec {
+  /// One of known_models(): "mlp", "lenet", "resnet20", "resnet50".
+  std::string name = "mlp";
+  /// Input image channels (1 for Fashion-MNIST, 3 for CIFAR-10 and ImageNet).
+  int input_channels = 1;
+  /// Input image height in pixels.
+  int input_height = 28;
+  /// Input image width in pixels.
+  int input_width = 28;
+  /// Number of output classes.
+  int classes = 10;
+  /// Hidden layer widths of the MLP (ignored by the other models); empty gives a linear classifier.
+  std::vector<int> mlp_hidden = {64};
+};
+
+/// One parameter tensor, named as the LibTorch module's named_parameters() names it.
+struct TensorInfo {
+  /// Dotted name, e.g. "layer1.0.conv1.weight".
+  std::string name;
+  /// Shape, outermost dimension first.
+  std::vector<std::int64_t> shape;
+  /// Product of the shape.
+  std::int64_t elements = 0;
+};
+
+/// A model's trainable tensors and compute cost, without building or running the model.
+///
+/// FLOP convention: a multiply-accumulate counts as 2 FLOPs; only convolutions and fully connected layers
+/// are counted (bias additions, BatchNorm, activations and pooling are left out, as in the published
+/// "4.1 GMACs" figure for ResNet-50); backward = 2 x forward (gradients with respect to inputs and to
+/// weights).
+struct ModelProfile {
+  /// The model name from ModelSpec.
+  std::string name;
+  /// Trainable parameters in named_parameters() order; BatchNorm running statistics are buffers, not listed.
+  std::vector<TensorInfo> tensors;
+  /// Forward FLOPs for one sample (2 x multiply-accumulates).
+  double forward_flops_per_sample = 0.0;
+  /// Backward FLOPs for one sample (2 x forward by convention).
+  double backward_flops_per_sample = 0.0;
+
+  /// Total number of trainable scalars.
+  std::int64_t parameter_count() const;
+  /// Bytes of the trainable parameters in fp32 (what one replica sends per full exchange).
+  std::int64_t parameter_bytes() const;
+};
+
+/// The model names model_profile() and make_torch_model() accept.
+std::span<const std::string_view> known_models();
+
+/// Parameter tensors and FLOPs of the model spec describes; throws ModelError on an unknown name or an
+/// input too small for the model.
+ModelProfile model_profile(const ModelSpec& spec);
+
+}  // namespace dbench::models
