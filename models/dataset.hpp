@@ -1,0 +1,94 @@
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+namespace dbench::models {
+
+/// Labelled images held in memory, normalised per channel: (pixel / 255 - mean) / std.
+struct Dataset {
+  /// Number of samples.
+  std::int64_t size = 0;
+  /// Image channels.
+  int channels = 0;
+  /// Image height in pixels.
+  int height = 0;
+  /// Image width in pixels.
+  int width = 0;
+  /// Number of classes; labels lie in [0, classes).
+  int classes = 0;
+  /// size x channels x height x width floats, sample-major, channel planes within a sample (NCHW).
+  std::vector<float> images;
+  /// size labels.
+  std::vector<std::int32_t> labels;
+
+  /// Floats per sample (channels x height x width).
+  std::int64_t sample_elements() const { return std::int64_t{channels} * height * width; }
+  /// The pixels of sample i.
+  std::span<const float> image(std::int64_t i) const {
+    return std::span<const float>(images).subspan(static_cast<std::size_t>(i * sample_elements()),
+                                                  static_cast<std::size_t>(sample_elements()));
+  }
+};
+
+/// Which half of a data set to read.
+enum class Split { train, test };
+
+/// Per-channel mean and standard deviation of Fashion-MNIST's training pixels scaled to [0, 1].
+inline constexpr float kFashionMnistMean = 0.2860f;
+/// See kFashionMnistMean.
+inline constexpr float kFashionMnistStd = 0.3530f;
+/// Per-channel (R, G, B) mean of CIFAR-10's training pixels scaled to [0, 1].
+inline constexpr std::array<float, 3> kCifar10Mean = {0.4914f, 0.4822f, 0.4465f};
+/// Per-channel (R, G, B) standard deviation of CIFAR-10's training pixels scaled to [0, 1].
+inline constexpr std::array<float, 3> kCifar10Std = {0.2470f, 0.2435f, 0.2616f};
+
+/// Where Debian's dataset-fashion-mnist package installs the IDX files.
+inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+
+/// Reads Fashion-MNIST (or MNIST) IDX files from dir: {train,t10k}-{images-idx3,labels-idx1}-ubyte, gzipped
+/// (".gz", preferred) or not. Checks magic numbers, dimensions, file lengths and labels; throws DataError
+/// naming the file.
+Dataset read_fashion_mnist(Split split, const std::filesystem::path& dir = kFashionMnistDefaultDir);
+
+/// Reads CIFAR-10's binary version from dir (data_batch_1..5.bin for train, test_batch.bin for test; dir may
+/// also be the parent of cifar-10-batches-bin). Any whole number of 3073-byte records per file is accepted.
+Dataset read_cifar10(Split split, const std::filesystem::path& dir);
+
+/// Writes one CIFAR-10 binary batch file: per sample a label byte then 3 x 32 x 32 pixel bytes (R, G, B
+/// planes). pixels holds labels.size() x 3072 bytes.
+void write_cifar10_batch(const std::filesystem::path& file, std::span<const std::uint8_t> pixels,
+                         std::span<const std::int32_t> labels);
+
+/// A teacher-student classification task: Gaussian inputs labelled by a fixed random teacher network.
+struct SyntheticSpec {
+  /// Samples in the train split.
+  std::int64_t train_size = 60000;
+  /// Samples in the test split.
+  std::int64_t test_size = 10000;
+  /// Input channels.
+  int channels = 1;
+  /// Input height.
+  int height = 1;
+  /// Input width.
+  int width = 32;
+  /// Number of classes.
+  int classes = 10;
+  /// Hidden width of the teacher (one ReLU layer).
+  int teacher_hidden = 64;
+  /// Seeds the teacher (shared by both splits) and, with the split, the inputs.
+  std::uint64_t seed = 1;
+};
+
+/// Generates a split of the synthetic task: inputs are N(0, 1) (already normalised), labels are the argmax of
+/// teacher(x) = W2 relu(W1 x + b1) + b2, with b2 calibrated so that the classes are roughly balanced.
+Dataset make_synthetic(const SyntheticSpec& spec, Split split);
+
+/// Copies the samples at indices into a batch (images N x C x H x W, labels N), resizing the outputs.
+void gather(const Dataset& data, std::span<const std::int64_t> indices, std::vector<float>& images,
+            std::vector<std::int32_t>& labels);
+
+}  // namespace dbench::models
