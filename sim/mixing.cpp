@@ -1,0 +1,261 @@
+#include "sim/mixing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "sim/cpu_features.hpp"
+#include "sim/errors.hpp"
+#include "sim/parallel.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DBENCH_SIM_X86 1
+#define DBENCH_AVX512 __attribute__((target("avx512f")))
+#endif
+
+namespace dbench::sim {
+namespace {
+
+/// One off-diagonal term of an output row, resolved to the source row it reads.
+struct Term {
+  const float* src;
+  float weight;
+};
+
+/// Output row i = scale * self + sum of terms[begin, end) applied to (src - self).
+struct RowPlan {
+  const float* self;
+  float scale;
+  std::size_t begin;
+  std::size_t end;
+};
+
+struct Plan {
+  std::vector<Term> terms;
+  std::vector<RowPlan> rows;
+};
+
+Plan make_plan(const MixingRows& rows, ConstReplicaView in) {
+  const std::size_t n = rows.offsets.size() - 1;
+  Plan plan;
+  plan.terms.reserve(rows.from.size());
+  plan.rows.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k0 = static_cast<std::size_t>(rows.offsets[i]);
+    const auto k1 = static_cast<std::size_t>(rows.offsets[i + 1]);
+    const std::size_t begin = plan.terms.size();
+    double sum = 0.0;
+    for (std::size_t k = k0; k < k1; ++k) {
+      sum += static_cast<double>(rows.weight[k]);
+      if (static_cast<std::size_t>(rows.from[k]) != i) {
+        plan.terms.push_back({in.row_data(static_cast<std::size_t>(rows.from[k])), rows.weight[k]});
+      }
+    }
+    // Float weights of a stochastic row (1/11 has no exact float) sum to 1 only up to their rounding; a scale
+    // of exactly 1 keeps consensus a fixed point and the replica average from drifting step after step.
+    const double rounding = 4.0 * static_cast<double>(k1 - k0) * 0x1.0p-24;
+    const float scale = std::abs(sum - 1.0) <= rounding ? 1.0f : static_cast<float>(sum);
+    plan.rows.push_back({in.row_data(i), scale, begin, plan.terms.size()});
+  }
+  return plan;
+}
+
+/// Columns [c0, c1) of every output row, plain C++: the compiler vectorises the inner loops for the build
+/// target.
+void mix_columns_portable(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1) {
+  constexpr std::size_t kChunk = 64;
+  float delta[kChunk];
+  for (std::size_t i = 0; i < out.rows; ++i) {
+    const RowPlan& r = plan.rows[i];
+    float* o = out.row_data(i);
+    for (std::size_t c = c0; c < c1; c += kChunk) {
+      const std::size_t len = std::min(kChunk, c1 - c);
+      const float* x = r.self + c;
+      std::fill_n(delta, len, 0.0f);
+      for (std::size_t k = r.begin; k < r.end; ++k) {
+        const float w = plan.terms[k].weight;
+        const float* s = plan.terms[k].src + c;
+        for (std::size_t j = 0; j < len; ++j) {
+          delta[j] += w * (s[j] - x[j]);
+        }
+      }
+      for (std::size_t j = 0; j < len; ++j) {
+        o[c + j] = r.scale * x[j] + delta[j];
+      }
+    }
+  }
+}
+
+#if defined(DBENCH_SIM_X86)
+
+DBENCH_AVX512 inline void store16(float* p, __m512 v, bool stream) {
+  if (stream) {
+    _mm512_stream_ps(p, v);
+  } else {
+    _mm512_storeu_ps(p, v);
+  }
+}
+
+/// Columns [c0, c1) of every output row with AVX-512, 128 columns per pass (eight independent accumulators
+/// hide the FMA latency). While a row is written, the next block of the matching input row is prefetched into
+/// L2
+/// ([c1, prefetch_end)). Outputs bypass the cache (streaming stores): nothing reads them before the next
+/// step.
+DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1,
+                                      std::size_t prefetch_end) {
+  const Term* terms = plan.terms.data();
+  for (std::size_t i = 0; i < out.rows; ++i) {
+    const RowPlan& r = plan.rows[i];
+    const Term* tb = terms + r.begin;
+    const Term* te = terms + r.end;
+    const __m512 scale = _mm512_set1_ps(r.scale);
+    float* o = out.row_data(i);
+    const bool stream = (reinterpret_cast<std::uintptr_t>(o + c0) & 63) == 0;
+    std::size_t c = c0;
+    for (; c + 128 <= c1; c += 128) {
+      const float* x = r.self + c;
+      const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
+                   x3 = _mm512_loadu_ps(x + 48), x4 = _mm512_loadu_ps(x + 64), x5 = _mm512_loadu_ps(x + 80),
+                   x6 = _mm512_loadu_ps(x + 96), x7 = _mm512_loadu_ps(x + 112);
+      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+      for (const Term* k = tb; k != te; ++k) {
+        const __m512 w = _mm512_set1_ps(k->weight);
+        const float* s = k->src + c;
+        d0 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s), x0), d0);
+        d1 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 16), x1), d1);
+        d2 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 32), x2), d2);
+        d3 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 48), x3), d3);
+        d4 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 64), x4), d4);
+        d5 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 80), x5), d5);
+        d6 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 96), x6), d6);
+        d7 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 112), x7), d7);
+      }
+      store16(o + c, _mm512_fmadd_ps(scale, x0, d0), stream);
+      store16(o + c + 16, _mm512_fmadd_ps(scale, x1, d1), stream);
+      store16(o + c + 32, _mm512_fmadd_ps(scale, x2, d2), stream);
+      store16(o + c + 48, _mm512_fmadd_ps(scale, x3, d3), stream);
+      store16(o + c + 64, _mm512_fmadd_ps(scale, x4, d4), stream);
+      store16(o + c + 80, _mm512_fmadd_ps(scale, x5, d5), stream);
+      store16(o + c + 96, _mm512_fmadd_ps(scale, x6, d6), stream);
+      store16(o + c + 112, _mm512_fmadd_ps(scale, x7, d7), stream);
+    }
+    for (; c + 16 <= c1; c += 16) {
+      const __m512 x = _mm512_loadu_ps(r.self + c);
+      __m512 d = _mm512_setzero_ps();
+      for (const Term* k = tb; k != te; ++k) {
+        d = _mm512_fmadd_ps(_mm512_set1_ps(k->weight), _mm512_sub_ps(_mm512_loadu_ps(k->src + c), x), d);
+      }
+      store16(o + c, _mm512_fmadd_ps(scale, x, d), stream);
+    }
+    if (c < c1) {
+      const auto mask = static_cast<__mmask16>((1u << (c1 - c)) - 1u);
+      const __m512 x = _mm512_maskz_loadu_ps(mask, r.self + c);
+      __m512 d = _mm512_setzero_ps();
+      for (const Term* k = tb; k != te; ++k) {
+        d = _mm512_fmadd_ps(_mm512_set1_ps(k->weight),
+                            _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, k->src + c), x), d);
+      }
+      _mm512_mask_storeu_ps(o + c, mask, _mm512_fmadd_ps(scale, x, d));
+    }
+    for (std::size_t p = c1; p < prefetch_end; p += 16) {
+      _mm_prefetch(reinterpret_cast<const char*>(r.self + p), _MM_HINT_T1);
+    }
+  }
+  // Streaming stores are weakly ordered: make them visible before the thread reports completion.
+  _mm_sfence();
+}
+
+#endif
+
+std::size_t default_block_cols(std::size_t replicas) {
+  // Half of a 2 MB L2 holds the current block; the other half takes the prefetched next one.
+  constexpr std::size_t kBudgetBytes = std::size_t{512} << 10;
+  const std::size_t cols = kBudgetBytes / (replicas * sizeof(float)) / 16 * 16;
+  return std::clamp<std::size_t>(cols, 64, 4096);
+}
+
+}  // namespace
+
+MixingMatrix::MixingMatrix(std::vector<std::int32_t> offsets, std::vector<std::int32_t> from,
+                           std::span<const double> weight)
+    : offsets_(std::move(offsets)), from_(std::move(from)) {
+  if (offsets_.empty()) {
+    throw MixingError("MixingMatrix: offsets must hold N + 1 values");
+  }
+  if (weight.size() != from_.size()) {
+    throw MixingError("MixingMatrix: " + std::to_string(weight.size()) + " weights for " +
+                      std::to_string(from_.size()) + " terms");
+  }
+  weight_.reserve(weight.size());
+  for (double w : weight) {
+    weight_.push_back(static_cast<float>(w));
+  }
+  validate(rows(), offsets_.size() - 1);
+}
+
+void validate(const MixingRows& rows, std::size_t nodes) {
+  if (rows.offsets.size() != nodes + 1) {
+    throw MixingError("mixing rows: " + std::to_string(rows.offsets.size()) + " offsets for " +
+                      std::to_string(nodes) + " replicas (want N + 1)");
+  }
+  if (rows.offsets.front() != 0) {
+    throw MixingError("mixing rows: offsets must start at 0");
+  }
+  for (std::size_t i = 0; i < nodes; ++i) {
+    if (rows.offsets[i + 1] < rows.offsets[i]) {
+      throw MixingError("mixing rows: offsets decrease at row " + std::to_string(i));
+    }
+  }
+  const auto terms = static_cast<std::size_t>(rows.offsets.back());
+  if (rows.from.size() != terms || rows.weight.size() != terms) {
+    throw MixingError("mixing rows: offsets end at " + std::to_string(terms) + " but there are " +
+                      std::to_string(rows.from.size()) + " sources and " +
+                      std::to_string(rows.weight.size()) + " weights");
+  }
+  for (std::size_t k = 0; k < terms; ++k) {
+    if (rows.from[k] < 0 || static_cast<std::size_t>(rows.from[k]) >= nodes) {
+      throw MixingError("mixing rows: term " + std::to_string(k) + " reads replica " +
+                        std::to_string(rows.from[k]) + ", outside [0, " + std::to_string(nodes) + ")");
+    }
+  }
+}
+
+void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options) {
+  if (in.rows != out.rows || in.cols != out.cols) {
+    throw ShapeError("mix: input is " + std::to_string(in.rows) + "x" + std::to_string(in.cols) +
+                     " but output is " + std::to_string(out.rows) + "x" + std::to_string(out.cols));
+  }
+  validate(rows, in.rows);
+  if (in.rows == 0 || in.cols == 0) {
+    return;
+  }
+  const float* in_end = in.row_data(in.rows - 1) + in.cols;
+  const float* out_end = out.row_data(out.rows - 1) + out.cols;
+  if (in.data < out_end && out.data < in_end) {
+    throw ShapeError("mix: input and output overlap; mixing needs a separate output buffer");
+  }
+  const Plan plan = make_plan(rows, in);
+  const std::size_t block = options.block_cols == 0 ? default_block_cols(in.rows) : options.block_cols;
+  const std::size_t blocks = (in.cols + block - 1) / block;
+#if defined(DBENCH_SIM_X86)
+  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
+#endif
+  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const std::size_t c0 = b * block;
+      const std::size_t c1 = std::min(in.cols, c0 + block);
+#if defined(DBENCH_SIM_X86)
+      if (avx512) {
+        const std::size_t prefetch_end = b + 1 < b1 ? std::min(in.cols, c1 + block) : c1;
+        mix_columns_avx512(plan, out, c0, c1, prefetch_end);
+        continue;
+      }
+#endif
+      mix_columns_portable(plan, out, c0, c1);
+    }
+  });
+}
+
+}  // namespace dbench::sim

@@ -1,0 +1,65 @@
+// Gossip mixing of N replicas, x_i <- sum_j W_ij x_j, for a sparse W given in compressed rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/replica_view.hpp"
+
+namespace dbench::sim {
+
+/// W in compressed rows, as views: row i lists i's in-neighbours (itself included) and their weights.
+struct MixingRows {
+  /// Start of each row in `from` and `weight`: N + 1 increasing values, the first 0.
+  std::span<const std::int32_t> offsets;
+  /// Source replica of each term, in [0, N).
+  std::span<const std::int32_t> from;
+  /// Weight of each term.
+  std::span<const float> weight;
+};
+
+/// Owns a W in compressed rows with float weights, e.g. converted from a topology::Graph's double weights.
+class MixingMatrix {
+ public:
+  /// Rows from double weights (e.g. a topology::Graph's); throws MixingError when malformed.
+  MixingMatrix(std::vector<std::int32_t> offsets, std::vector<std::int32_t> from,
+               std::span<const double> weight);
+
+  /// Number of replicas N.
+  std::size_t nodes() const noexcept { return offsets_.size() - 1; }
+  /// Number of terms (edges plus self loops).
+  std::size_t entries() const noexcept { return from_.size(); }
+  /// The view mix() takes, valid while this object lives.
+  MixingRows rows() const noexcept { return {offsets_, from_, weight_}; }
+
+ private:
+  std::vector<std::int32_t> offsets_;
+  std::vector<std::int32_t> from_;
+  std::vector<float> weight_;
+};
+
+/// How mix() walks the matrices.
+struct MixOptions {
+  /// Columns per cache block: all N replicas' slices of one block are read from memory once and then served
+  /// from cache to their d+1 readers. 0 picks a block whose N slices fit in half a core's L2; >= P disables
+  /// blocking.
+  std::size_t block_cols = 0;
+  /// Worker threads (0: all hardware threads); each column block is computed by one thread.
+  unsigned threads = 1;
+  /// False forces the portable kernel even where AVX-512 is available (to compare the two).
+  bool allow_avx512 = true;
+};
+
+/// out_i = sum_j W_ij in_j for every replica, computed as s_i in_i + sum_{j != i} W_ij (in_j - in_i) with s_i
+/// the row sum (taken as exactly 1 when the float weights sum to 1 up to their rounding). That form is exact
+/// at consensus and its rounding error scales with the disagreement, not with the values: a doubly-stochastic
+/// W keeps the replica average over thousands of steps. Each element's terms are added in row order, so
+/// results do not depend on the block size or thread count. `in` and `out` must not overlap.
+void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options = {});
+
+/// Throws MixingError unless `rows` is a well-formed W on `nodes` replicas.
+void validate(const MixingRows& rows, std::size_t nodes);
+
+}  // namespace dbench::sim

@@ -1,0 +1,49 @@
+#include "sim/replica_store.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "sim/errors.hpp"
+
+namespace dbench::sim {
+
+ReplicaStore::ReplicaStore(std::size_t replicas, ParamLayout layout)
+    : replicas_(replicas), layout_(std::move(layout)), stride_(padded_stride(layout_.size())) {
+  if (replicas_ == 0) {
+    throw ShapeError("ReplicaStore: replicas must be at least 1");
+  }
+  if (layout_.size() == 0) {
+    throw ShapeError("ReplicaStore: the parameter layout is empty");
+  }
+  const std::size_t total = replicas_ * stride_;
+  params_ = AlignedBuffer(total);
+  grads_ = AlignedBuffer(total);
+  momentum_ = AlignedBuffer(total);
+  mixed_ = AlignedBuffer(total);
+}
+
+std::span<float> ReplicaStore::tensor(std::size_t i, std::size_t t) {
+  if (i >= replicas_ || t >= layout_.tensor_count()) {
+    throw ShapeError("ReplicaStore::tensor: replica " + std::to_string(i) + " / tensor " + std::to_string(t) +
+                     " out of range (" + std::to_string(replicas_) + " replicas, " +
+                     std::to_string(layout_.tensor_count()) + " tensors)");
+  }
+  const TensorSlice& s = layout_.tensors()[t];
+  return replica(i).subspan(s.offset, s.elements);
+}
+
+void ReplicaStore::broadcast_params(std::size_t from) {
+  if (from >= replicas_) {
+    throw ShapeError("ReplicaStore::broadcast_params: replica " + std::to_string(from) + " out of range (" +
+                     std::to_string(replicas_) + " replicas)");
+  }
+  const std::span<const float> src = replica(from);
+  for (std::size_t i = 0; i < replicas_; ++i) {
+    if (i != from) {
+      std::copy(src.begin(), src.end(), replica(i).begin());
+    }
+  }
+}
+
+}  // namespace dbench::sim

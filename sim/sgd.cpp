@@ -1,0 +1,87 @@
+#include "sim/sgd.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "sim/errors.hpp"
+#include "sim/parallel.hpp"
+
+namespace dbench::sim {
+namespace {
+
+// One loop per combination of options, so that each compiles to a branch-free vectorised pass.
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void sgd_row(float* x, const float* g, float* buf, std::size_t n, float lr, float mu, float lambda) {
+  for (std::size_t j = 0; j < n; ++j) {
+    float d = g[j];
+    if constexpr (kDecay) {
+      d = d + lambda * x[j];
+    }
+    if constexpr (kMomentum) {
+      const float b = kFirst ? d : mu * buf[j] + d;
+      buf[j] = b;
+      d = kNesterov ? d + mu * b : b;
+    }
+    x[j] = x[j] - lr * d;
+  }
+}
+
+using RowKernel = void (*)(float*, const float*, float*, std::size_t, float, float, float);
+
+template <bool kDecay>
+RowKernel pick_kernel(bool momentum, bool first, bool nesterov) {
+  if (!momentum) {
+    return sgd_row<kDecay, false, false, false>;
+  }
+  if (first) {
+    return nesterov ? sgd_row<kDecay, true, true, true> : sgd_row<kDecay, true, true, false>;
+  }
+  return nesterov ? sgd_row<kDecay, true, false, true> : sgd_row<kDecay, true, false, false>;
+}
+
+std::string shape(ConstReplicaView v) {
+  return std::to_string(v.rows) + "x" + std::to_string(v.cols);
+}
+
+}  // namespace
+
+Sgd::Sgd(SgdConfig config, unsigned threads) : config_(config), threads_(threads) {
+  if (!std::isfinite(config_.momentum) || config_.momentum < 0.0) {
+    throw ValueError("SGD momentum must be finite and >= 0, got " + std::to_string(config_.momentum));
+  }
+  if (!std::isfinite(config_.weight_decay) || config_.weight_decay < 0.0) {
+    throw ValueError("SGD weight_decay must be finite and >= 0, got " + std::to_string(config_.weight_decay));
+  }
+  if (config_.nesterov && config_.momentum == 0.0) {
+    throw ValueError("SGD nesterov needs momentum > 0");
+  }
+}
+
+void Sgd::step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaView momentum) {
+  const bool use_momentum = config_.momentum != 0.0;
+  if (grads.rows != params.rows || grads.cols != params.cols) {
+    throw ShapeError("Sgd::step: gradients are " + shape(grads) + " but parameters are " + shape(params));
+  }
+  if (use_momentum && (momentum.rows != params.rows || momentum.cols != params.cols)) {
+    throw ShapeError("Sgd::step: momentum buffers are " + shape(momentum) + " but parameters are " +
+                     shape(params));
+  }
+  if (!std::isfinite(lr)) {
+    throw ValueError("Sgd::step: learning rate must be finite, got " + std::to_string(lr));
+  }
+  const bool decay = config_.weight_decay != 0.0;
+  const RowKernel kernel = decay ? pick_kernel<true>(use_momentum, steps_ == 0, config_.nesterov)
+                                 : pick_kernel<false>(use_momentum, steps_ == 0, config_.nesterov);
+  const auto lr_f = static_cast<float>(lr);
+  const auto mu = static_cast<float>(config_.momentum);
+  const auto lambda = static_cast<float>(config_.weight_decay);
+  parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      kernel(params.row_data(r), grads.row_data(r), use_momentum ? momentum.row_data(r) : nullptr,
+             params.cols, lr_f, mu, lambda);
+    }
+  });
+  ++steps_;
+}
+
+}  // namespace dbench::sim

@@ -1,0 +1,255 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <vector>
+
+#include "sim/aligned_buffer.hpp"
+#include "sim/collectives.hpp"
+#include "sim/errors.hpp"
+#include "sim/mixing.hpp"
+#include "sim/replica_metrics.hpp"
+#include "sim/replica_store.hpp"
+#include "test_helpers.hpp"
+
+namespace sim = dbench::sim;
+using sim::testing::TestRng;
+
+namespace {
+
+/// A random sparse W with float weights in [-1, 1] and 1..max_terms distinct sources per row.
+struct RandomRows {
+  std::vector<std::int32_t> offsets{0};
+  std::vector<std::int32_t> from;
+  std::vector<float> weight;
+
+  RandomRows(std::size_t n, std::size_t max_terms, TestRng& rng) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t terms = 1 + rng.below(std::min(max_terms, n));
+      std::vector<std::int32_t> row;
+      while (row.size() < terms) {
+        const auto j = static_cast<std::int32_t>(rng.below(n));
+        if (std::find(row.begin(), row.end(), j) == row.end()) {
+          row.push_back(j);
+        }
+      }
+      for (std::int32_t j : row) {
+        from.push_back(j);
+        weight.push_back(rng.uniform(-1.0f, 1.0f));
+      }
+      offsets.push_back(static_cast<std::int32_t>(from.size()));
+    }
+  }
+  sim::MixingRows rows() const { return {offsets, from, weight}; }
+};
+
+/// A matrix of n rows of p floats at `stride`, with a view.
+struct Matrix {
+  sim::AlignedBuffer buffer;
+  sim::ReplicaView view;
+  Matrix(std::size_t n, std::size_t p, std::size_t stride)
+      : buffer(n * stride), view{buffer.data(), n, p, stride} {}
+};
+
+/// out = W in in double, densely: the reference every kernel is checked against; also the size of the terms
+/// the kernels round, sum_j |W_ij| (|in_j| + |in_i|), for tolerances.
+void dense_reference(const sim::MixingRows& rows, sim::ConstReplicaView in, std::vector<double>& out,
+                     std::vector<double>& magnitude) {
+  const std::size_t n = in.rows;
+  std::vector<double> w(n * n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (auto k = static_cast<std::size_t>(rows.offsets[i]);
+         k < static_cast<std::size_t>(rows.offsets[i + 1]); ++k) {
+      w[i * n + static_cast<std::size_t>(rows.from[k])] += rows.weight[k];
+    }
+  }
+  out.assign(n * in.cols, 0.0);
+  magnitude.assign(n * in.cols, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t c = 0; c < in.cols; ++c) {
+        const double xj = in.row_data(j)[c];
+        const double xi = in.row_data(i)[c];
+        out[i * in.cols + c] += w[i * n + j] * xj;
+        magnitude[i * in.cols + c] += std::abs(w[i * n + j]) * (std::abs(xj) + std::abs(xi));
+      }
+    }
+  }
+}
+
+/// Bitwise equality of two views' elements.
+bool same_bits(sim::ConstReplicaView a, sim::ConstReplicaView b) {
+  for (std::size_t i = 0; i < a.rows; ++i) {
+    if (!std::equal(a.row(i).begin(), a.row(i).end(), b.row(i).begin())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("sim::mixing: matches a dense reference for a random sparse W") {
+  TestRng rng(7);
+  const std::size_t n = 37;
+  const std::size_t p = 203;  // not a multiple of 16: exercises the partial vectors
+  const RandomRows random(n, 9, rng);
+  for (const std::size_t stride : {sim::ReplicaStore::padded_stride(p), p + 1}) {
+    Matrix in(n, p, stride);
+    Matrix out(n, p, stride);
+    sim::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+    const sim::MixingRows rows = random.rows();
+    std::vector<double> expected;
+    std::vector<double> magnitude;
+    dense_reference(rows, in.view, expected, magnitude);
+    for (const bool avx512 : {true, false}) {
+      for (const std::size_t block : {std::size_t{0}, std::size_t{16}, std::size_t{48}, std::size_t{1000}}) {
+        for (const unsigned threads : {1u, 3u}) {
+          CAPTURE(stride);
+          CAPTURE(avx512);
+          CAPTURE(block);
+          CAPTURE(threads);
+          std::fill_n(out.buffer.data(), out.buffer.size(), -1.0f);
+          sim::mix(rows, in.view, out.view,
+                   {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
+          double worst = 0.0;
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t c = 0; c < p; ++c) {
+              const double err = std::abs(static_cast<double>(out.view.row_data(i)[c]) - expected[i * p + c]);
+              worst = std::max(worst, err / (magnitude[i * p + c] + 1e-30));
+            }
+          }
+          CHECK(worst < 1e-6);
+          if (stride > p) {
+            // Padding between rows is not part of the view and stays untouched.
+            CHECK(out.view.row_data(0)[p] == -1.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("sim::mixing: results do not depend on the thread count or the block size") {
+  TestRng rng(11);
+  const std::size_t n = 64;
+  const std::size_t p = 1000;
+  const RandomRows random(n, 12, rng);
+  Matrix in(n, p, sim::ReplicaStore::padded_stride(p));
+  sim::testing::fill_uniform(in.view, rng, -1.0f, 1.0f);
+  for (const bool avx512 : {true, false}) {
+    Matrix first(n, p, in.view.stride);
+    sim::mix(random.rows(), in.view, first.view, {.block_cols = 0, .threads = 1, .allow_avx512 = avx512});
+    for (const std::size_t block : {std::size_t{16}, std::size_t{208}, std::size_t{4096}}) {
+      for (const unsigned threads : {2u, 5u}) {
+        Matrix other(n, p, in.view.stride);
+        sim::mix(random.rows(), in.view, other.view,
+                 {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
+        CHECK(same_bits(first.view, other.view));
+      }
+    }
+  }
+}
+
+TEST_CASE("sim::mixing: consensus is a fixed point even though 1/11 has no exact float") {
+  const std::size_t n = 1024;  // exponential graph, d = 10: every weight is float(1/11)
+  const sim::MixingMatrix w = sim::testing::exponential(n);
+  CHECK(static_cast<double>(w.rows().weight[0]) * 11.0 != 1.0);
+  for (const bool avx512 : {true, false}) {
+    sim::ReplicaStore store(n, sim::ParamLayout({{"x", 40}}));
+    sim::testing::TestRng rng(8);
+    for (float& x : store.replica(0)) {
+      x = rng.uniform(-3.0f, 3.0f);
+    }
+    store.broadcast_params(0);
+    const std::vector<float> start(store.replica(0).begin(), store.replica(0).end());
+    for (int step = 0; step < 10; ++step) {
+      sim::mix(w.rows(), store.params(), store.mix_target(), {.allow_avx512 = avx512});
+      store.swap_mixed();
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      REQUIRE(std::equal(start.begin(), start.end(), store.replica(i).begin()));
+    }
+  }
+}
+
+TEST_CASE(
+    "sim::mixing: with gradients off, the replica average is preserved to 1e-6 relative over 1000 mixing "
+    "steps "
+    "at N = 1008") {
+  const std::size_t n = 1008;
+  const std::size_t p = 64;
+  const sim::MixingMatrix w = sim::testing::exponential(n);
+  sim::ReplicaStore store(n, sim::ParamLayout({{"x", p}}));
+  TestRng rng(3);
+  sim::testing::fill_uniform(store.params(), rng, 0.5f, 1.5f);
+  std::vector<float> before(p);
+  sim::replica_average(store.params(), before, 2);
+  for (int step = 0; step < 1000; ++step) {
+    sim::mix(w.rows(), store.params(), store.mix_target(), {.threads = 2});
+    store.swap_mixed();
+  }
+  std::vector<float> after(p);
+  sim::replica_average(store.params(), after, 2);
+  double worst = 0.0;
+  for (std::size_t c = 0; c < p; ++c) {
+    worst = std::max(worst, std::abs(static_cast<double>(after[c]) - before[c]) / std::abs(before[c]));
+  }
+  CHECK(worst < 1e-6);
+  // And the replicas did reach that average (the exponential graph mixes in a few dozen steps).
+  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout());
+  CHECK(m.consensus_distance < 1e-10);
+}
+
+TEST_CASE("sim::mixing: consensus distance decays at the rate the graph's spectral gap predicts") {
+  // Ring with weights 1/3: eigenvalues (1 + 2 cos(2 pi k / n)) / 3, so the second largest in magnitude is
+  // lambda2 = (1 + 2 cos(2 pi / n)) / 3 and ||x_t - x_bar||^2 <= lambda2^(2t) ||x_0 - x_bar||^2, with
+  // equality in the ratio once the slower modes dominate.
+  for (const std::size_t n : {8u, 12u, 16u}) {
+    CAPTURE(n);
+    const double lambda2 = (1.0 + 2.0 * std::cos(2.0 * std::numbers::pi / static_cast<double>(n))) / 3.0;
+    const sim::MixingMatrix w = sim::testing::ring_thirds(n);
+    sim::ReplicaStore store(n, sim::ParamLayout({{"a", 16}, {"b", 5}}));
+    TestRng rng(n);
+    sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+    const double d0 = sim::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
+    double previous = d0;
+    double ratio = 0.0;
+    // Down to ~1e-4 of the start: far enough for the slower modes to vanish, well above float rounding.
+    const int steps = static_cast<int>(std::ceil(std::log(1e-4) / (2.0 * std::log(lambda2))));
+    for (int t = 1; t <= steps; ++t) {
+      sim::mix(w.rows(), store.params(), store.mix_target());
+      store.swap_mixed();
+      const double d = sim::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
+      CHECK(d <= std::pow(lambda2, 2.0 * t) * d0 * (1.0 + 1e-4));
+      ratio = d / previous;
+      previous = d;
+    }
+    CHECK(ratio == doctest::Approx(lambda2 * lambda2).epsilon(1e-3));
+  }
+}
+
+TEST_CASE("sim::mixing: rejects malformed rows and overlapping buffers") {
+  Matrix in(3, 4, 16);
+  Matrix out(3, 4, 16);
+  const std::vector<std::int32_t> offsets{0, 1, 2, 3};
+  const std::vector<std::int32_t> from{0, 1, 2};
+  const std::vector<std::int32_t> bad_from{0, 1, 3};
+  const std::vector<std::int32_t> bad_offsets{0, 2, 1, 3};
+  const std::vector<float> weight{1.0f, 1.0f, 1.0f};
+  CHECK_NOTHROW(sim::mix({offsets, from, weight}, in.view, out.view));
+  CHECK_THROWS_AS(sim::mix({offsets, bad_from, weight}, in.view, out.view), sim::MixingError);
+  CHECK_THROWS_AS(sim::mix({bad_offsets, from, weight}, in.view, out.view), sim::MixingError);
+  CHECK_THROWS_AS(sim::mix({offsets, from, std::span<const float>(weight).first(2)}, in.view, out.view),
+                  sim::MixingError);
+  CHECK_THROWS_AS(
+      sim::mix({std::span<const std::int32_t>(offsets).first(3), from, weight}, in.view, out.view),
+      sim::MixingError);
+  CHECK_THROWS_AS(sim::mix({offsets, from, weight}, in.view, in.view), sim::ShapeError);
+  Matrix small(3, 3, 16);
+  CHECK_THROWS_AS(sim::mix({offsets, from, weight}, in.view, small.view), sim::ShapeError);
+  const std::vector<double> three{0.5, 0.5};
+  CHECK_THROWS_AS(sim::MixingMatrix({0, 1, 2, 3}, {0, 1, 2}, three), sim::MixingError);
+}

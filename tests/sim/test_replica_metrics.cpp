@@ -1,0 +1,102 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/errors.hpp"
+#include "sim/replica_metrics.hpp"
+#include "sim/replica_store.hpp"
+#include "test_helpers.hpp"
+
+namespace sim = dbench::sim;
+
+namespace {
+
+// Tensors straddle the 4096-column segments the implementation splits its work into.
+sim::ParamLayout layout() {
+  return sim::ParamLayout({{"big", 9000}, {"one", 1}, {"mid", 300}, {"tail", 4097}});
+}
+
+}  // namespace
+
+TEST_CASE("sim::metrics: norms, their variance, consensus distance and average match naive sums") {
+  const std::size_t n = 9;
+  sim::ReplicaStore store(n, layout());
+  sim::testing::TestRng rng(17);
+  sim::testing::fill_uniform(store.params(), rng, -1.0f, 2.0f);
+  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout(), 3);
+  REQUIRE(m.replicas == n);
+  REQUIRE(m.tensors == 4);
+
+  const std::size_t p = store.param_count();
+  std::vector<double> mean(p, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < p; ++c) {
+      mean[c] += store.params().row_data(i)[c] / static_cast<double>(n);
+    }
+  }
+  for (std::size_t c = 0; c < p; ++c) {
+    CHECK(m.average[c] == doctest::Approx(mean[c]).epsilon(1e-6));
+  }
+  double total = 0.0;
+  for (std::size_t t = 0; t < 4; ++t) {
+    const sim::TensorSlice& s = store.layout().tensors()[t];
+    std::vector<double> norms(n);
+    double dist = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double sq = 0.0;
+      for (std::size_t c = s.offset; c < s.offset + s.elements; ++c) {
+        const double x = store.params().row_data(i)[c];
+        sq += x * x;
+        dist += (x - mean[c]) * (x - mean[c]);
+      }
+      norms[i] = std::sqrt(sq);
+      CHECK(m.norm(i, t) == doctest::Approx(norms[i]).epsilon(1e-12));
+    }
+    double avg_norm = 0.0;
+    for (double v : norms) {
+      avg_norm += v / static_cast<double>(n);
+    }
+    double var = 0.0;
+    for (double v : norms) {
+      var += (v - avg_norm) * (v - avg_norm) / static_cast<double>(n);
+    }
+    CHECK(m.norm_variance[t] == doctest::Approx(var).epsilon(1e-9));
+    CHECK(m.consensus_per_tensor[t] == doctest::Approx(dist / static_cast<double>(n)).epsilon(1e-12));
+    total += dist / static_cast<double>(n);
+  }
+  CHECK(m.consensus_distance == doctest::Approx(total).epsilon(1e-12));
+}
+
+TEST_CASE("sim::metrics: identical replicas have zero consensus distance and zero norm variance") {
+  sim::ReplicaStore store(4, layout());
+  sim::testing::TestRng rng(1);
+  for (float& x : store.replica(0)) {
+    x = rng.uniform(-1.0f, 1.0f);
+  }
+  store.broadcast_params(0);
+  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout());
+  CHECK(m.consensus_distance == 0.0);
+  for (double v : m.norm_variance) {
+    CHECK(v == 0.0);
+  }
+}
+
+TEST_CASE("sim::metrics: results do not depend on the thread count") {
+  sim::ReplicaStore store(33, layout());
+  sim::testing::TestRng rng(4);
+  sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+  const sim::ReplicaMetrics a = sim::compute_replica_metrics(store.params(), store.layout(), 1);
+  const sim::ReplicaMetrics b = sim::compute_replica_metrics(store.params(), store.layout(), 4);
+  CHECK(a.norms == b.norms);
+  CHECK(a.norm_variance == b.norm_variance);
+  CHECK(a.consensus_per_tensor == b.consensus_per_tensor);
+  CHECK(a.consensus_distance == b.consensus_distance);
+  CHECK(a.average == b.average);
+}
+
+TEST_CASE("sim::metrics: rejects a layout that does not match the parameter count") {
+  sim::ReplicaStore store(2, layout());
+  CHECK_THROWS_AS(sim::compute_replica_metrics(store.params(), sim::ParamLayout({{"x", 5}})),
+                  sim::ShapeError);
+}

@@ -1,0 +1,136 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/errors.hpp"
+#include "sim/replica_store.hpp"
+#include "sim/sgd.hpp"
+#include "test_helpers.hpp"
+
+namespace sim = dbench::sim;
+
+namespace {
+
+/// Two replicas of three parameters, all x = 1 and g = 0.5 (binary-exact, so the expected values are exact).
+sim::ReplicaStore exact_store() {
+  sim::ReplicaStore store(2, sim::ParamLayout({{"w", 3}}));
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (float& x : store.params().row(i)) {
+      x = 1.0f;
+    }
+    for (float& g : store.grads().row(i)) {
+      g = 0.5f;
+    }
+  }
+  return store;
+}
+
+void check_all(sim::ConstReplicaView v, float expected) {
+  for (std::size_t i = 0; i < v.rows; ++i) {
+    for (float x : v.row(i)) {
+      CHECK(x == expected);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sim::sgd: matches a hand computation of two steps with momentum and weight decay") {
+  // lr 0.25, mu 0.5, lambda 0.5, x0 = 1, g = 0.5.
+  // step 1: d = 0.5 + 0.5 * 1 = 1; buf = d = 1; x = 1 - 0.25 * 1 = 0.75
+  // step 2: d = 0.5 + 0.5 * 0.75 = 0.875; buf = 0.5 * 1 + 0.875 = 1.375; x = 0.75 - 0.25 * 1.375 = 0.40625
+  sim::ReplicaStore store = exact_store();
+  sim::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = false}, 2);
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.params(), 0.75f);
+  check_all(store.momentum(), 1.0f);
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.params(), 0.40625f);
+  check_all(store.momentum(), 1.375f);
+  CHECK(sgd.steps() == 2);
+}
+
+TEST_CASE("sim::sgd: matches a hand computation of two Nesterov steps") {
+  // step 1: d = 1; buf = 1; d = 1 + 0.5 * 1 = 1.5; x = 1 - 0.25 * 1.5 = 0.625
+  // step 2: d = 0.5 + 0.5 * 0.625 = 0.8125; buf = 0.5 + 0.8125 = 1.3125; d = 0.8125 + 0.5 * 1.3125 = 1.46875;
+  //         x = 0.625 - 0.25 * 1.46875 = 0.2578125
+  sim::ReplicaStore store = exact_store();
+  sim::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.params(), 0.625f);
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.params(), 0.2578125f);
+  check_all(store.momentum(), 1.3125f);
+}
+
+TEST_CASE("sim::sgd: without momentum it is plain gradient descent and leaves the buffers alone") {
+  // x = 1 - 0.25 * (0.5 + 0.5) = 0.75, then 0.75 - 0.25 * (0.5 + 0.375) = 0.53125.
+  sim::ReplicaStore store = exact_store();
+  sim::Sgd sgd({.momentum = 0.0, .weight_decay = 0.5});
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  sgd.step(0.25, store.params(), store.grads(), {});
+  check_all(store.params(), 0.53125f);
+  check_all(store.momentum(), 0.0f);
+}
+
+TEST_CASE("sim::sgd: reset makes the next step start the momentum afresh") {
+  sim::ReplicaStore store = exact_store();
+  sim::Sgd sgd({.momentum = 0.5});
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.momentum(), 0.75f);  // 0.5 * 0.5 + 0.5
+  sgd.reset();
+  sgd.step(0.25, store.params(), store.grads(), store.momentum());
+  check_all(store.momentum(), 0.5f);
+}
+
+TEST_CASE("sim::sgd: agrees with the PyTorch formula in double on random values") {
+  const std::size_t n = 3;
+  const std::size_t p = 1001;
+  sim::ReplicaStore store(n, sim::ParamLayout({{"w", p}}));
+  dbench::sim::testing::TestRng rng(5);
+  sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+  std::vector<double> x(n * p);
+  std::vector<double> buf(n * p, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < p; ++c) {
+      x[i * p + c] = store.params().row_data(i)[c];
+    }
+  }
+  const double mu = 0.9;
+  const double lambda = 1e-3;
+  sim::Sgd sgd({.momentum = mu, .weight_decay = lambda, .nesterov = true}, 2);
+  for (int step = 0; step < 5; ++step) {
+    sim::testing::fill_uniform(store.grads(), rng, -1.0f, 1.0f);
+    const double lr = 0.1 / (step + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t c = 0; c < p; ++c) {
+        double& xv = x[i * p + c];
+        double& b = buf[i * p + c];
+        const double d = store.grads().row_data(i)[c] + lambda * xv;
+        b = step == 0 ? d : mu * b + d;
+        xv -= lr * (d + mu * b);
+      }
+    }
+    sgd.step(lr, store.params(), store.grads(), store.momentum());
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t c = 0; c < p; ++c) {
+      REQUIRE(store.params().row_data(i)[c] == doctest::Approx(x[i * p + c]).epsilon(1e-5));
+    }
+  }
+}
+
+TEST_CASE("sim::sgd: rejects out-of-range hyper-parameters and mismatched buffers") {
+  CHECK_THROWS_AS(sim::Sgd({.momentum = -0.1}), sim::ValueError);
+  CHECK_THROWS_AS(sim::Sgd({.weight_decay = -1.0}), sim::ValueError);
+  CHECK_THROWS_AS(sim::Sgd({.momentum = 0.0, .nesterov = true}), sim::ValueError);
+  CHECK_THROWS_AS(sim::Sgd({.momentum = std::nan("")}), sim::ValueError);
+  sim::ReplicaStore a(2, sim::ParamLayout({{"w", 3}}));
+  sim::ReplicaStore b(3, sim::ParamLayout({{"w", 3}}));
+  sim::Sgd sgd({.momentum = 0.9});
+  CHECK_THROWS_AS(sgd.step(0.1, a.params(), b.grads(), a.momentum()), sim::ShapeError);
+  CHECK_THROWS_AS(sgd.step(0.1, a.params(), a.grads(), b.momentum()), sim::ShapeError);
+  CHECK_THROWS_AS(sgd.step(std::nan(""), a.params(), a.grads(), a.momentum()), sim::ValueError);
+}
