@@ -1,0 +1,315 @@
+#include "sim/batched_mlp.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "sim/errors.hpp"
+#include "sim/parallel.hpp"
+
+namespace dbench::sim {
+namespace {
+
+// Evaluation walks the samples in chunks of this many rows; chunk sums are added in chunk order, so results
+// do not depend on the thread count.
+constexpr std::size_t kEvalRows = 256;
+
+ParamLayout mlp_layout(const std::vector<std::size_t>& widths) {
+  std::vector<std::pair<std::string, std::size_t>> tensors;
+  for (std::size_t l = 1; l < widths.size(); ++l) {
+    const std::string name = "fc" + std::to_string(l);
+    tensors.emplace_back(name + ".weight", widths[l] * widths[l - 1]);
+    tensors.emplace_back(name + ".bias", widths[l]);
+  }
+  return ParamLayout(tensors);
+}
+
+/// Our threads each call BLAS on their own small matrices; BLAS's own threads would only oversubscribe the
+/// cores.
+void use_single_threaded_blas() {
+  if (openblas_get_num_threads() != 1) {
+    openblas_set_num_threads(1);
+  }
+}
+
+int blas_int(std::size_t v) {
+  return static_cast<int>(v);
+}
+
+std::uint64_t next_random(std::uint64_t& state) {
+  // splitmix64: a fixed, documented generator, so that an init seed means the same parameters everywhere.
+  state += 0x9E3779B97F4A7C15ULL;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+/// Per-thread activations and deltas, sized for `rows` samples.
+struct BatchedMlp::Scratch {
+  Scratch(const std::vector<std::size_t>& widths, std::size_t rows) {
+    const std::size_t widest = *std::max_element(widths.begin() + 1, widths.end());
+    for (std::size_t l = 1; l < widths.size(); ++l) {
+      act.emplace_back(rows * widths[l]);
+    }
+    delta.resize(rows * widest);
+    back.resize(rows * widest);
+  }
+  std::vector<std::vector<float>>
+      act;                   // act[l - 1]: outputs of layer l (after ReLU, raw logits for the last)
+  std::vector<float> delta;  // d loss / d pre-activation of the layer being differentiated
+  std::vector<float> back;   // d loss / d input of that layer
+};
+
+BatchedMlp::BatchedMlp(std::vector<std::size_t> widths, unsigned threads)
+    : widths_(std::move(widths)), threads_(threads) {
+  if (widths_.size() < 2) {
+    throw ValueError("BatchedMlp: needs at least an input and an output width, got " +
+                     std::to_string(widths_.size()) + " widths");
+  }
+  for (std::size_t w : widths_) {
+    if (w == 0 || w > (std::size_t{1} << 24)) {
+      throw ValueError("BatchedMlp: layer width " + std::to_string(w) + " out of range [1, 2^24]");
+    }
+  }
+  layout_ = mlp_layout(widths_);
+  for (const TensorSlice& t : layout_.tensors()) {
+    (t.name.ends_with(".weight") ? weight_offset_ : bias_offset_).push_back(t.offset);
+  }
+}
+
+double BatchedMlp::train_flops_per_sample() const noexcept {
+  double flops = 0.0;
+  for (std::size_t l = 1; l < widths_.size(); ++l) {
+    const double mac = static_cast<double>(widths_[l] * widths_[l - 1]);
+    // Forward and weight gradient everywhere; the input gradient is not needed for the first layer.
+    flops += 2.0 * mac * (l == 1 ? 2.0 : 3.0);
+  }
+  return flops;
+}
+
+void BatchedMlp::init(std::span<float> params, std::uint64_t seed) const {
+  check_params(params.size(), "BatchedMlp::init");
+  std::uint64_t state = seed;
+  for (std::size_t l = 1; l < widths_.size(); ++l) {
+    const float bound = 1.0f / std::sqrt(static_cast<float>(widths_[l - 1]));
+    auto fill = [&](std::size_t offset, std::size_t count) {
+      for (std::size_t k = 0; k < count; ++k) {
+        const float u = static_cast<float>(next_random(state) >> 40) * 0x1.0p-24f;
+        params[offset + k] = bound * (2.0f * u - 1.0f);
+      }
+    };
+    fill(weight_offset_[l - 1], widths_[l] * widths_[l - 1]);
+    fill(bias_offset_[l - 1], widths_[l]);
+  }
+}
+
+void BatchedMlp::check_params(std::size_t cols, const char* what) const {
+  if (cols != layout_.size()) {
+    throw ShapeError(std::string(what) + ": parameter vectors have " + std::to_string(cols) +
+                     " elements, the MLP has " + std::to_string(layout_.size()));
+  }
+}
+
+std::size_t BatchedMlp::check_samples(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                                      const char* what) const {
+  const std::size_t m = labels.size();
+  if (inputs.size() != m * widths_.front()) {
+    throw ShapeError(std::string(what) + ": " + std::to_string(inputs.size()) + " input values for " +
+                     std::to_string(m) + " labels of " + std::to_string(widths_.front()) + " features each");
+  }
+  const auto classes_i = static_cast<std::int64_t>(classes());
+  for (std::size_t k = 0; k < m; ++k) {
+    if (labels[k] < 0 || labels[k] >= classes_i) {
+      throw ValueError(std::string(what) + ": label " + std::to_string(labels[k]) + " at sample " +
+                       std::to_string(k) + " is outside [0, " + std::to_string(classes()) + ")");
+    }
+  }
+  return m;
+}
+
+void BatchedMlp::forward(const float* params, const float* x, std::size_t rows, Scratch& s) const {
+  const float* a = x;
+  const std::size_t layers = widths_.size() - 1;
+  for (std::size_t l = 1; l <= layers; ++l) {
+    const std::size_t in = widths_[l - 1];
+    const std::size_t out = widths_[l];
+    float* z = s.act[l - 1].data();
+    const float* bias = params + bias_offset_[l - 1];
+    for (std::size_t r = 0; r < rows; ++r) {
+      std::copy_n(bias, out, z + r * out);
+    }
+    // z = a W^T + b with W stored [out, in], as nn.Linear does.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(rows), blas_int(out), blas_int(in), 1.0f, a,
+                blas_int(in), params + weight_offset_[l - 1], blas_int(in), 1.0f, z, blas_int(out));
+    if (l < layers) {
+      for (std::size_t k = 0; k < rows * out; ++k) {
+        z[k] = std::max(z[k], 0.0f);
+      }
+    }
+    a = z;
+  }
+}
+
+void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t rows, std::size_t mean_over, bool grad,
+                              Scratch& s, double& loss_sum, std::size_t& correct) const {
+  const std::size_t c = classes();
+  const float* logits = s.act.back().data();
+  const float scale = 1.0f / static_cast<float>(mean_over);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * c;
+    const auto y = static_cast<std::size_t>(labels[r]);
+    const std::size_t top = static_cast<std::size_t>(std::max_element(z, z + c) - z);
+    const float zmax = z[top];
+    float sum = 0.0f;
+    for (std::size_t k = 0; k < c; ++k) {
+      sum += std::exp(z[k] - zmax);
+    }
+    // log-sum-exp around the maximum, so that large logits do not overflow.
+    loss_sum += static_cast<double>(zmax + std::log(sum) - z[y]);
+    correct += top == y ? 1 : 0;
+    if (grad) {
+      float* d = s.delta.data() + r * c;
+      for (std::size_t k = 0; k < c; ++k) {
+        d[k] = std::exp(z[k] - zmax) / sum * scale;
+      }
+      d[y] -= scale;
+    }
+  }
+}
+
+void BatchedMlp::backward(const float* params, const float* x, std::size_t rows, Scratch& s,
+                          float* grads) const {
+  for (std::size_t l = widths_.size() - 1; l >= 1; --l) {
+    const std::size_t in = widths_[l - 1];
+    const std::size_t out = widths_[l];
+    const float* a = l == 1 ? x : s.act[l - 2].data();
+    const float* delta = s.delta.data();
+    // dW = delta^T a: [out, rows] x [rows, in].
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(out), blas_int(in), blas_int(rows), 1.0f,
+                delta, blas_int(out), a, blas_int(in), 0.0f, grads + weight_offset_[l - 1], blas_int(in));
+    float* db = grads + bias_offset_[l - 1];
+    std::copy_n(delta, out, db);
+    for (std::size_t r = 1; r < rows; ++r) {
+      for (std::size_t k = 0; k < out; ++k) {
+        db[k] += delta[r * out + k];
+      }
+    }
+    if (l == 1) {
+      break;
+    }
+    // d a = delta W: [rows, out] x [out, in]; then through the ReLU (a > 0 exactly where its input was > 0).
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_int(rows), blas_int(in), blas_int(out), 1.0f,
+                delta, blas_int(out), params + weight_offset_[l - 1], blas_int(in), 0.0f, s.back.data(),
+                blas_int(in));
+    for (std::size_t k = 0; k < rows * in; ++k) {
+      s.delta[k] = a[k] > 0.0f ? s.back[k] : 0.0f;
+    }
+  }
+}
+
+void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inputs,
+                            std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
+                            std::span<BatchStats> stats) const {
+  check_params(params.cols, "BatchedMlp::train_step");
+  const std::size_t n = params.rows;
+  if (grads.rows != n || grads.cols != params.cols) {
+    throw ShapeError("BatchedMlp::train_step: gradients are " + std::to_string(grads.rows) + "x" +
+                     std::to_string(grads.cols) + ", parameters " + std::to_string(n) + "x" +
+                     std::to_string(params.cols));
+  }
+  if (batch == 0) {
+    throw ShapeError("BatchedMlp::train_step: batch must be at least 1");
+  }
+  if (labels.size() != n * batch || stats.size() != n) {
+    throw ShapeError("BatchedMlp::train_step: " + std::to_string(n) + " replicas of batch " +
+                     std::to_string(batch) + " need " + std::to_string(n * batch) + " labels and " +
+                     std::to_string(n) + " stats, got " + std::to_string(labels.size()) + " and " +
+                     std::to_string(stats.size()));
+  }
+  check_samples(inputs, labels, "BatchedMlp::train_step");
+  use_single_threaded_blas();
+  const std::size_t in = widths_.front();
+  parallel_for(threads_, n, [&](std::size_t r0, std::size_t r1) {
+    Scratch s(widths_, batch);
+    for (std::size_t i = r0; i < r1; ++i) {
+      const float* x = inputs.data() + i * batch * in;
+      const std::int32_t* y = labels.data() + i * batch;
+      const float* p = params.row_data(i);
+      forward(p, x, batch, s);
+      double loss = 0.0;
+      std::size_t correct = 0;
+      softmax_xent(y, batch, batch, true, s, loss, correct);
+      backward(p, x, batch, s, grads.row_data(i));
+      stats[i] = {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int32_t>(correct)};
+    }
+  });
+}
+
+EvalResult BatchedMlp::evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
+                                      std::size_t begin, std::size_t end, Scratch& s) const {
+  EvalResult r;
+  forward(params, inputs + begin * widths_.front(), end - begin, s);
+  softmax_xent(labels + begin, end - begin, 1, false, s, r.loss, r.correct);
+  r.samples = end - begin;
+  return r;
+}
+
+EvalResult BatchedMlp::evaluate(std::span<const float> params, std::span<const float> inputs,
+                                std::span<const std::int32_t> labels) const {
+  check_params(params.size(), "BatchedMlp::evaluate");
+  const std::size_t m = check_samples(inputs, labels, "BatchedMlp::evaluate");
+  use_single_threaded_blas();
+  const std::size_t chunks = (m + kEvalRows - 1) / kEvalRows;
+  std::vector<EvalResult> parts(chunks);
+  parallel_for(threads_, chunks, [&](std::size_t c0, std::size_t c1) {
+    Scratch s(widths_, kEvalRows);
+    for (std::size_t c = c0; c < c1; ++c) {
+      parts[c] = evaluate_range(params.data(), inputs.data(), labels.data(), c * kEvalRows,
+                                std::min(m, (c + 1) * kEvalRows), s);
+    }
+  });
+  EvalResult total;
+  for (const EvalResult& p : parts) {
+    total.loss += p.loss;
+    total.correct += p.correct;
+    total.samples += p.samples;
+  }
+  if (total.samples > 0) {
+    total.loss /= static_cast<double>(total.samples);
+  }
+  return total;
+}
+
+std::vector<EvalResult> BatchedMlp::evaluate_replicas(ConstReplicaView params, std::span<const float> inputs,
+                                                      std::span<const std::int32_t> labels) const {
+  check_params(params.cols, "BatchedMlp::evaluate_replicas");
+  const std::size_t m = check_samples(inputs, labels, "BatchedMlp::evaluate_replicas");
+  use_single_threaded_blas();
+  std::vector<EvalResult> results(params.rows);
+  parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
+    Scratch s(widths_, std::min(m, kEvalRows));
+    for (std::size_t i = r0; i < r1; ++i) {
+      EvalResult total;
+      for (std::size_t b = 0; b < m; b += kEvalRows) {
+        const EvalResult p = evaluate_range(params.row_data(i), inputs.data(), labels.data(), b,
+                                            std::min(m, b + kEvalRows), s);
+        total.loss += p.loss;
+        total.correct += p.correct;
+        total.samples += p.samples;
+      }
+      if (total.samples > 0) {
+        total.loss /= static_cast<double>(total.samples);
+      }
+      results[i] = total;
+    }
+  });
+  return results;
+}
+
+}  // namespace dbench::sim

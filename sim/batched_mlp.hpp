@@ -1,0 +1,98 @@
+// A multi-layer perceptron trained on N replicas at once: each replica has its own parameters and its own
+// batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/param_layout.hpp"
+#include "sim/replica_view.hpp"
+
+namespace dbench::sim {
+
+/// One replica's result on its training batch.
+struct BatchStats {
+  /// Mean softmax cross-entropy over the batch.
+  float loss = 0.0f;
+  /// Samples whose largest logit is the label.
+  std::int32_t correct = 0;
+};
+
+/// Result of evaluating one parameter vector on a set of samples.
+struct EvalResult {
+  /// Mean softmax cross-entropy.
+  double loss = 0.0;
+  /// Samples whose largest logit is the label.
+  std::size_t correct = 0;
+  /// Samples evaluated.
+  std::size_t samples = 0;
+
+  /// correct / samples (0 without samples).
+  double accuracy() const noexcept {
+    return samples == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(samples);
+  }
+};
+
+/// Fully connected layers with ReLU between them and softmax cross-entropy on the last, widths
+/// {in, hidden..., classes}. Parameters follow PyTorch's nn.Linear order and shapes: fc1.weight [w1, w0],
+/// fc1.bias [w1], fc2.weight [w2, w1], ... so a flat vector matches torch's parameters() one to one.
+class BatchedMlp {
+ public:
+  /// Throws ValueError unless there are at least two widths, all positive. `threads`: 0 means all.
+  explicit BatchedMlp(std::vector<std::size_t> widths, unsigned threads = 1);
+
+  /// Layer widths, input first.
+  const std::vector<std::size_t>& widths() const noexcept { return widths_; }
+  /// Features per sample.
+  std::size_t inputs() const noexcept { return widths_.front(); }
+  /// Number of classes.
+  std::size_t classes() const noexcept { return widths_.back(); }
+  /// Parameter tensors of one replica.
+  const ParamLayout& layout() const noexcept { return layout_; }
+  /// Parameters per replica P.
+  std::size_t param_count() const noexcept { return layout_.size(); }
+  /// Floating-point operations of one training sample (forward, weight and input gradients; GEMMs only).
+  double train_flops_per_sample() const noexcept;
+
+  /// PyTorch's nn.Linear default: weights and biases uniform in +-1/sqrt(fan_in), from `seed` alone.
+  void init(std::span<float> params, std::uint64_t seed) const;
+
+  /// Forward and backward for every replica i on its own batch: inputs [N, batch, in], labels [N, batch].
+  /// Writes d(mean loss)/d(params) of replica i to row i of `grads` and its loss and hits to stats[i].
+  /// Throws ShapeError on mismatched sizes and ValueError on a label outside [0, classes).
+  void train_step(ConstReplicaView params, std::span<const float> inputs,
+                  std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
+                  std::span<BatchStats> stats) const;
+
+  /// Loss and accuracy of one parameter vector (e.g. the replica average) on samples [M, in] with labels [M].
+  EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,
+                      std::span<const std::int32_t> labels) const;
+
+  /// evaluate() for every replica, in parallel over replicas.
+  std::vector<EvalResult> evaluate_replicas(ConstReplicaView params, std::span<const float> inputs,
+                                            std::span<const std::int32_t> labels) const;
+
+ private:
+  struct Scratch;
+  void check_params(std::size_t cols, const char* what) const;
+  std::size_t check_samples(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                            const char* what) const;
+  /// Logits of `rows` samples into scratch, keeping hidden activations for backward.
+  void forward(const float* params, const float* x, std::size_t rows, Scratch& s) const;
+  /// Adds loss and hits of `rows` samples to the sums; leaves d(mean loss)/d(logits) in scratch when `grad`.
+  void softmax_xent(const std::int32_t* labels, std::size_t rows, std::size_t mean_over, bool grad,
+                    Scratch& s, double& loss_sum, std::size_t& correct) const;
+  void backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads) const;
+  EvalResult evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
+                            std::size_t begin, std::size_t end, Scratch& s) const;
+
+  std::vector<std::size_t> widths_;
+  unsigned threads_;
+  ParamLayout layout_;
+  std::vector<std::size_t> weight_offset_;  // per layer l >= 1 (index l - 1)
+  std::vector<std::size_t> bias_offset_;
+};
+
+}  // namespace dbench::sim

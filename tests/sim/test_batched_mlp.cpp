@@ -1,0 +1,264 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "sim/batched_mlp.hpp"
+#include "sim/errors.hpp"
+#include "sim/replica_store.hpp"
+#include "test_helpers.hpp"
+
+namespace sim = dbench::sim;
+using sim::testing::TestRng;
+
+namespace {
+
+/// Loss, hits and gradient of one replica's batch, computed in double by the textbook formulas.
+struct Reference {
+  double loss = 0.0;
+  int correct = 0;
+  std::vector<double> grad;
+};
+
+Reference reference(const sim::BatchedMlp& mlp, const std::vector<double>& params, const float* x,
+                    const std::int32_t* y, std::size_t batch) {
+  const auto& w = mlp.widths();
+  const auto& t = mlp.layout().tensors();
+  const std::size_t layers = w.size() - 1;
+  Reference r;
+  r.grad.assign(params.size(), 0.0);
+  for (std::size_t b = 0; b < batch; ++b) {
+    std::vector<std::vector<double>> a(layers + 1);
+    a[0].assign(x + b * w[0], x + (b + 1) * w[0]);
+    for (std::size_t l = 1; l <= layers; ++l) {
+      const double* W = params.data() + t[2 * (l - 1)].offset;
+      const double* bias = params.data() + t[2 * (l - 1) + 1].offset;
+      a[l].assign(w[l], 0.0);
+      for (std::size_t o = 0; o < w[l]; ++o) {
+        double z = bias[o];
+        for (std::size_t k = 0; k < w[l - 1]; ++k) {
+          z += W[o * w[l - 1] + k] * a[l - 1][k];
+        }
+        a[l][o] = l < layers ? std::max(z, 0.0) : z;
+      }
+    }
+    const std::vector<double>& z = a[layers];
+    const double zmax = *std::max_element(z.begin(), z.end());
+    double sum = 0.0;
+    for (double v : z) {
+      sum += std::exp(v - zmax);
+    }
+    const auto label = static_cast<std::size_t>(y[b]);
+    r.loss += (zmax + std::log(sum) - z[label]) / static_cast<double>(batch);
+    r.correct += static_cast<std::size_t>(std::max_element(z.begin(), z.end()) - z.begin()) == label ? 1 : 0;
+    std::vector<double> delta(z.size());
+    for (std::size_t k = 0; k < z.size(); ++k) {
+      delta[k] = (std::exp(z[k] - zmax) / sum - (k == label ? 1.0 : 0.0)) / static_cast<double>(batch);
+    }
+    for (std::size_t l = layers; l >= 1; --l) {
+      double* gW = r.grad.data() + t[2 * (l - 1)].offset;
+      double* gb = r.grad.data() + t[2 * (l - 1) + 1].offset;
+      const double* W = params.data() + t[2 * (l - 1)].offset;
+      std::vector<double> back(w[l - 1], 0.0);
+      for (std::size_t o = 0; o < w[l]; ++o) {
+        gb[o] += delta[o];
+        for (std::size_t k = 0; k < w[l - 1]; ++k) {
+          gW[o * w[l - 1] + k] += delta[o] * a[l - 1][k];
+          back[k] += delta[o] * W[o * w[l - 1] + k];
+        }
+      }
+      if (l == 1) {
+        break;
+      }
+      for (std::size_t k = 0; k < back.size(); ++k) {
+        back[k] = a[l - 1][k] > 0.0 ? back[k] : 0.0;
+      }
+      delta = back;
+    }
+  }
+  return r;
+}
+
+/// A small problem: N replicas with their own parameters and batches.
+struct Problem {
+  sim::BatchedMlp mlp;
+  std::size_t batch;
+  sim::ReplicaStore store;
+  std::vector<float> inputs;
+  std::vector<std::int32_t> labels;
+
+  Problem(std::vector<std::size_t> widths, std::size_t n, std::size_t b, unsigned threads, std::uint64_t seed)
+      : mlp(std::move(widths), threads), batch(b), store(n, mlp.layout()) {
+    TestRng rng(seed);
+    for (std::size_t i = 0; i < n; ++i) {
+      mlp.init(store.replica(i), seed * 100 + i);
+    }
+    inputs.resize(n * b * mlp.inputs());
+    for (float& v : inputs) {
+      v = rng.uniform(-2.0f, 2.0f);
+    }
+    labels.resize(n * b);
+    for (std::int32_t& y : labels) {
+      y = static_cast<std::int32_t>(rng.below(mlp.classes()));
+    }
+  }
+  std::vector<sim::BatchStats> train() {
+    std::vector<sim::BatchStats> stats(store.replicas());
+    mlp.train_step(store.params(), inputs, labels, batch, store.grads(), stats);
+    return stats;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("sim::batched_mlp: the layout follows nn.Linear's parameters, in order") {
+  const sim::BatchedMlp mlp({784, 64, 10});
+  const auto& t = mlp.layout().tensors();
+  REQUIRE(t.size() == 4);
+  CHECK(t[0].name == "fc1.weight");
+  CHECK(t[0].elements == 64 * 784);
+  CHECK(t[1].name == "fc1.bias");
+  CHECK(t[1].offset == 64 * 784);
+  CHECK(t[2].name == "fc2.weight");
+  CHECK(t[3].name == "fc2.bias");
+  CHECK(mlp.param_count() == 50890);
+  CHECK(mlp.train_flops_per_sample() == 2.0 * (2 * 784 * 64 + 3 * 64 * 10));
+}
+
+TEST_CASE("sim::batched_mlp: losses, hits and gradients match a double-precision reference") {
+  Problem pr({7, 6, 5, 4}, 3, 5, 2, 1);
+  const std::vector<sim::BatchStats> stats = pr.train();
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    const std::span<const float> p = pr.store.replica(i);
+    const Reference ref = reference(pr.mlp, {p.begin(), p.end()}, pr.inputs.data() + i * pr.batch * 7,
+                                    pr.labels.data() + i * pr.batch, pr.batch);
+    CHECK(stats[i].loss == doctest::Approx(ref.loss).epsilon(1e-5));
+    CHECK(stats[i].correct == ref.correct);
+    double scale = 0.0;
+    for (double g : ref.grad) {
+      scale = std::max(scale, std::abs(g));
+    }
+    for (std::size_t k = 0; k < ref.grad.size(); ++k) {
+      REQUIRE(std::abs(pr.store.grads().row_data(i)[k] - ref.grad[k]) < 1e-5 * scale);
+    }
+  }
+}
+
+TEST_CASE("sim::batched_mlp: the double reference agrees with central finite differences") {
+  Problem pr({4, 3, 3}, 1, 3, 1, 2);
+  const std::span<const float> p0 = pr.store.replica(0);
+  std::vector<double> p(p0.begin(), p0.end());
+  const Reference ref = reference(pr.mlp, p, pr.inputs.data(), pr.labels.data(), pr.batch);
+  const double h = 1e-6;
+  for (std::size_t k = 0; k < p.size(); ++k) {
+    CAPTURE(k);
+    std::vector<double> plus = p;
+    std::vector<double> minus = p;
+    plus[k] += h;
+    minus[k] -= h;
+    const double fd = (reference(pr.mlp, plus, pr.inputs.data(), pr.labels.data(), pr.batch).loss -
+                       reference(pr.mlp, minus, pr.inputs.data(), pr.labels.data(), pr.batch).loss) /
+                      (2 * h);
+    CHECK(fd == doctest::Approx(ref.grad[k]).epsilon(1e-6).scale(1e-3));
+  }
+}
+
+TEST_CASE("sim::batched_mlp: float gradients agree with finite differences of the float loss") {
+  Problem pr({6, 5, 4}, 2, 4, 1, 3);
+  pr.train();
+  const sim::AlignedBuffer grads_copy = [&] {
+    sim::AlignedBuffer b(pr.store.replicas() * pr.store.stride());
+    std::copy_n(pr.store.grads().data, b.size(), b.data());
+    return b;
+  }();
+  const float h = 1e-2f;
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::size_t k = 0; k < pr.store.param_count(); k += 3) {
+      CAPTURE(i);
+      CAPTURE(k);
+      float& x = pr.store.replica(i)[k];
+      const float saved = x;
+      x = saved + h;
+      const double up = pr.train()[i].loss;
+      x = saved - h;
+      const double down = pr.train()[i].loss;
+      x = saved;
+      const double fd = (up - down) / (2.0 * static_cast<double>(h));
+      CHECK(fd == doctest::Approx(grads_copy.data()[i * pr.store.stride() + k]).epsilon(2e-2).scale(0.1));
+    }
+  }
+}
+
+TEST_CASE("sim::batched_mlp: evaluation agrees with the training forward and does not depend on threads") {
+  Problem pr({5, 8, 3}, 4, 300, 2, 4);  // 300 samples: more than one evaluation chunk
+  const std::vector<sim::BatchStats> stats = pr.train();
+  const std::size_t in = 5;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::span<const float> x(pr.inputs.data() + i * 300 * in, 300 * in);
+    const std::span<const std::int32_t> y(pr.labels.data() + i * 300, 300);
+    const sim::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
+    CHECK(e.samples == 300);
+    CHECK(e.loss == doctest::Approx(stats[i].loss).epsilon(1e-5));
+    CHECK(e.correct == static_cast<std::size_t>(stats[i].correct));
+    const sim::BatchedMlp one_thread(pr.mlp.widths(), 1);
+    const sim::EvalResult e1 = one_thread.evaluate(pr.store.replica(i), x, y);
+    CHECK(e1.loss == e.loss);
+    CHECK(e1.correct == e.correct);
+  }
+  // Every replica against the same test set, in one call.
+  const std::span<const float> x(pr.inputs.data(), 300 * in);
+  const std::span<const std::int32_t> y(pr.labels.data(), 300);
+  const std::vector<sim::EvalResult> all = pr.mlp.evaluate_replicas(pr.store.params(), x, y);
+  REQUIRE(all.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const sim::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
+    CHECK(all[i].loss == e.loss);
+    CHECK(all[i].correct == e.correct);
+    CHECK(all[i].accuracy() == doctest::Approx(static_cast<double>(e.correct) / 300.0));
+  }
+}
+
+TEST_CASE("sim::batched_mlp: init is seeded and within nn.Linear's bounds") {
+  const sim::BatchedMlp mlp({100, 16, 3});
+  std::vector<float> a(mlp.param_count());
+  std::vector<float> b(mlp.param_count());
+  std::vector<float> c(mlp.param_count());
+  mlp.init(a, 5);
+  mlp.init(b, 5);
+  mlp.init(c, 6);
+  CHECK(a == b);
+  CHECK(a != c);
+  const auto& t = mlp.layout().tensors();
+  for (std::size_t k = t[0].offset; k < t[1].offset + t[1].elements; ++k) {
+    CHECK(std::abs(a[k]) <= 0.1f);  // 1 / sqrt(100)
+  }
+  for (std::size_t k = t[2].offset; k < t[3].offset + t[3].elements; ++k) {
+    CHECK(std::abs(a[k]) <= 0.25f);  // 1 / sqrt(16)
+  }
+  CHECK_THROWS_AS(mlp.init(std::span<float>(a).first(10), 1), sim::ShapeError);
+}
+
+TEST_CASE("sim::batched_mlp: rejects bad widths, labels and sizes") {
+  CHECK_THROWS_AS(sim::BatchedMlp({5}), sim::ValueError);
+  CHECK_THROWS_AS(sim::BatchedMlp({5, 0, 2}), sim::ValueError);
+  Problem pr({3, 2}, 2, 2, 1, 5);
+  std::vector<sim::BatchStats> stats(2);
+  pr.labels[3] = 2;
+  CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 2, pr.store.grads(), stats),
+                  sim::ValueError);
+  pr.labels[3] = -1;
+  CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 2, pr.store.grads(), stats),
+                  sim::ValueError);
+  pr.labels[3] = 0;
+  CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 3, pr.store.grads(), stats),
+                  sim::ShapeError);
+  CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), std::span<const float>(pr.inputs).first(5), pr.labels,
+                                    2, pr.store.grads(), stats),
+                  sim::ShapeError);
+  CHECK_THROWS_AS(pr.mlp.evaluate(pr.store.replica(0), std::span<const float>(pr.inputs).first(3),
+                                  std::span<const std::int32_t>(pr.labels).first(2)),
+                  sim::ShapeError);
+}
