@@ -5,34 +5,111 @@
 #include <boost/graph/compressed_sparse_row_graph.hpp>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
 namespace dbench::topology {
 namespace {
 
-using Arc = std::pair<int, int>;  // sender -> receiver
 using CsrGraph = boost::compressed_sparse_row_graph<boost::directedS>;
 
-// Arcs j -> i for every W_ij != 0, i != j, over all rounds, without repeats.
-std::vector<Arc> union_arcs(const GraphSequence& s) {
-  std::vector<Arc> arcs;
-  for (const auto& g : s.rounds()) {
-    for (int i = 0; i < g.nodes(); ++i) {
+// Neighbour lists of all nodes back to back, each sorted: node v's are items[offsets[v] .. offsets[v+1]).
+template <typename Item>
+struct Lists {
+  std::vector<std::int64_t> offsets;
+  std::vector<Item> items;
+
+  std::span<const Item> of(int v) const {
+    return {items.data() + offsets[static_cast<std::size_t>(v)],
+            items.data() + offsets[static_cast<std::size_t>(v) + 1]};
+  }
+};
+
+int node_of(int v) {
+  return v;
+}
+int node_of(const MixingEntry& e) {
+  return e.from;
+}
+int with_node(int, int v) {
+  return v;
+}
+MixingEntry with_node(const MixingEntry& e, int v) {
+  return {v, e.weight};
+}
+
+// Lists of the transpose in O(n + entries) by counting sort: u appears in v's list for every v in u's list,
+// and scanning u in order keeps every new list sorted.
+template <typename Item>
+Lists<Item> transpose(const Lists<Item>& lists, int n) {
+  Lists<Item> t;
+  t.offsets.assign(static_cast<std::size_t>(n) + 1, 0);
+  for (const auto& item : lists.items) {
+    ++t.offsets[static_cast<std::size_t>(node_of(item)) + 1];
+  }
+  for (std::size_t v = 0; v < static_cast<std::size_t>(n); ++v) {
+    t.offsets[v + 1] += t.offsets[v];
+  }
+  t.items.resize(lists.items.size());
+  std::vector<std::int64_t> fill(t.offsets.begin(), t.offsets.end() - 1);
+  for (int u = 0; u < n; ++u) {
+    for (const auto& item : lists.of(u)) {
+      t.items[static_cast<std::size_t>(fill[static_cast<std::size_t>(node_of(item))]++)] = with_node(item, u);
+    }
+  }
+  return t;
+}
+
+// Row i's non-zero entries: W_ij with the weights, self included.
+Lists<MixingEntry> weighted_rows(const Graph& g) {
+  Lists<MixingEntry> rows;
+  rows.offsets.push_back(0);
+  for (int i = 0; i < g.nodes(); ++i) {
+    for (const auto& e : g.row(i)) {
+      if (e.weight != 0.0) {
+        rows.items.push_back(e);
+      }
+    }
+    rows.offsets.push_back(static_cast<std::int64_t>(rows.items.size()));
+  }
+  return rows;
+}
+
+// In-neighbours j of every node i (W_ij != 0, j != i) over all rounds, sorted and without repeats.
+Lists<int> union_in_neighbours(const GraphSequence& s) {
+  Lists<int> in;
+  in.offsets.push_back(0);
+  std::vector<int> merged;
+  for (int i = 0; i < s.nodes(); ++i) {
+    merged.clear();
+    for (const auto& g : s.rounds()) {
       for (const auto& e : g.row(i)) {
         if (e.from != i && e.weight != 0.0) {
-          arcs.emplace_back(e.from, i);
+          merged.push_back(e.from);
         }
       }
     }
+    if (s.time_varying()) {
+      std::sort(merged.begin(), merged.end());
+      merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
+    }
+    in.items.insert(in.items.end(), merged.begin(), merged.end());
+    in.offsets.push_back(static_cast<std::int64_t>(in.items.size()));
   }
-  std::sort(arcs.begin(), arcs.end());
-  arcs.erase(std::unique(arcs.begin(), arcs.end()), arcs.end());
-  return arcs;
+  return in;
 }
 
-CsrGraph make_csr(std::vector<Arc> arcs, int n) {
-  std::sort(arcs.begin(), arcs.end());
+// Boost's CSR graph with an arc v -> u for every u in v's list; the lists are sorted, so the arcs come
+// sorted.
+CsrGraph make_csr(const Lists<int>& lists, int n) {
+  std::vector<std::pair<int, int>> arcs;
+  arcs.reserve(lists.items.size());
+  for (int v = 0; v < n; ++v) {
+    for (const int u : lists.of(v)) {
+      arcs.emplace_back(v, u);
+    }
+  }
   return CsrGraph(boost::edges_are_sorted, arcs.begin(), arcs.end(), static_cast<std::size_t>(n));
 }
 
@@ -73,14 +150,9 @@ struct Diameter {
   bool exact;
 };
 
-Diameter diameter(const std::vector<Arc>& arcs, int n, bool vertex_transitive, std::int64_t work_limit) {
-  const auto forward = make_csr(arcs, n);
-  std::vector<Arc> reversed;
-  reversed.reserve(arcs.size());
-  for (const auto& [from, to] : arcs) {
-    reversed.emplace_back(to, from);
-  }
-  const auto backward = make_csr(std::move(reversed), n);
+Diameter diameter(const Lists<int>& in, int n, bool vertex_transitive, std::int64_t work_limit) {
+  const auto forward = make_csr(transpose(in, n), n);  // sender -> receiver
+  const auto backward = make_csr(in, n);               // receiver -> sender
   // Strongly connected iff node 0 reaches everyone and everyone reaches node 0.
   const auto first = eccentricity(forward, 0);
   if (first.value < 0 || eccentricity(backward, 0).value < 0) {
@@ -89,7 +161,7 @@ Diameter diameter(const std::vector<Arc>& arcs, int n, bool vertex_transitive, s
   if (vertex_transitive) {
     return {first.value, true};
   }
-  const auto arc_count = static_cast<std::int64_t>(arcs.size());
+  const auto arc_count = static_cast<std::int64_t>(in.items.size());
   if (static_cast<std::int64_t>(n) * std::max<std::int64_t>(arc_count, 1) <= work_limit) {
     int best = first.value;
     for (int v = 1; v < n; ++v) {
@@ -120,25 +192,39 @@ struct RoundCounts {
 
 RoundCounts count_round(const Graph& g) {
   RoundCounts c;
-  const auto n = static_cast<std::size_t>(g.nodes());
-  c.in_degree.assign(n, 0);
-  c.out_degree.assign(n, 0);
-  std::int64_t mutual = 0;
-  for (int i = 0; i < g.nodes(); ++i) {
+  const int n = g.nodes();
+  Lists<int> in;
+  in.offsets.push_back(0);
+  for (int i = 0; i < n; ++i) {
     for (const auto& e : g.row(i)) {
-      if (e.from == i || e.weight == 0.0) {
-        continue;
+      if (e.from != i && e.weight != 0.0) {
+        in.items.push_back(e.from);
       }
-      ++c.arcs;
-      ++c.in_degree[static_cast<std::size_t>(i)];
-      ++c.out_degree[static_cast<std::size_t>(e.from)];
-      if (g.weight(e.from, i) != 0.0) {
+    }
+    in.offsets.push_back(static_cast<std::int64_t>(in.items.size()));
+  }
+  const auto out = transpose(in, n);
+  c.arcs = static_cast<std::int64_t>(in.items.size());
+  // An arc j -> i has a reverse arc when j is also among i's out-neighbours: intersect the sorted lists.
+  std::int64_t mutual = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto a = in.of(i);
+    const auto b = out.of(i);
+    c.in_degree.push_back(static_cast<int>(a.size()));
+    c.out_degree.push_back(static_cast<int>(b.size()));
+    for (std::size_t x = 0, y = 0; x < a.size() && y < b.size();) {
+      if (a[x] == b[y]) {
         ++mutual;
+        ++x;
+        ++y;
+      } else if (a[x] < b[y]) {
+        ++x;
       } else {
-        c.directed = true;
+        ++y;
       }
     }
   }
+  c.directed = mutual != c.arcs;
   c.pairs = mutual / 2 + (c.arcs - mutual);
   return c;
 }
@@ -164,21 +250,27 @@ void merge_degrees(DegreeRange& range, const std::vector<int>& degree, bool firs
 MixingChecks check_mixing(const Graph& w, double tolerance) {
   MixingChecks c;
   const int n = w.nodes();
-  std::vector<double> column(static_cast<std::size_t>(n), 0.0);
+  const auto rows = weighted_rows(w);
+  const auto columns = transpose(rows, n);  // column j as a list: (i, W_ij)
   for (int i = 0; i < n; ++i) {
-    double row = 0.0;
-    for (const auto& e : w.row(i)) {
-      row += e.weight;
-      column[static_cast<std::size_t>(e.from)] += e.weight;
+    double row_sum = 0.0;
+    for (const auto& e : rows.of(i)) {
+      row_sum += e.weight;
       c.nonnegative = c.nonnegative && e.weight >= 0.0;
-      if (c.symmetric && std::abs(w.weight(e.from, i) - e.weight) > tolerance) {
-        c.symmetric = false;
-      }
     }
-    c.max_row_error = std::max(c.max_row_error, std::abs(row - 1.0));
-  }
-  for (const double s : column) {
-    c.max_column_error = std::max(c.max_column_error, std::abs(s - 1.0));
+    double column_sum = 0.0;
+    for (const auto& e : columns.of(i)) {
+      column_sum += e.weight;
+    }
+    c.max_row_error = std::max(c.max_row_error, std::abs(row_sum - 1.0));
+    c.max_column_error = std::max(c.max_column_error, std::abs(column_sum - 1.0));
+    // W = W^T iff row i and column i list the same nodes with the same weights.
+    const auto r = rows.of(i);
+    const auto t = columns.of(i);
+    c.symmetric = c.symmetric && r.size() == t.size() &&
+                  std::equal(r.begin(), r.end(), t.begin(), [&](const MixingEntry& a, const MixingEntry& b) {
+                    return a.from == b.from && std::abs(a.weight - b.weight) <= tolerance;
+                  });
   }
   c.row_stochastic = c.nonnegative && c.max_row_error <= tolerance;
   c.column_stochastic = c.nonnegative && c.max_column_error <= tolerance;
@@ -214,7 +306,7 @@ GraphStats analyze(const GraphSequence& sequence, const AnalyzeOptions& options)
     merge_degrees(s.out_degree, c.out_degree, first, s.period);
     first = false;
   }
-  const auto d = diameter(union_arcs(sequence), s.nodes, sequence.union_vertex_transitive(),
+  const auto d = diameter(union_in_neighbours(sequence), s.nodes, sequence.union_vertex_transitive(),
                           options.exact_diameter_work);
   s.diameter = d.value;
   s.diameter_exact = d.exact;

@@ -217,7 +217,7 @@ int plan_simple_base(RoundPlan& plan, int start, std::span<const int> nodes, int
 
 void check_arguments(int n, int k, std::string_view what) {
   if (n < 2) {
-    throw GraphError("--nodes", fmt::format("a {} needs at least 2 nodes, got {}", what, n));
+    throw GraphError("--nodes", fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
   if (k < 1 || k >= n) {
     throw GraphError("--degree", fmt::format("a {} on {} nodes needs a maximum degree k in [1, {}], got {}",
@@ -236,7 +236,7 @@ std::vector<int> iota_nodes(int n) {
 }  // namespace
 
 GraphSequence hyper_hypercube(int n, int k) {
-  check_arguments(n, k, "hyper-hypercube");
+  check_arguments(n, k, "a hyper-hypercube");
   if (const int p = largest_prime_factor(n); p > k + 1) {
     throw GraphError(
         "--nodes",
@@ -250,14 +250,14 @@ GraphSequence hyper_hypercube(int n, int k) {
 }
 
 GraphSequence simple_base_graph(int n, int k) {
-  check_arguments(n, k, "simple Base-(k+1) graph");
+  check_arguments(n, k, "a simple Base-(k+1) graph");
   RoundPlan plan(n);
   plan_simple_base(plan, 0, iota_nodes(n), k);
   return std::move(plan).finish(fmt::format("simple-base-{}", k + 1), false);
 }
 
 GraphSequence base_graph(int n, int k) {
-  check_arguments(n, k, "Base-(k+1) graph");
+  check_arguments(n, k, "a Base-(k+1) graph");
   const auto nodes = iota_nodes(n);
   const auto kind = fmt::format("base-{}", k + 1);
   int smooth = 1;

@@ -38,7 +38,7 @@ constexpr int kMaxDraws = 100;
 
 void require_nodes(int n, std::string_view what) {
   if (n < 2) {
-    throw GraphError("--nodes", fmt::format("a {} needs at least 2 nodes, got {}", what, n));
+    throw GraphError("--nodes", fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
 }
 
@@ -202,14 +202,30 @@ void reject_option(bool given, std::string_view argument, std::string_view kind,
   }
 }
 
-int peer_degree(const GraphSpec& spec, std::string_view kind) {
+// How messages name each kind: "a ring", "an Erdos-Renyi graph", ...
+std::string_view noun(GraphKind kind) {
+  constexpr std::array<std::string_view, kKindNames.size()> kNouns = {
+      "a ring",
+      "a torus",
+      "a hypercube",
+      "a complete graph",
+      "a star",
+      "an exponential graph",
+      "a one-peer exponential graph",
+      "a random regular graph",
+      "an Erdos-Renyi graph",
+      "a hyper-hypercube",
+      "a simple Base-(k+1) graph",
+      "a Base-(k+1) graph",
+  };
+  return kNouns[static_cast<std::size_t>(kind)];
+}
+
+int peer_degree(const GraphSpec& spec) {
   const int k = spec.degree == 0 ? 1 : spec.degree;
-  if (k < 1) {
-    throw GraphError("--degree", fmt::format("a {} needs a maximum degree of at least 1, got {}", kind, k));
-  }
-  if (k >= spec.nodes) {
-    throw GraphError("--degree", fmt::format("a {} on {} nodes allows a maximum degree of at most {}, got {}",
-                                             kind, spec.nodes, spec.nodes - 1, k));
+  if (k < 1 || k >= spec.nodes) {
+    throw GraphError("--degree", fmt::format("{} on {} nodes needs a maximum degree k in [1, {}], got {}",
+                                             noun(spec.kind), spec.nodes, spec.nodes - 1, k));
   }
   return k;
 }
@@ -291,7 +307,7 @@ std::pair<int, int> most_square_shape(int n) {
 
 Graph weighted_graph(std::string name, int n, std::span<const Edge> edges, WeightScheme scheme,
                      bool vertex_transitive) {
-  require_nodes(n, name);
+  require_nodes(n, fmt::format("a graph '{}'", name));
   require_entries(static_cast<std::int64_t>(n) + 2 * static_cast<std::int64_t>(edges.size()), "--nodes",
                   name);
   std::vector<std::vector<int>> neighbours(static_cast<std::size_t>(n));
@@ -336,7 +352,7 @@ Graph weighted_graph(std::string name, int n, std::span<const Edge> edges, Weigh
 }
 
 Graph ring(int n) {
-  require_nodes(n, "ring");
+  require_nodes(n, "a ring");
   std::vector<Edge> edges;
   for (int i = 0; i < (n == 2 ? 1 : n); ++i) {
     edges.push_back({i, (i + 1) % n});
@@ -345,7 +361,7 @@ Graph ring(int n) {
 }
 
 Graph torus(int n, int rows, int cols) {
-  require_nodes(n, "torus");
+  require_nodes(n, "a torus");
   if (rows == 0 && cols == 0) {
     std::tie(rows, cols) = most_square_shape(n);
   }
@@ -379,7 +395,7 @@ Graph torus(int n, int rows, int cols) {
 }
 
 Graph hypercube(int n) {
-  require_nodes(n, "hypercube");
+  require_nodes(n, "a hypercube");
   if ((n & (n - 1)) != 0) {
     throw GraphError("--nodes", fmt::format("a hypercube needs a power of two, got {}", n));
   }
@@ -395,7 +411,7 @@ Graph hypercube(int n) {
 }
 
 Graph complete(int n) {
-  require_nodes(n, "complete graph");
+  require_nodes(n, "a complete graph");
   require_entries(static_cast<std::int64_t>(n) * n, "--nodes",
                   fmt::format("a complete graph on {} nodes", n));
   std::vector<std::vector<MixingEntry>> rows(static_cast<std::size_t>(n));
@@ -409,7 +425,7 @@ Graph complete(int n) {
 }
 
 Graph star(int n, WeightScheme scheme) {
-  require_nodes(n, "star");
+  require_nodes(n, "a star");
   std::vector<Edge> edges;
   for (int i = 1; i < n; ++i) {
     edges.push_back({0, i});
@@ -418,7 +434,7 @@ Graph star(int n, WeightScheme scheme) {
 }
 
 Graph exponential(int n) {
-  require_nodes(n, "exponential graph");
+  require_nodes(n, "an exponential graph");
   const int tau = ceil_log2(n);
   require_entries(static_cast<std::int64_t>(n) * (tau + 1), "--nodes",
                   fmt::format("an exponential graph on {} nodes", n));
@@ -436,7 +452,7 @@ Graph exponential(int n) {
 }
 
 GraphSequence one_peer_exponential(int n) {
-  require_nodes(n, "one-peer exponential graph");
+  require_nodes(n, "a one-peer exponential graph");
   const int tau = ceil_log2(n);
   require_entries(static_cast<std::int64_t>(n) * 2 * tau, "--nodes",
                   fmt::format("a one-peer exponential graph on {} nodes", n));
@@ -453,15 +469,12 @@ GraphSequence one_peer_exponential(int n) {
 }
 
 Graph random_regular(int n, int degree, std::uint64_t seed) {
-  require_nodes(n, "random regular graph");
+  require_nodes(n, "a random regular graph");
   const int d = degree;
-  if (d < 1) {
-    throw GraphError("--degree",
-                     fmt::format("a random regular graph needs a degree of at least 1, got {}", d));
-  }
-  if (d >= n) {
-    throw GraphError("--degree",
-                     fmt::format("a {}-node graph allows a degree of at most {}, got {}", n, n - 1, d));
+  if (d < 1 || d >= n) {
+    throw GraphError(
+        "--degree",
+        fmt::format("a random regular graph on {} nodes needs a degree d in [1, {}], got {}", n, n - 1, d));
   }
   if ((static_cast<std::int64_t>(n) * d) % 2 != 0) {
     throw GraphError("--degree", fmt::format("a d-regular graph needs n*d even, got {}*{}", n, d));
@@ -495,7 +508,7 @@ Graph random_regular(int n, int degree, std::uint64_t seed) {
 }
 
 Graph erdos_renyi(int n, double probability, std::uint64_t seed, WeightScheme scheme) {
-  require_nodes(n, "Erdos-Renyi graph");
+  require_nodes(n, "an Erdos-Renyi graph");
   const double p = probability;
   if (!(p > 0.0 && p <= 1.0)) {
     throw GraphError("--probability",
@@ -536,7 +549,7 @@ Graph erdos_renyi(int n, double probability, std::uint64_t seed, WeightScheme sc
 
 GraphSequence make_graph(const GraphSpec& spec) {
   const auto kind = graph_kind_name(spec.kind);
-  require_nodes(spec.nodes, kind);
+  require_nodes(spec.nodes, noun(spec.kind));
   reject_option((spec.torus_rows != 0 || spec.torus_cols != 0) && spec.kind != GraphKind::torus, "--shape",
                 kind, "shape (only a torus has one)");
   reject_option(spec.probability != 0.0 && spec.kind != GraphKind::erdos_renyi, "--probability", kind,
@@ -570,11 +583,11 @@ GraphSequence make_graph(const GraphSpec& spec) {
     case GraphKind::erdos_renyi:
       return GraphSequence(erdos_renyi(spec.nodes, spec.probability, spec.seed, spec.weights));
     case GraphKind::hyper_hypercube:
-      return hyper_hypercube(spec.nodes, peer_degree(spec, kind));
+      return hyper_hypercube(spec.nodes, peer_degree(spec));
     case GraphKind::simple_base:
-      return simple_base_graph(spec.nodes, peer_degree(spec, kind));
+      return simple_base_graph(spec.nodes, peer_degree(spec));
     case GraphKind::base:
-      return base_graph(spec.nodes, peer_degree(spec, kind));
+      return base_graph(spec.nodes, peer_degree(spec));
   }
   throw GraphError("--kind", "unhandled kind");
 }

@@ -227,19 +227,28 @@ struct Tap {
 // Row 0's taps when every row i is row 0 shifted by i, i.e. W is circulant; checked entry by entry.
 std::optional<std::vector<Tap>> circulant_taps(const Graph& w) {
   const int n = w.nodes();
+  const auto by_offset = [](const Tap& a, const Tap& b) { return a.offset < b.offset; };
   std::vector<Tap> taps;
   for (const auto& e : w.row(0)) {
     taps.push_back({e.from, e.weight});
   }
+  std::vector<Tap> shifted;
   for (int i = 1; i < n; ++i) {
     const auto row = w.row(i);
     if (row.size() != taps.size()) {
       return std::nullopt;
     }
-    for (const auto& t : taps) {
-      if (w.weight(i, static_cast<int>((static_cast<std::int64_t>(i) + t.offset) % n)) != t.weight) {
-        return std::nullopt;
-      }
+    shifted.clear();
+    for (const auto& e : row) {
+      shifted.push_back({static_cast<int>((static_cast<std::int64_t>(e.from) - i + n) % n), e.weight});
+    }
+    // Row i is sorted by node; shifting rotates that order, so one rotation point restores it.
+    const auto first = std::min_element(shifted.begin(), shifted.end(), by_offset);
+    std::rotate(shifted.begin(), first, shifted.end());
+    if (!std::equal(shifted.begin(), shifted.end(), taps.begin(), [](const Tap& a, const Tap& b) {
+          return a.offset == b.offset && a.weight == b.weight;
+        })) {
+      return std::nullopt;
     }
   }
   return taps;

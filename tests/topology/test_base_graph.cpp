@@ -32,8 +32,8 @@ TEST_CASE("topology::base: exact consensus at n = 1008 for k = 1, 2, 3 with at m
 
 TEST_CASE("topology::base: the period at n = 1008 (16 blocks of 63 nodes, then hypercubes of 16)") {
   // 63 = 32 + 16 + 8 + 4 + 2 + 1: a simple Base-2 graph on 63 nodes takes 5 (hypercube on 32) + 1 (first
-  // pairing) + 5 (re-averaging the 32) = 11 rounds, then the 16-node hypercubes 4 more. The simple graph on all
-  // 1008 = 512 + 256 + ... + 16 nodes would take 9 + 1 + 9 = 19.
+  // pairing) + 5 (re-averaging the 32) = 11 rounds, then the 16-node hypercubes 4 more. The simple graph on
+  // all 1008 = 512 + 256 + ... + 16 nodes would take 9 + 1 + 9 = 19.
   CHECK(topo::base_graph(1008, 1).period() == 15);
   CHECK(topo::simple_base_graph(1008, 1).period() == 19);
   CHECK(topo::base_graph(1024, 1).period() == 10);

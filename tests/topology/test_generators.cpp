@@ -189,7 +189,7 @@ TEST_CASE("topology::random-regular: d-regular, connected, reproducible from its
 
 TEST_CASE("topology::random-regular: rejects degree >= n, odd n*d and a matching") {
   CHECK(graph_error_of([] { topo::random_regular(10, 10, 1); }) ==
-        "--degree: a 10-node graph allows a degree of at most 9, got 10");
+        "--degree: a random regular graph on 10 nodes needs a degree d in [1, 9], got 10");
   CHECK(graph_error_of([] { topo::random_regular(9, 3, 1); }) ==
         "--degree: a d-regular graph needs n*d even, got 9*3");
   CHECK(graph_error_of([] { topo::random_regular(10, 1, 1); }).starts_with("--degree: a 1-regular graph"));
