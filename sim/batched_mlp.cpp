@@ -7,8 +7,10 @@
 #include <string>
 #include <utility>
 
+#include "sim/aligned_buffer.hpp"
 #include "sim/errors.hpp"
 #include "sim/parallel.hpp"
+#include "sim/sgd.hpp"
 
 namespace dbench::sim {
 namespace {
@@ -213,42 +215,79 @@ void BatchedMlp::backward(const float* params, const float* x, std::size_t rows,
   }
 }
 
-void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inputs,
-                            std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
-                            std::span<BatchStats> stats) const {
-  check_params(params.cols, "BatchedMlp::train_step");
+void BatchedMlp::check_batch(ConstReplicaView params, std::span<const float> inputs,
+                             std::span<const std::int32_t> labels, std::size_t batch,
+                             std::span<BatchStats> stats, const char* what) const {
+  check_params(params.cols, what);
   const std::size_t n = params.rows;
-  if (grads.rows != n || grads.cols != params.cols) {
-    throw ShapeError("BatchedMlp::train_step: gradients are " + std::to_string(grads.rows) + "x" +
-                     std::to_string(grads.cols) + ", parameters " + std::to_string(n) + "x" +
-                     std::to_string(params.cols));
-  }
   if (batch == 0) {
-    throw ShapeError("BatchedMlp::train_step: batch must be at least 1");
+    throw ShapeError(std::string(what) + ": batch must be at least 1");
   }
   if (labels.size() != n * batch || stats.size() != n) {
-    throw ShapeError("BatchedMlp::train_step: " + std::to_string(n) + " replicas of batch " +
+    throw ShapeError(std::string(what) + ": " + std::to_string(n) + " replicas of batch " +
                      std::to_string(batch) + " need " + std::to_string(n * batch) + " labels and " +
                      std::to_string(n) + " stats, got " + std::to_string(labels.size()) + " and " +
                      std::to_string(stats.size()));
   }
-  check_samples(inputs, labels, "BatchedMlp::train_step");
+  check_samples(inputs, labels, what);
+}
+
+BatchStats BatchedMlp::train_replica(const float* params, const float* x, const std::int32_t* y,
+                                     std::size_t batch, Scratch& s, float* grads) const {
+  forward(params, x, batch, s);
+  double loss = 0.0;
+  std::size_t correct = 0;
+  softmax_xent(y, batch, batch, true, s, loss, correct);
+  backward(params, x, batch, s, grads);
+  return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int32_t>(correct)};
+}
+
+void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inputs,
+                            std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
+                            std::span<BatchStats> stats) const {
+  check_batch(params, inputs, labels, batch, stats, "BatchedMlp::train_step");
+  if (grads.rows != params.rows || grads.cols != params.cols) {
+    throw ShapeError("BatchedMlp::train_step: gradients are " + std::to_string(grads.rows) + "x" +
+                     std::to_string(grads.cols) + ", parameters " + std::to_string(params.rows) + "x" +
+                     std::to_string(params.cols));
+  }
   use_single_threaded_blas();
   const std::size_t in = widths_.front();
-  parallel_for(threads_, n, [&](std::size_t r0, std::size_t r1) {
+  parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
     Scratch s(widths_, batch);
     for (std::size_t i = r0; i < r1; ++i) {
-      const float* x = inputs.data() + i * batch * in;
-      const std::int32_t* y = labels.data() + i * batch;
-      const float* p = params.row_data(i);
-      forward(p, x, batch, s);
-      double loss = 0.0;
-      std::size_t correct = 0;
-      softmax_xent(y, batch, batch, true, s, loss, correct);
-      backward(p, x, batch, s, grads.row_data(i));
-      stats[i] = {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int32_t>(correct)};
+      stats[i] = train_replica(params.row_data(i), inputs.data() + i * batch * in, labels.data() + i * batch,
+                               batch, s, grads.row_data(i));
     }
   });
+}
+
+void BatchedMlp::train_sgd_step(ReplicaView params, std::span<const float> inputs,
+                                std::span<const std::int32_t> labels, std::size_t batch, Sgd& sgd, double lr,
+                                ReplicaView momentum, std::span<BatchStats> stats) const {
+  check_batch(params, inputs, labels, batch, stats, "BatchedMlp::train_sgd_step");
+  const bool use_momentum = sgd.config().momentum != 0.0;
+  if (use_momentum && (momentum.rows != params.rows || momentum.cols != params.cols)) {
+    throw ShapeError("BatchedMlp::train_sgd_step: momentum buffers are " + std::to_string(momentum.rows) +
+                     "x" + std::to_string(momentum.cols) + ", parameters " + std::to_string(params.rows) +
+                     "x" + std::to_string(params.cols));
+  }
+  if (!std::isfinite(lr)) {
+    throw ValueError("BatchedMlp::train_sgd_step: learning rate must be finite, got " + std::to_string(lr));
+  }
+  use_single_threaded_blas();
+  const std::size_t in = widths_.front();
+  const Sgd& step = sgd;
+  parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
+    Scratch s(widths_, batch);
+    AlignedBuffer grad(params.cols);
+    for (std::size_t i = r0; i < r1; ++i) {
+      stats[i] = train_replica(params.row_data(i), inputs.data() + i * batch * in, labels.data() + i * batch,
+                               batch, s, grad.data());
+      step.step_replica(lr, params.row(i), grad.span(), use_momentum ? momentum.row(i) : std::span<float>());
+    }
+  });
+  sgd.finish_step();
 }
 
 EvalResult BatchedMlp::evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,

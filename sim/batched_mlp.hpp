@@ -12,6 +12,8 @@
 
 namespace dbench::sim {
 
+class Sgd;
+
 /// One replica's result on its training batch.
 struct BatchStats {
   /// Mean softmax cross-entropy over the batch.
@@ -66,6 +68,14 @@ class BatchedMlp {
                   std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
                   std::span<BatchStats> stats) const;
 
+  /// train_step fused with each replica's local SGD step (D-PSGD): a replica's gradient goes to a per-thread
+  /// buffer that stays in cache and `sgd` applies it at rate `lr` right away; ends with sgd.finish_step().
+  /// Same result as train_step then sgd.step, without writing and re-reading an [N, P] gradient matrix.
+  /// (Centralized training all-reduces the gradients in between, so it uses the two calls.)
+  void train_sgd_step(ReplicaView params, std::span<const float> inputs, std::span<const std::int32_t> labels,
+                      std::size_t batch, Sgd& sgd, double lr, ReplicaView momentum,
+                      std::span<BatchStats> stats) const;
+
   /// Loss and accuracy of one parameter vector (e.g. the replica average) on samples [M, in] with labels [M].
   EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,
                       std::span<const std::int32_t> labels) const;
@@ -77,6 +87,12 @@ class BatchedMlp {
  private:
   struct Scratch;
   void check_params(std::size_t cols, const char* what) const;
+  void check_batch(ConstReplicaView params, std::span<const float> inputs,
+                   std::span<const std::int32_t> labels, std::size_t batch, std::span<BatchStats> stats,
+                   const char* what) const;
+  /// Forward, loss and backward of one replica's batch; the gradient goes to `grads`.
+  BatchStats train_replica(const float* params, const float* x, const std::int32_t* y, std::size_t batch,
+                           Scratch& s, float* grads) const;
   std::size_t check_samples(std::span<const float> inputs, std::span<const std::int32_t> labels,
                             const char* what) const;
   /// Logits of `rows` samples into scratch, keeping hidden activations for backward.

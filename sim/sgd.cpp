@@ -69,19 +69,35 @@ void Sgd::step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaVie
   if (!std::isfinite(lr)) {
     throw ValueError("Sgd::step: learning rate must be finite, got " + std::to_string(lr));
   }
-  const bool decay = config_.weight_decay != 0.0;
-  const RowKernel kernel = decay ? pick_kernel<true>(use_momentum, steps_ == 0, config_.nesterov)
-                                 : pick_kernel<false>(use_momentum, steps_ == 0, config_.nesterov);
-  const auto lr_f = static_cast<float>(lr);
-  const auto mu = static_cast<float>(config_.momentum);
-  const auto lambda = static_cast<float>(config_.weight_decay);
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
     for (std::size_t r = r0; r < r1; ++r) {
-      kernel(params.row_data(r), grads.row_data(r), use_momentum ? momentum.row_data(r) : nullptr,
-             params.cols, lr_f, mu, lambda);
+      apply(lr, params.row_data(r), grads.row_data(r), use_momentum ? momentum.row_data(r) : nullptr,
+            params.cols);
     }
   });
-  ++steps_;
+  finish_step();
+}
+
+void Sgd::step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf) const {
+  const bool use_momentum = config_.momentum != 0.0;
+  if (g.size() != x.size() || (use_momentum && buf.size() != x.size())) {
+    throw ShapeError("Sgd::step_replica: " + std::to_string(x.size()) + " parameters, " +
+                     std::to_string(g.size()) + " gradients, " + std::to_string(buf.size()) +
+                     " momentum values");
+  }
+  if (!std::isfinite(lr)) {
+    throw ValueError("Sgd::step_replica: learning rate must be finite, got " + std::to_string(lr));
+  }
+  apply(lr, x.data(), g.data(), use_momentum ? buf.data() : nullptr, x.size());
+}
+
+void Sgd::apply(double lr, float* x, const float* g, float* buf, std::size_t n) const {
+  const bool momentum = config_.momentum != 0.0;
+  const RowKernel kernel = config_.weight_decay != 0.0
+                               ? pick_kernel<true>(momentum, steps_ == 0, config_.nesterov)
+                               : pick_kernel<false>(momentum, steps_ == 0, config_.nesterov);
+  kernel(x, g, buf, n, static_cast<float>(lr), static_cast<float>(config_.momentum),
+         static_cast<float>(config_.weight_decay));
 }
 
 }  // namespace dbench::sim

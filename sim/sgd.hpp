@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "sim/replica_view.hpp"
 
@@ -36,7 +37,16 @@ class Sgd {
   /// ignored when config().momentum is 0. Throws ShapeError when the views differ in shape.
   void step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaView momentum);
 
+  /// One replica's part of a step, for passes that apply the step while the gradient is still in cache; after
+  /// every replica's part, finish_step(). `buf` may be empty without momentum. Throws ShapeError on size
+  /// mismatch.
+  void step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf) const;
+  /// Ends a step made of step_replica() calls (the next one decays the momentum instead of initialising it).
+  void finish_step() noexcept { ++steps_; }
+
  private:
+  void apply(double lr, float* x, const float* g, float* buf, std::size_t n) const;
+
   SgdConfig config_;
   unsigned threads_;
   std::size_t steps_ = 0;

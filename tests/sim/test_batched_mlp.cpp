@@ -8,6 +8,7 @@
 #include "sim/batched_mlp.hpp"
 #include "sim/errors.hpp"
 #include "sim/replica_store.hpp"
+#include "sim/sgd.hpp"
 #include "test_helpers.hpp"
 
 namespace sim = dbench::sim;
@@ -188,6 +189,32 @@ TEST_CASE("sim::batched_mlp: float gradients agree with finite differences of th
       x = saved;
       const double fd = (up - down) / (2.0 * static_cast<double>(h));
       CHECK(fd == doctest::Approx(grads_copy.data()[i * pr.store.stride() + k]).epsilon(2e-2).scale(0.1));
+    }
+  }
+}
+
+TEST_CASE("sim::batched_mlp: the fused SGD step gives what train_step then Sgd::step give") {
+  for (const bool nesterov : {false, true}) {
+    CAPTURE(nesterov);
+    Problem fused({9, 7, 4}, 5, 3, 2, 6);
+    Problem separate({9, 7, 4}, 5, 3, 3, 6);
+    const sim::SgdConfig config{.momentum = 0.9, .weight_decay = 0.01, .nesterov = nesterov};
+    sim::Sgd a(config, 2);
+    sim::Sgd b(config, 3);
+    std::vector<sim::BatchStats> stats_a(5);
+    for (int step = 0; step < 3; ++step) {
+      fused.mlp.train_sgd_step(fused.store.params(), fused.inputs, fused.labels, 3, a, 0.1,
+                               fused.store.momentum(), stats_a);
+      const std::vector<sim::BatchStats> stats_b = separate.train();
+      b.step(0.1, separate.store.params(), separate.store.grads(), separate.store.momentum());
+      for (std::size_t i = 0; i < 5; ++i) {
+        CHECK(stats_a[i].loss == stats_b[i].loss);
+      }
+    }
+    CHECK(a.steps() == 3);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CHECK(std::equal(fused.store.replica(i).begin(), fused.store.replica(i).end(),
+                       separate.store.replica(i).begin()));
     }
   }
 }

@@ -134,3 +134,24 @@ TEST_CASE("sim::sgd: rejects out-of-range hyper-parameters and mismatched buffer
   CHECK_THROWS_AS(sgd.step(0.1, a.params(), a.grads(), b.momentum()), sim::ShapeError);
   CHECK_THROWS_AS(sgd.step(std::nan(""), a.params(), a.grads(), a.momentum()), sim::ValueError);
 }
+
+TEST_CASE("sim::sgd: step_replica on every replica then finish_step is one step") {
+  sim::ReplicaStore whole = exact_store();
+  sim::ReplicaStore parts = exact_store();
+  sim::Sgd a({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+  sim::Sgd b({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+  for (int step = 0; step < 2; ++step) {
+    a.step(0.25, whole.params(), whole.grads(), whole.momentum());
+    for (std::size_t i = 0; i < 2; ++i) {
+      b.step_replica(0.25, parts.params().row(i), parts.grads().row(i), parts.momentum().row(i));
+    }
+    b.finish_step();
+  }
+  check_all(parts.params(), 0.2578125f);
+  check_all(parts.momentum(), 1.3125f);
+  CHECK(b.steps() == 2);
+  CHECK_THROWS_AS(
+      b.step_replica(0.25, parts.params().row(0), parts.grads().row(0).first(2), parts.momentum().row(0)),
+      sim::ShapeError);
+  CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), {}), sim::ShapeError);
+}
