@@ -114,12 +114,11 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
     float* o = out.row_data(i);
     const bool stream = (reinterpret_cast<std::uintptr_t>(o + c0) & 63) == 0;
     std::size_t c = c0;
-    for (; c + 128 <= c1; c += 128) {
+    for (; c + 64 <= c1; c += 64) {
       const float* x = r.self + c;
       const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
-                   x3 = _mm512_loadu_ps(x + 48), x4 = _mm512_loadu_ps(x + 64), x5 = _mm512_loadu_ps(x + 80),
-                   x6 = _mm512_loadu_ps(x + 96), x7 = _mm512_loadu_ps(x + 112);
-      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0, d4 = d0, d5 = d0, d6 = d0, d7 = d0;
+                   x3 = _mm512_loadu_ps(x + 48);
+      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
       for (const Term* k = tb; k != te; ++k) {
         const __m512 w = _mm512_set1_ps(k->weight);
         const float* s = k->src + c;
@@ -127,19 +126,11 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
         d1 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 16), x1), d1);
         d2 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 32), x2), d2);
         d3 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 48), x3), d3);
-        d4 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 64), x4), d4);
-        d5 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 80), x5), d5);
-        d6 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 96), x6), d6);
-        d7 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 112), x7), d7);
       }
       store16(o + c, _mm512_fmadd_ps(scale, x0, d0), stream);
       store16(o + c + 16, _mm512_fmadd_ps(scale, x1, d1), stream);
       store16(o + c + 32, _mm512_fmadd_ps(scale, x2, d2), stream);
       store16(o + c + 48, _mm512_fmadd_ps(scale, x3, d3), stream);
-      store16(o + c + 64, _mm512_fmadd_ps(scale, x4, d4), stream);
-      store16(o + c + 80, _mm512_fmadd_ps(scale, x5, d5), stream);
-      store16(o + c + 96, _mm512_fmadd_ps(scale, x6, d6), stream);
-      store16(o + c + 112, _mm512_fmadd_ps(scale, x7, d7), stream);
     }
     for (; c + 16 <= c1; c += 16) {
       const __m512 x = _mm512_loadu_ps(r.self + c);
