@@ -23,8 +23,10 @@ struct SgdConfig {
 /// x -= lr d to every element of every replica, in float, like PyTorch's CPU kernels.
 class Sgd {
  public:
-  /// Throws ValueError on a negative or non-finite hyper-parameter or Nesterov without momentum.
-  explicit Sgd(SgdConfig config, unsigned threads = 1);
+  /// Throws ValueError on a negative or non-finite hyper-parameter or Nesterov without momentum. The AVX-512
+  /// kernel, used where the CPU has it unless `allow_avx512` is false, gives bitwise the portable kernel's
+  /// results.
+  explicit Sgd(SgdConfig config, unsigned threads = 1, bool allow_avx512 = true);
 
   /// The hyper-parameters.
   const SgdConfig& config() const noexcept { return config_; }
@@ -49,6 +51,7 @@ class Sgd {
 
   SgdConfig config_;
   unsigned threads_;
+  bool avx512_;
   std::size_t steps_ = 0;
 };
 

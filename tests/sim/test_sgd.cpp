@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -154,4 +155,36 @@ TEST_CASE("sim::sgd: step_replica on every replica then finish_step is one step"
       b.step_replica(0.25, parts.params().row(0), parts.grads().row(0).first(2), parts.momentum().row(0)),
       sim::ShapeError);
   CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), {}), sim::ShapeError);
+}
+
+TEST_CASE("sim::sgd: the AVX-512 and the portable kernel give bitwise the same parameters") {
+  for (const double momentum : {0.0, 0.9}) {
+    for (const double decay : {0.0, 1e-3}) {
+      for (const bool nesterov : {false, true}) {
+        if (nesterov && momentum == 0.0) {
+          continue;
+        }
+        CAPTURE(momentum);
+        CAPTURE(decay);
+        CAPTURE(nesterov);
+        const sim::SgdConfig config{.momentum = momentum, .weight_decay = decay, .nesterov = nesterov};
+        sim::ReplicaStore a(3, sim::ParamLayout({{"w", 77}}));
+        sim::ReplicaStore b(3, sim::ParamLayout({{"w", 77}}));
+        sim::testing::TestRng rng(12);
+        sim::testing::fill_uniform(a.params(), rng, -1.0f, 1.0f);
+        std::copy_n(a.params().data, 3 * a.stride(), b.params().data);
+        sim::Sgd fast(config, 2, true);
+        sim::Sgd portable(config, 1, false);
+        for (int step = 0; step < 3; ++step) {
+          sim::testing::fill_uniform(a.grads(), rng, -1.0f, 1.0f);
+          std::copy_n(a.grads().data, 3 * a.stride(), b.grads().data);
+          fast.step(0.3, a.params(), a.grads(), a.momentum());
+          portable.step(0.3, b.params(), b.grads(), b.momentum());
+        }
+        for (std::size_t i = 0; i < 3; ++i) {
+          CHECK(std::equal(a.replica(i).begin(), a.replica(i).end(), b.replica(i).begin()));
+        }
+      }
+    }
+  }
 }
