@@ -5,15 +5,9 @@
 #include <cstring>
 #include <string>
 
-#include "sim/cpu_features.hpp"
 #include "sim/errors.hpp"
 #include "sim/parallel.hpp"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define DBENCH_SIM_X86 1
-#define DBENCH_AVX512 __attribute__((target("avx512f")))
-#endif
+#include "sim/simd.hpp"
 
 namespace dbench::sim {
 namespace {
@@ -161,8 +155,8 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
 #endif
 
 std::size_t default_block_cols(std::size_t replicas) {
-  // About 512 KB per block: the block being mixed and the prefetched next one share a 2 MB L2 with room to spare.
-  // Whole 64-column passes of the kernel.
+  // About 512 KB per block: the block being mixed and the prefetched next one share a 2 MB L2 with room to
+  // spare. Whole 64-column passes of the kernel.
   constexpr std::size_t kBudgetBytes = std::size_t{512} << 10;
   const std::size_t cols = (kBudgetBytes / (replicas * sizeof(float)) + 32) / 64 * 64;
   return std::clamp<std::size_t>(cols, 64, 4096);

@@ -3,15 +3,9 @@
 #include <cmath>
 #include <string>
 
-#include "sim/cpu_features.hpp"
 #include "sim/errors.hpp"
 #include "sim/parallel.hpp"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define DBENCH_SIM_X86 1
-#define DBENCH_AVX512 __attribute__((target("avx512f")))
-#endif
+#include "sim/simd.hpp"
 
 namespace dbench::sim {
 namespace {

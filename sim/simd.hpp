@@ -1,0 +1,30 @@
+// What the run-time dispatched AVX-512 kernels of sim/ need: the intrinsics, a target attribute for the
+// kernel functions, and the CPU check that selects them (binaries must also run on CPUs without AVX-512).
+// Internal to sim/; include it only in kernel translation units.
+#pragma once
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's _mm512_undefined_*() initialise a variable with itself, which -Wuninitialized then reports at
+// every intrinsic built on them (cvtps_pd, shuffles, casts); the value is never read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#define DBENCH_SIM_X86 1
+#define DBENCH_AVX512 __attribute__((target("avx512f")))
+#endif
+
+namespace dbench::sim {
+
+/// True when AVX-512F kernels may run here.
+inline bool cpu_has_avx512f() noexcept {
+#if defined(DBENCH_SIM_X86)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace dbench::sim
