@@ -205,7 +205,7 @@ TEST_CASE("topology::erdos-renyi: seeded, connected, about p n(n-1)/2 edges") {
   CHECK(undirected_edges(topo::erdos_renyi(30, 1.0, 1)).size() == 435);
 }
 
-TEST_CASE("topology::erdos-renyi: rejects a probability outside (0, 1] and gives up on disconnected draws") {
+TEST_CASE("topology::erdos-renyi: rejects p <= 0 and p > 1, and gives up on disconnected draws") {
   CHECK(graph_error_of([] { topo::erdos_renyi(10, 0.0, 1); }).starts_with("--probability: "));
   CHECK(graph_error_of([] { topo::erdos_renyi(10, 1.5, 1); }).starts_with("--probability: "));
   CHECK(graph_error_of([] {
