@@ -7,6 +7,12 @@ namespace dbench::experiments {
 /// Adds `dbench graph`: one graph's statistics as text or JSON, exported as DOT or GraphML.
 void add_graph_command(CLI::App& app);
 
+/// Adds `dbench graphs`: the standard graphs side by side at one scale, optionally written to a results dir.
+void add_graphs_command(CLI::App& app);
+
+/// Adds `dbench simulate`: the simulator's numerics on virtual replicas, written to a results directory.
+void add_simulate_command(CLI::App& app);
+
 /// Adds `dbench config`: validates a config with its overrides and prints or writes the resolved TOML.
 void add_config_command(CLI::App& app);
 

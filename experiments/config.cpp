@@ -326,7 +326,10 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "partition", t.partition, one_of(kPartitions), "iid | dirichlet");
   v.field("train", "dirichlet_alpha", t.dirichlet_alpha, above(0.0), "smaller is more heterogeneous");
   v.field("train", "eval_every", t.eval_every, at_least(1), "");
-  v.field("train", "eval_samples", t.eval_samples, at_least(0), "0: the whole test set");
+  v.field("train", "eval_samples", t.eval_samples, at_least(0), "averaged model; 0: the whole test set");
+  v.field("train", "replica_eval_samples", t.replica_eval_samples, at_least(1),
+          "fixed test subset for each replica's accuracy");
+  v.field("train", "mlp_hidden", t.mlp_hidden, each_at_least(1, false), "hidden widths of the mlp");
 
   auto& a = c.algorithm;
   v.field("algorithm", "kind", a.kind, one_of(kAlgorithmKinds), "centralized | dpsgd");

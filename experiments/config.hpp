@@ -60,8 +60,12 @@ struct TrainConfig {
   double dirichlet_alpha = 0.5;
   /// Metrics are computed every this many iterations.
   int eval_every = 50;
-  /// Test samples used per evaluation; 0 means the whole test set.
+  /// Test samples used per evaluation of the averaged model; 0 means the whole test set.
   int eval_samples = 0;
+  /// Test samples (a fixed subset) on which every replica is evaluated; kept small so N = 1008 stays cheap.
+  int replica_eval_samples = 256;
+  /// Hidden layer widths of the mlp model.
+  std::vector<int> mlp_hidden = {64};
 
   friend bool operator==(const TrainConfig&, const TrainConfig&) = default;
 };

@@ -1,8 +1,8 @@
 // dbench: the command line of DBench. Each subcommand lives in its own file; main only parses and reports.
+#include <fmt/core.h>
+
 #include <cstdio>
 #include <exception>
-
-#include <fmt/core.h>
 
 #include "experiments/commands.hpp"
 
@@ -11,6 +11,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "dbench 0.1.0");
   dbench::experiments::add_graph_command(app);
+  dbench::experiments::add_graphs_command(app);
+  dbench::experiments::add_simulate_command(app);
   dbench::experiments::add_config_command(app);
   try {
     app.parse(argc, argv);

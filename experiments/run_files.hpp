@@ -1,0 +1,41 @@
+// The files of a results directory that both engines write, with the columns the README documents.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sim/numerics.hpp"
+
+namespace dbench::experiments {
+
+/// Accumulates metrics.csv and schedule.csv as a run produces them, and prints progress.
+class RunRecorder final : public sim::NumericsObserver {
+ public:
+  /// `total_iterations` sizes the progress line; `progress` false keeps stderr quiet.
+  RunRecorder(std::int64_t total_iterations, bool progress);
+
+  void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override;
+  void on_metrics(const sim::MetricsRow& row) override;
+  void on_iteration(std::int64_t iteration) override;
+
+  /// metrics.csv: iteration, epoch, lr, train_loss, test_loss, test_accuracy, consensus_distance,
+  /// norm_variance, replica statistics, then per tensor norm_mean/norm_var/consensus columns.
+  const std::string& metrics_csv() const noexcept { return metrics_; }
+  /// schedule.csv: iteration, graph.
+  const std::string& schedule_csv() const noexcept { return schedule_; }
+  /// Messages sent per iteration, summed over the run (edges of each iteration's graph; all-reduce counts 0).
+  std::int64_t gossip_messages() const noexcept { return messages_; }
+
+ private:
+  std::int64_t total_;
+  bool progress_;
+  std::string metrics_;
+  std::string schedule_;
+  std::int64_t messages_ = 0;
+  double last_accuracy_ = 0.0;
+  double started_s_;
+  double last_print_s_ = -1.0;
+  bool terminal_;
+};
+
+}  // namespace dbench::experiments

@@ -1,0 +1,23 @@
+// Turns a validated experiment config into the engines' own plain specs.
+#pragma once
+
+#include <memory>
+
+#include "experiments/config.hpp"
+#include "models/dataset.hpp"
+#include "sim/numerics.hpp"
+#include "topology/generators.hpp"
+#include "topology/graph_policy.hpp"
+
+namespace dbench::experiments {
+
+/// The numerics spec of a config; the model's input shape and classes come from the training set.
+sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train);
+
+/// The graph spec of [algorithm] for `workers` nodes; throws naming algorithm.graph on an unknown graph.
+topology::GraphSpec graph_spec(const ExperimentConfig& config);
+
+/// All-reduce for centralized training, the configured graph or family for D-PSGD.
+std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config);
+
+}  // namespace dbench::experiments

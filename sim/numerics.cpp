@@ -1,0 +1,323 @@
+#include "sim/numerics.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "models/errors.hpp"
+#include "models/rng.hpp"
+#include "sim/batched_mlp.hpp"
+#include "sim/collectives.hpp"
+#include "sim/errors.hpp"
+#include "sim/mixing.hpp"
+#include "sim/parallel.hpp"
+#include "sim/replica_metrics.hpp"
+#include "sim/replica_store.hpp"
+
+namespace dbench::sim {
+namespace {
+
+std::vector<std::size_t> mlp_widths(const models::ModelSpec& model) {
+  std::vector<std::size_t> widths;
+  widths.push_back(static_cast<std::size_t>(model.input_channels) *
+                   static_cast<std::size_t>(model.input_height) *
+                   static_cast<std::size_t>(model.input_width));
+  for (int w : model.mlp_hidden) {
+    widths.push_back(static_cast<std::size_t>(w));
+  }
+  widths.push_back(static_cast<std::size_t>(model.classes));
+  return widths;
+}
+
+/// The sparse rows of a graph in the float form the mixing kernel reads.
+MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
+  const auto offsets = graph.offsets();
+  const auto entries = graph.entries();
+  std::vector<std::int32_t> off(offsets.begin(), offsets.end());
+  std::vector<std::int32_t> from(entries.size());
+  std::vector<double> weight(entries.size());
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    from[e] = entries[e].from;
+    weight[e] = entries[e].weight;
+  }
+  return MixingMatrix(std::move(off), std::move(from), weight);
+}
+
+/// A fixed, seeded order of the test set: its first k samples are "the first k test samples" of every
+/// evaluation, so replicas and iterations are compared on the same images.
+std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
+  std::iota(order.begin(), order.end(), 0);
+  models::Rng rng(models::derive_seed(seed, {0x7e57}));
+  rng.shuffle(std::span<std::int64_t>(order));
+  return order;
+}
+
+}  // namespace
+
+struct VirtualReplicas::State {
+  NumericsSpec spec;
+  const models::Dataset& train;
+  unsigned threads;
+  BatchedMlp mlp;
+  ReplicaStore store;
+  Sgd sgd;
+  models::Partition partition;
+  std::vector<models::BatchSampler> samplers;
+  std::vector<float> inputs;
+  std::vector<std::int32_t> labels;
+  std::vector<BatchStats> stats;
+  std::vector<float> eval_images;
+  std::vector<std::int32_t> eval_labels;
+  std::size_t replica_eval_count = 0;
+  std::unordered_map<const topology::Graph*, MixingMatrix> matrices;
+  std::optional<ReplicaMetrics> measured;
+  std::int64_t done = 0;
+  double last_lr = 0.0;
+  double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+
+  State(const NumericsSpec& s, const models::Dataset& train_set, const models::Dataset& test_set)
+      : spec(s),
+        train(train_set),
+        threads(resolve_threads(s.threads)),
+        mlp(mlp_widths(s.model), threads),
+        store(static_cast<std::size_t>(s.workers), mlp.layout()),
+        sgd(s.sgd, threads),
+        partition(train_set.labels,
+                  models::PartitionSpec{s.workers, s.partition, s.dirichlet_alpha, s.seed}) {
+    samplers.reserve(static_cast<std::size_t>(s.workers));
+    for (int r = 0; r < s.workers; ++r) {
+      samplers.emplace_back(partition, r, s.batch_per_worker);
+    }
+    const auto order = test_order(test_set.size, s.seed);
+    const std::int64_t eval_count =
+        s.eval_samples > 0 ? std::min(s.eval_samples, test_set.size) : test_set.size;
+    replica_eval_count = static_cast<std::size_t>(std::min(s.replica_eval_samples, eval_count));
+    models::gather(test_set,
+                   std::span<const std::int64_t>(order.data(), static_cast<std::size_t>(eval_count)),
+                   eval_images, eval_labels);
+    const std::size_t batch = static_cast<std::size_t>(s.batch_per_worker);
+    inputs.resize(static_cast<std::size_t>(s.workers) * batch * mlp.inputs());
+    labels.resize(static_cast<std::size_t>(s.workers) * batch);
+    stats.resize(static_cast<std::size_t>(s.workers));
+    mlp.init(store.replica(0), models::derive_seed(s.seed, {0x1417}));
+    store.broadcast_params(0);
+  }
+
+  void gather_batches(std::int64_t t) {
+    const std::size_t in = mlp.inputs();
+    const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
+    parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        const auto indices = samplers[r].batch(t);
+        for (std::size_t b = 0; b < batch; ++b) {
+          const auto sample = static_cast<std::size_t>(indices[b]);
+          std::memcpy(&inputs[(r * batch + b) * in], &train.images[sample * in], in * sizeof(float));
+          labels[r * batch + b] = train.labels[sample];
+        }
+      }
+    });
+  }
+
+  const MixingMatrix& matrix_for(const topology::Graph& graph) {
+    auto it = matrices.find(&graph);
+    if (it == matrices.end()) {
+      if (graph.nodes() != spec.workers) {
+        throw ShapeError(fmt::format("graph '{}' has {} nodes but train.workers = {}", graph.name(),
+                                     graph.nodes(), spec.workers));
+      }
+      it = matrices.emplace(&graph, to_mixing_matrix(graph)).first;
+    }
+    return it->second;
+  }
+};
+
+VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset& train,
+                                 const models::Dataset& test) {
+  if (spec.model.name != "mlp") {
+    throw std::invalid_argument(fmt::format(
+        "train.model: the simulator's numerics train 'mlp' models; '{}' runs in the runtime engine",
+        spec.model.name));
+  }
+  const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
+  if (in != train.sample_elements() || spec.model.classes != train.classes) {
+    throw ShapeError(
+        fmt::format("train.model: an input of {} features and {} classes does not fit the data set "
+                    "({} features, {} classes)",
+                    in, spec.model.classes, train.sample_elements(), train.classes));
+  }
+  if (spec.workers < 1) {
+    throw ValueError(fmt::format("train.workers: must be >= 1, got {}", spec.workers));
+  }
+  state_ = std::make_unique<State>(spec, train, test);
+}
+
+VirtualReplicas::~VirtualReplicas() = default;
+
+void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
+  State& s = *state_;
+  s.gather_batches(t);
+  s.last_lr = s.spec.lr.at(t);
+  const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
+  if (step.graph == nullptr) {
+    // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
+    s.mlp.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
+    allreduce_mean(s.store.grads(), s.threads);
+    s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
+  } else {
+    // D-PSGD: each replica's local step applied while its gradient is still in cache.
+    s.mlp.train_sgd_step(s.store.params(), s.inputs, s.labels, batch, s.sgd, s.last_lr, s.store.momentum(),
+                         s.stats);
+  }
+  double loss = 0.0;
+  for (const auto& st : s.stats) {
+    loss += st.loss;
+  }
+  s.last_train_loss = loss / static_cast<double>(s.stats.size());
+  if (measure) {
+    s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+  }
+  if (step.graph != nullptr) {
+    mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
+        MixOptions{0, s.threads, true});
+    s.store.swap_mixed();
+  }
+  s.done = t + 1;
+}
+
+MetricsRow VirtualReplicas::metrics() {
+  State& s = *state_;
+  if (!s.measured) {
+    s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+  }
+  const ReplicaMetrics& m = *s.measured;
+  MetricsRow row;
+  row.iteration = s.done;
+  row.epoch = static_cast<double>(s.done) / static_cast<double>(s.samplers.front().batches_per_epoch());
+  row.lr = s.last_lr;
+  row.train_loss = s.last_train_loss;
+  row.consensus_distance = m.consensus_distance;
+  const auto& tensors = s.store.layout().tensors();
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
+    TensorMetrics tm;
+    tm.name = tensors[t].name;
+    for (std::size_t i = 0; i < m.replicas; ++i) {
+      tm.norm_mean += m.norm(i, t);
+    }
+    tm.norm_mean /= static_cast<double>(m.replicas);
+    tm.norm_variance = m.norm_variance[t];
+    tm.consensus_distance = m.consensus_per_tensor[t];
+    row.norm_variance += tm.norm_variance;
+    row.tensors.push_back(std::move(tm));
+  }
+  s.measured.reset();
+
+  // The averaged model on the evaluation set, every replica on its fixed first replica_eval_count samples.
+  std::vector<float> average(s.store.param_count());
+  replica_average(s.store.params(), average, s.threads);
+  const EvalResult avg = s.mlp.evaluate(average, s.eval_images, s.eval_labels);
+  row.test_loss = avg.loss;
+  row.test_accuracy = avg.accuracy();
+  const std::size_t in = s.mlp.inputs();
+  const auto replicas = s.mlp.evaluate_replicas(
+      s.store.params(), std::span<const float>(s.eval_images.data(), s.replica_eval_count * in),
+      std::span<const std::int32_t>(s.eval_labels.data(), s.replica_eval_count));
+  row.replica_accuracy_min = 1.0;
+  for (const auto& r : replicas) {
+    row.replica_accuracy_mean += r.accuracy();
+    row.replica_loss_mean += r.loss;
+    row.replica_accuracy_min = std::min(row.replica_accuracy_min, r.accuracy());
+    row.replica_accuracy_max = std::max(row.replica_accuracy_max, r.accuracy());
+  }
+  row.replica_accuracy_mean /= static_cast<double>(replicas.size());
+  row.replica_loss_mean /= static_cast<double>(replicas.size());
+  return row;
+}
+
+ConstReplicaView VirtualReplicas::params() const {
+  return std::as_const(state_->store).params();
+}
+
+std::vector<std::pair<std::string, std::size_t>> VirtualReplicas::tensors() const {
+  std::vector<std::pair<std::string, std::size_t>> out;
+  for (const auto& t : state_->store.layout().tensors()) {
+    out.emplace_back(t.name, t.elements);
+  }
+  return out;
+}
+
+std::int64_t VirtualReplicas::iterations_done() const {
+  return state_->done;
+}
+
+models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,
+                             std::uint64_t seed) {
+  if (name == "fashion-mnist") {
+    return dir.empty() ? models::read_fashion_mnist(split) : models::read_fashion_mnist(split, dir);
+  }
+  if (name == "cifar10") {
+    if (dir.empty()) {
+      throw models::DataError(
+          "train.data_dir: cifar10 needs the folder of its binary batches (data_batch_1.bin ...)");
+    }
+    return models::read_cifar10(split, dir);
+  }
+  if (name == "synthetic") {
+    models::SyntheticSpec spec;
+    spec.seed = seed;
+    return models::make_synthetic(spec, split);
+  }
+  throw models::DataError(
+      fmt::format("train.dataset: '{}' is not available to the simulator "
+                  "(fashion-mnist, cifar10, synthetic)",
+                  name));
+}
+
+NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& train,
+                            const models::Dataset& test, topology::GraphPolicy& policy,
+                            NumericsObserver& observer) {
+  const auto start = std::chrono::steady_clock::now();
+  VirtualReplicas replicas(spec, train, test);
+  NumericsResult result;
+  result.workers = spec.workers;
+  result.parameters = static_cast<std::int64_t>(replicas.params().cols);
+
+  auto report = [&](const MetricsRow& row) {
+    if (!std::isfinite(row.test_loss) || (row.iteration > 0 && !std::isfinite(row.train_loss))) {
+      throw std::runtime_error(fmt::format("training diverged at iteration {} (loss {}); lower train.lr",
+                                           row.iteration, row.train_loss));
+    }
+    observer.on_metrics(row);
+    result.final_test_accuracy = row.test_accuracy;
+    result.final_test_loss = row.test_loss;
+    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+    return topology::PolicyObservation{row.iteration, row.consensus_distance, row.norm_variance,
+                                       row.train_loss};
+  };
+
+  std::optional<topology::PolicyObservation> latest = report(replicas.metrics());
+  const std::int64_t observe_every = policy.observe_every();
+  for (std::int64_t t = 0; t < spec.iterations; ++t) {
+    const topology::ScheduleStep step = policy.graph_for(t, latest ? &*latest : nullptr);
+    observer.on_schedule(t, step);
+    const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
+    const bool observe = observe_every > 0 && (t + 1) % observe_every == 0;
+    replicas.step(t, step, eval || observe);
+    if (eval) {
+      latest = report(replicas.metrics());
+    }
+    observer.on_iteration(t);
+  }
+  result.iterations = spec.iterations;
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace dbench::sim
