@@ -1,1 +1,154 @@
-// placeholder
+// The dbench command line as a user meets it: exit statuses, one-line errors naming the argument, files.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "support/run_dbench.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dbench::testing::run_dbench;
+
+bool one_line(const std::string& text) {
+  return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+fs::path temp_dir(const std::string& name) {
+  return fs::temp_directory_path() / ("dbench-test-" + name + "-" + std::to_string(::getpid()));
+}
+
+/// The committed quickstart config, quoted for the shell.
+std::string quickstart() {
+  std::string quoted(1, '"');
+  quoted.append((fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml").string());
+  quoted.push_back('"');
+  return quoted;
+}
+
+}  // namespace
+
+TEST_CASE("experiments::cli: bad graph arguments end with one line naming the argument") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"graph --kind ring --nodes 0", "--nodes"},
+      {"graph --kind ring --nodes 1", "--nodes"},
+      {"graph --kind hypercube --nodes 1008", "--nodes"},
+      {"graph --kind torus --nodes 1008 --shape 30x30", "--shape"},
+      {"graph --kind random-regular --nodes 16 --degree 16", "--degree"},
+      {"graph --kind exponential --nodes 16 --seed abc", "--seed"},
+      {"graph --kind petersen --nodes 10", "--kind"},
+      {"graph --kind ring --nodes 8 --no-such-option", "--no-such-option"},
+      {"no-such-command", "no-such-command"},
+  };
+  for (const auto& [arguments, named] : cases) {
+    CAPTURE(arguments);
+    const auto result = run_dbench(arguments);
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.starts_with("dbench: error: "));
+    CHECK(result.output.find(named) != std::string::npos);
+  }
+}
+
+TEST_CASE("experiments::cli: graph --json carries kind, nodes, edges and spectral_gap") {
+  const auto result = run_dbench("graph --kind ring --nodes 12 --json");
+  REQUIRE(result.status == 0);
+  const auto json = nlohmann::json::parse(result.output);
+  CHECK(json.at("kind") == "ring");
+  CHECK(json.at("nodes") == 12);
+  CHECK(json.at("edges").get<int>() == 24);  // directed: each undirected edge both ways
+  CHECK(json.at("spectral_gap").get<double>() ==
+        doctest::Approx(2.0 / 3.0 * (1.0 - std::cos(2.0 * 3.14159265358979323846 / 12.0))));
+}
+
+TEST_CASE("experiments::cli: graphs writes its report into a results directory") {
+  const fs::path out = temp_dir("graphs");
+  fs::remove_all(out);
+  const auto result = run_dbench("graphs --nodes 64 --out \"" + out.string() + "\"");
+  CAPTURE(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(result.output.find("one-peer-exponential") != std::string::npos);
+  const auto json = nlohmann::json::parse(read_file(out / "graphs.json"));
+  CHECK(json.size() >= 10);
+  CHECK(fs::exists(out / "graphs.md"));
+  fs::remove_all(out);
+}
+
+TEST_CASE("experiments::cli: simulate writes every file, and the same seed gives byte-identical metrics") {
+  const fs::path a = temp_dir("sim-a");
+  const fs::path b = temp_dir("sim-b");
+  const std::string common = quickstart() + " --set train.iterations=30 --set train.eval_every=10 -q --out ";
+  const auto first = run_dbench("simulate " + common + "\"" + a.string() + "\" --threads 1");
+  CAPTURE(first.output);
+  REQUIRE(first.status == 0);
+  const auto second = run_dbench("simulate " + common + "\"" + b.string() + "\" --threads 2");
+  REQUIRE(second.status == 0);
+  for (const char* file : {"config.toml", "metrics.csv", "schedule.csv", "summary.json"}) {
+    CAPTURE(file);
+    CHECK(fs::exists(a / file));
+  }
+  CHECK(read_file(a / "metrics.csv") == read_file(b / "metrics.csv"));
+  CHECK(read_file(a / "schedule.csv") == read_file(b / "schedule.csv"));
+  const std::string metrics = read_file(a / "metrics.csv");
+  CHECK(metrics.starts_with(
+      "iteration,epoch,lr,train_loss,test_loss,test_accuracy,consensus_distance,norm_variance"));
+  const auto summary = nlohmann::json::parse(read_file(a / "summary.json"));
+  for (const char* key : {"final_test_accuracy", "iterations", "workers", "seconds_per_iteration",
+                          "samples_per_second", "wall_seconds"}) {
+    CAPTURE(key);
+    CHECK(summary.contains(key));
+  }
+  CHECK(summary.at("iterations") == 30);
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+TEST_CASE(
+    "experiments::cli: bad simulate configs fail clearly and leave an existing results directory intact") {
+  const fs::path out = temp_dir("sim-keep");
+  fs::remove_all(out);
+  const auto good =
+      run_dbench("simulate " + quickstart() + " --set train.iterations=5 -q --out \"" + out.string() + "\"");
+  REQUIRE(good.status == 0);
+  const std::string metrics_before = read_file(out / "metrics.csv");
+
+  const std::pair<std::string, std::string> cases[] = {
+      {"--set train.model=vgg", "train.model"},
+      {"--set train.dataset=mnist", "train.dataset"},
+      {"--set algorithm.graph=petersen", "algorithm.graph"},
+      {"--set train.workers=1000 --set train.batch_per_worker=100", "train.batch_per_worker"},
+      {"--set train.workers=0", "train.workers"},
+      {"--set train.lr=-0.1", "train.lr"},
+      {"--set train.data_dir=/nonexistent/fashion", "dataset-fashion-mnist"},
+      {"--set train.model=resnet50", "train.model"},
+  };
+  for (const auto& [overrides, named] : cases) {
+    CAPTURE(overrides);
+    const auto result =
+        run_dbench("simulate " + quickstart() + " -q " + overrides + " --out \"" + out.string() + "\"");
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(result.output.find("dbench: error: ") != std::string::npos);
+    CHECK(result.output.find(named) != std::string::npos);
+    CHECK(read_file(out / "metrics.csv") == metrics_before);
+  }
+  // No staging directories are left behind next to the results.
+  for (const auto& entry : fs::directory_iterator(out.parent_path())) {
+    CHECK(entry.path().filename().string().find(out.filename().string() + ".tmp") == std::string::npos);
+  }
+  fs::remove_all(out);
+}

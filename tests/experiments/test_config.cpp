@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiments/config.hpp"
+#include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
 using dbench::experiments::ConfigError;
@@ -411,23 +412,7 @@ TEST_CASE("experiments::config: errors in a file start with its path and line") 
   fs::remove(file);
 }
 
-namespace {
-
-// Runs the dbench executable through the shell; returns its exit status and stdout.
-std::pair<int, std::string> run_dbench(const std::string& arguments) {
-  const std::string command = std::string("\"") + DBENCH_EXE + "\" " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
-    output.append(buffer.data(), n);
-  }
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-}  // namespace
+using dbench::testing::run_dbench;
 
 TEST_CASE("experiments::config command: prints the resolved config with repeated --set and writes --out") {
   const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";

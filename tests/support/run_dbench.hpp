@@ -1,0 +1,36 @@
+// Runs the built dbench executable (found through the DBENCH_EXE compile definition) as a user would.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace dbench::testing {
+
+/// What a dbench invocation printed (stdout and stderr together) and its exit status.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+
+/// Runs `dbench <arguments>` through the shell.
+inline CommandResult run_dbench(const std::string& arguments) {
+  const std::string command = std::string("\"") + DBENCH_EXE + "\" " + arguments + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    throw std::runtime_error("cannot start " + command);
+  }
+  std::string output;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
+    output.append(buffer.data(), n);
+  }
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+}  // namespace dbench::testing
