@@ -25,7 +25,10 @@ struct SimulateOptions {
 };
 
 void run_simulate(const SimulateOptions& options) {
-  const ExperimentConfig config = load_config_file(options.config, options.overrides);
+  // Without a file the embedded defaults run (with any --set on top).
+  const ExperimentConfig config = options.config.empty()
+                                      ? load_config("", options.overrides, "<defaults>")
+                                      : load_config_file(options.config, options.overrides);
   const std::string out = options.out.empty() ? "results/" + config.name : options.out;
   // Open the results directory first: a bad --out fails before minutes of training.
   ResultsDir dir(out, config);
@@ -79,7 +82,7 @@ void run_simulate(const SimulateOptions& options) {
 void add_simulate_command(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
   auto* cmd = app.add_subcommand("simulate", "Train virtual replicas with the simulator's numerics");
-  cmd->add_option("config", options->config, "Experiment config (TOML)")->required();
+  cmd->add_option("config", options->config, "Experiment config (TOML); without one, the embedded defaults");
   cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
