@@ -13,6 +13,9 @@ void add_graphs_command(CLI::App& app);
 /// Adds `dbench simulate`: the simulator's numerics on virtual replicas, written to a results directory.
 void add_simulate_command(CLI::App& app);
 
+/// Adds `dbench train`: the runtime engine on real workers (MPI ranks, or --local N through mpirun).
+void add_train_command(CLI::App& app);
+
 /// Adds `dbench config`: validates a config with its overrides and prints or writes the resolved TOML.
 void add_config_command(CLI::App& app);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   dbench::experiments::add_graph_command(app);
   dbench::experiments::add_graphs_command(app);
   dbench::experiments::add_simulate_command(app);
+  dbench::experiments::add_train_command(app);
   dbench::experiments::add_config_command(app);
   try {
     // CLI11 would only say that a subcommand is required; name the unknown one and the known ones instead.

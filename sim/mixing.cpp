@@ -31,6 +31,26 @@ struct Plan {
   std::vector<RowPlan> rows;
 };
 
+/// Appends one row's plan: the terms k that are not the row's own replica (is_self(k) false), in row order;
+/// `source(k)` gives term k's data.
+template <class IsSelf, class Source>
+void plan_row(Plan& plan, const float* self, std::span<const float> weight, IsSelf&& is_self,
+              Source&& source) {
+  const std::size_t begin = plan.terms.size();
+  double sum = 0.0;
+  for (std::size_t k = 0; k < weight.size(); ++k) {
+    sum += static_cast<double>(weight[k]);
+    if (!is_self(k)) {
+      plan.terms.push_back({source(k), weight[k]});
+    }
+  }
+  // Float weights of a stochastic row (1/11 has no exact float) sum to 1 only up to their rounding; a scale
+  // of exactly 1 keeps consensus a fixed point and the replica average from drifting step after step.
+  const double rounding = 4.0 * static_cast<double>(weight.size()) * 0x1.0p-24;
+  const float scale = std::abs(sum - 1.0) <= rounding ? 1.0f : static_cast<float>(sum);
+  plan.rows.push_back({self, scale, begin, plan.terms.size()});
+}
+
 Plan make_plan(const MixingRows& rows, ConstReplicaView in) {
   const std::size_t n = rows.offsets.size() - 1;
   Plan plan;
@@ -39,19 +59,10 @@ Plan make_plan(const MixingRows& rows, ConstReplicaView in) {
   for (std::size_t i = 0; i < n; ++i) {
     const auto k0 = static_cast<std::size_t>(rows.offsets[i]);
     const auto k1 = static_cast<std::size_t>(rows.offsets[i + 1]);
-    const std::size_t begin = plan.terms.size();
-    double sum = 0.0;
-    for (std::size_t k = k0; k < k1; ++k) {
-      sum += static_cast<double>(rows.weight[k]);
-      if (static_cast<std::size_t>(rows.from[k]) != i) {
-        plan.terms.push_back({in.row_data(static_cast<std::size_t>(rows.from[k])), rows.weight[k]});
-      }
-    }
-    // Float weights of a stochastic row (1/11 has no exact float) sum to 1 only up to their rounding; a scale
-    // of exactly 1 keeps consensus a fixed point and the replica average from drifting step after step.
-    const double rounding = 4.0 * static_cast<double>(k1 - k0) * 0x1.0p-24;
-    const float scale = std::abs(sum - 1.0) <= rounding ? 1.0f : static_cast<float>(sum);
-    plan.rows.push_back({in.row_data(i), scale, begin, plan.terms.size()});
+    plan_row(
+        plan, in.row_data(i), rows.weight.subspan(k0, k1 - k0),
+        [&](std::size_t k) { return static_cast<std::size_t>(rows.from[k0 + k]) == i; },
+        [&](std::size_t k) { return in.row_data(static_cast<std::size_t>(rows.from[k0 + k])); });
   }
   return plan;
 }
@@ -206,6 +217,47 @@ void validate(const MixingRows& rows, std::size_t nodes) {
                         std::to_string(rows.from[k]) + ", outside [0, " + std::to_string(nodes) + ")");
     }
   }
+}
+
+void mix_row(std::span<const float> weight, std::span<const float* const> sources, std::size_t self_term,
+             std::span<float> out, const MixOptions& options) {
+  if (weight.size() != sources.size() || self_term >= sources.size()) {
+    throw ShapeError("mix_row: " + std::to_string(weight.size()) + " weights, " +
+                     std::to_string(sources.size()) + " sources and self term " + std::to_string(self_term));
+  }
+  const float* self = sources[self_term];
+  for (const float* s : sources) {
+    if (s < out.data() + out.size() && out.data() < s + out.size()) {
+      throw ShapeError("mix_row: a source overlaps the output; mixing needs a separate output buffer");
+    }
+  }
+  if (out.empty()) {
+    return;
+  }
+  Plan plan;
+  plan_row(
+      plan, self, weight, [&](std::size_t k) { return k == self_term; },
+      [&](std::size_t k) { return sources[k]; });
+  const ReplicaView view{out.data(), 1, out.size(), out.size()};
+  const std::size_t block = options.block_cols == 0 ? default_block_cols(1) : options.block_cols;
+  const std::size_t blocks = (out.size() + block - 1) / block;
+#if defined(DBENCH_SIM_X86)
+  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
+#endif
+  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const std::size_t c0 = b * block;
+      const std::size_t c1 = std::min(out.size(), c0 + block);
+#if defined(DBENCH_SIM_X86)
+      if (avx512) {
+        const std::size_t prefetch_end = b + 1 < b1 ? std::min(out.size(), c1 + block) : c1;
+        mix_columns_avx512(plan, view, c0, c1, prefetch_end);
+        continue;
+      }
+#endif
+      mix_columns_portable(plan, view, c0, c1);
+    }
+  });
 }
 
 void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options) {

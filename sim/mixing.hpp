@@ -59,6 +59,13 @@ struct MixOptions {
 /// results do not depend on the block size or thread count. `in` and `out` must not overlap.
 void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options = {});
 
+/// One output row of mix() for a replica that holds only its own row and its in-neighbours' (a real worker):
+/// out = sum_k weight[k] src_k with src_k = sources[k], sources[self_term] being the replica itself. Same
+/// arithmetic, term order and kernels as mix(), so a worker's row equals the simulator's bit for bit. Throws
+/// ShapeError on mismatched sizes or overlapping `out`.
+void mix_row(std::span<const float> weight, std::span<const float* const> sources, std::size_t self_term,
+             std::span<float> out, const MixOptions& options = {});
+
 /// Throws MixingError unless `rows` is a well-formed W on `nodes` replicas.
 void validate(const MixingRows& rows, std::size_t nodes);
 

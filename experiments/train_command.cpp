@@ -1,0 +1,314 @@
+// `dbench train CONFIG`: the runtime engine. One worker per MPI rank (mpirun / srun), or `--local N` to start
+// N local workers through mpirun; rank 0 writes the results directory.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiments/commands.hpp"
+#include "experiments/config.hpp"
+#include "experiments/results_dir.hpp"
+#include "experiments/run_files.hpp"
+#include "experiments/sim_setup.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/launcher.hpp"
+#include "runtime/worker.hpp"
+#if defined(DBENCH_RUNTIME_HAVE_MPI)
+#include "runtime/mpi_communicator.hpp"
+#endif
+
+namespace dbench::experiments {
+namespace {
+
+struct TrainOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string out;
+  int local = 0;
+  std::int64_t checkpoint_every = 0;
+  std::string checkpoint_dir;
+  bool resume = false;
+  bool overlap = false;
+  double peer_timeout_s = 30.0;
+  std::string inject_kill;
+  bool quiet = false;
+};
+
+/// Length-prefixed fields, so that CSV text survives a checkpoint unchanged.
+std::string pack(const std::vector<std::string>& fields) {
+  std::string out;
+  for (const auto& f : fields) {
+    out += std::to_string(f.size()) + '\n' + f;
+  }
+  return out;
+}
+
+std::vector<std::string> unpack(const std::string& text) {
+  std::vector<std::string> fields;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t eol = text.find('\n', pos);
+    const std::size_t length = std::stoull(text.substr(pos, eol - pos));
+    fields.push_back(text.substr(eol + 1, length));
+    pos = eol + 1 + length;
+  }
+  return fields;
+}
+
+std::string without_header(const std::string& csv) {
+  const std::size_t eol = csv.find('\n');
+  return eol == std::string::npos ? std::string() : csv.substr(eol + 1);
+}
+
+/// Rank 0's results: the simulator's RunRecorder for metrics.csv and schedule.csv (same columns), plus
+/// trace.csv; what was recorded before a checkpoint is carried over on resume.
+class TrainRecorder final : public runtime::TrainObserver {
+ public:
+  TrainRecorder(std::int64_t iterations, bool progress) : recorder_(iterations, progress) {}
+
+  void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
+    recorder_.on_schedule(iteration, step);
+  }
+  void on_metrics(const sim::MetricsRow& row) override { recorder_.on_metrics(row); }
+  void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
+  void on_trace(const std::vector<std::vector<runtime::StepTrace>>& per_worker) override {
+    // Graph names by iteration, from the schedule.
+    std::vector<std::string> graphs;
+    std::istringstream lines(without_header(schedule_csv()));
+    for (std::string line; std::getline(lines, line);) {
+      graphs.push_back(line.substr(line.find(',') + 1));
+    }
+    trace_ = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,worker,loss,lr\n";
+    const std::size_t rows = per_worker.empty() ? 0 : per_worker.front().size();
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t w = 0; w < per_worker.size(); ++w) {
+        const runtime::StepTrace& s = per_worker[w][r];
+        const auto t = static_cast<std::size_t>(s.iteration);
+        trace_ += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.iteration, t < graphs.size() ? graphs[t] : "",
+                              s.compute_s, s.comm_s, s.total_s, s.bytes_sent, w, s.loss, s.lr);
+      }
+    }
+  }
+  std::string checkpoint_state() const override {
+    return pack({metrics_csv(), schedule_csv(), std::to_string(gossip_messages())});
+  }
+  void restore_state(const std::string& state) override {
+    const auto fields = unpack(state);
+    if (fields.size() == 3) {
+      metrics_prefix_ = fields[0];
+      schedule_prefix_ = fields[1];
+      messages_prefix_ = std::stoll(fields[2]);
+    }
+  }
+
+  /// metrics.csv of the whole run.
+  std::string metrics_csv() const {
+    return metrics_prefix_.empty() ? recorder_.metrics_csv()
+                                   : metrics_prefix_ + without_header(recorder_.metrics_csv());
+  }
+  /// schedule.csv of the whole run.
+  std::string schedule_csv() const {
+    return schedule_prefix_.empty() ? recorder_.schedule_csv()
+                                    : schedule_prefix_ + without_header(recorder_.schedule_csv());
+  }
+  /// trace.csv: one row per iteration and worker.
+  const std::string& trace_csv() const { return trace_; }
+  /// Gossip messages of the whole run.
+  std::int64_t gossip_messages() const { return messages_prefix_ + recorder_.gossip_messages(); }
+
+ private:
+  RunRecorder recorder_;
+  std::string metrics_prefix_;
+  std::string schedule_prefix_;
+  std::int64_t messages_prefix_ = 0;
+  std::string trace_;
+};
+
+/// The arguments that make a worker run what this invocation asked for, minus --local.
+std::vector<std::string> worker_args(const TrainOptions& o) {
+  std::vector<std::string> args{"train"};
+  if (!o.config.empty()) {
+    args.push_back(o.config);
+  }
+  for (const auto& s : o.overrides) {
+    args.insert(args.end(), {"--set", s});
+  }
+  args.insert(args.end(), {"--set", fmt::format("train.workers={}", o.local)});
+  if (!o.out.empty()) {
+    args.insert(args.end(), {"--out", o.out});
+  }
+  if (o.checkpoint_every > 0) {
+    args.insert(args.end(), {"--checkpoint-every", std::to_string(o.checkpoint_every)});
+  }
+  if (!o.checkpoint_dir.empty()) {
+    args.insert(args.end(), {"--checkpoint-dir", o.checkpoint_dir});
+  }
+  if (o.resume) {
+    args.emplace_back("--resume");
+  }
+  if (o.overlap) {
+    args.emplace_back("--overlap");
+  }
+  args.insert(args.end(), {"--peer-timeout", fmt::format("{}", o.peer_timeout_s)});
+  if (!o.inject_kill.empty()) {
+    args.insert(args.end(), {"--inject-kill", o.inject_kill});
+  }
+  if (o.quiet) {
+    args.emplace_back("--quiet");
+  }
+  return args;
+}
+
+void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
+  const auto colon = spec.find(':');
+  try {
+    if (colon == std::string::npos) {
+      throw std::invalid_argument(spec);
+    }
+    w.kill_rank = std::stoi(spec.substr(0, colon));
+    w.kill_iteration = std::stoll(spec.substr(colon + 1));
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("--inject-kill: expected RANK:ITERATION, got '{}'", spec));
+  }
+}
+
+void train_on(runtime::Communicator& comm, const TrainOptions& options) {
+  const ExperimentConfig config = options.config.empty()
+                                      ? load_config("", options.overrides, "<defaults>")
+                                      : load_config_file(options.config, options.overrides);
+  const std::string out = options.out.empty() ? "results/" + config.name : options.out;
+  const bool root = comm.rank() == 0;
+  // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
+  std::unique_ptr<ResultsDir> dir;
+  if (root) {
+    dir = std::make_unique<ResultsDir>(out, config);
+  }
+  const auto train =
+      sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
+  const auto test =
+      sim::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
+  const sim::NumericsSpec spec = numerics_spec(config, train);
+  auto policy = make_policy(config);
+
+  runtime::WorkerOptions w;
+  w.overlap = options.overlap;
+  w.checkpoint_every = options.checkpoint_every;
+  w.checkpoint_dir = options.checkpoint_dir.empty() ? out + ".checkpoints" : options.checkpoint_dir;
+  w.resume = options.resume;
+  w.run_key = to_toml(config);
+  if (!options.inject_kill.empty()) {
+    parse_kill(options.inject_kill, w);
+  }
+  if (root && !options.quiet) {
+    fmt::print(stderr, "train {}: {} workers x {} on {}, {} ({}), {} iterations{}{}\n", config.name,
+               comm.size(), config.train.model, config.train.dataset, config.algorithm.kind, policy->name(),
+               config.train.iterations, options.overlap ? ", overlapped gossip" : "",
+               options.resume ? ", resumed" : "");
+  }
+  TrainRecorder recorder(spec.iterations, root && !options.quiet);
+  const runtime::TrainResult result = runtime::train_worker(spec, train, test, *policy, comm, w, recorder);
+  if (!root) {
+    return;
+  }
+  dir->write_text("metrics.csv", recorder.metrics_csv());
+  dir->write_text("schedule.csv", recorder.schedule_csv());
+  dir->write_text("trace.csv", recorder.trace_csv());
+  nlohmann::json summary;
+  summary["name"] = config.name;
+  summary["engine"] = "runtime";
+  summary["algorithm"] = config.algorithm.kind;
+  summary["graph"] = policy->name();
+  summary["model"] = config.train.model;
+  summary["dataset"] = config.train.dataset;
+  summary["workers"] = result.workers;
+  summary["iterations"] = result.iterations;
+  summary["resumed_from_iteration"] = result.start_iteration;
+  summary["parameters_per_worker"] = result.parameters;
+  summary["final_test_accuracy"] = result.final_test_accuracy;
+  summary["final_test_loss"] = result.final_test_loss;
+  summary["best_test_accuracy"] = result.best_test_accuracy;
+  summary["gossip_messages"] = recorder.gossip_messages();
+  summary["overlap"] = options.overlap;
+  summary["seconds_per_iteration"] = result.seconds_per_iteration;
+  summary["samples_per_second"] = result.samples_per_second;
+  summary["wall_seconds"] = result.wall_seconds;
+  dir->write_text("summary.json", summary.dump(2) + "\n");
+  dir->commit();
+  fmt::print("final test accuracy {:.4f} after {} iterations ({:.1f} s, {:.4f} s/iteration)\nresults: {}\n",
+             result.final_test_accuracy, result.iterations, result.wall_seconds, result.seconds_per_iteration,
+             dir->target().string());
+}
+
+void run_train(const TrainOptions& options) {
+  if (options.local > 0) {
+    const auto command =
+        runtime::local_launch_command(options.local, runtime::current_executable(), worker_args(options));
+    const int status = runtime::run_command(command);
+    if (status != 0) {
+      throw runtime::LaunchError(fmt::format(
+          "{} local workers failed (launcher exit status {}); the workers' messages above name the "
+          "cause",
+          options.local, status));
+    }
+    return;
+  }
+#if defined(DBENCH_RUNTIME_HAVE_MPI)
+  if (runtime::MpiEnvironment::launched_by_mpi()) {
+    runtime::MpiEnvironment env(nullptr, nullptr);
+    runtime::MpiCommunicator comm(env, runtime::MpiOptions{options.peer_timeout_s});
+    try {
+      train_on(comm, options);
+    } catch (const std::exception& e) {
+      // Each worker names its own failure; mpirun's summary alone would not say why.
+      fmt::print(stderr, "dbench: worker {} of {}: {}\n", comm.rank(), comm.size(), e.what());
+      std::fflush(stderr);
+      throw;
+    }
+    return;
+  }
+#endif
+  runtime::SingleWorkerCommunicator single;
+  train_on(single, options);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto options = std::make_shared<TrainOptions>();
+  auto* cmd = app.add_subcommand(
+      "train", "Train on real workers: one per MPI rank (mpirun -n N dbench train ...), or --local N");
+  cmd->add_option("config", options->config, "Experiment config (TOML); without one, the embedded defaults");
+  cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--out", options->out, "Results directory, written by rank 0 (default: results/<name>)");
+  cmd->add_option("--local", options->local,
+                  "Start this many local workers through mpirun (sets train.workers)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--checkpoint-every", options->checkpoint_every,
+                  "Write a checkpoint every K iterations and at the end (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--checkpoint-dir", options->checkpoint_dir,
+                  "Where checkpoints go, shared by all workers (default: <out>.checkpoints)");
+  cmd->add_flag("--resume", options->resume, "Continue from the latest checkpoint of the same config");
+  cmd->add_flag(
+      "--overlap", options->overlap,
+      "Overlap each gossip exchange with the local step (x_{t+1} = W x_t - lr d_t; off by default)");
+  cmd->add_option("--peer-timeout", options->peer_timeout_s,
+                  "Seconds without progress after which a silent worker is reported lost (0: wait forever)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option(
+      "--inject-kill", options->inject_kill,
+      "Fault injection for tests: RANK:ITERATION kills that worker when it starts that iteration");
+  cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
+  cmd->callback([options] { run_train(*options); });
+}
+
+}  // namespace dbench::experiments

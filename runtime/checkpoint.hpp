@@ -1,0 +1,60 @@
+// Checkpoints of a run: one file per worker in a step directory that becomes visible only once every worker
+// has written its file, so an interrupted write never replaces the last complete checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/graph_policy.hpp"
+
+namespace dbench::runtime {
+
+/// One iteration's record of one worker (a row of trace.csv).
+struct StepTrace {
+  std::int64_t iteration = 0;   ///< 0-based iteration
+  double compute_s = 0.0;       ///< batch, forward, backward, optimizer step and mixing arithmetic
+  double comm_s = 0.0;          ///< waiting for exchanges and all-reduces
+  double total_s = 0.0;         ///< the whole iteration (metrics and checkpoints excluded)
+  std::int64_t bytes_sent = 0;  ///< payload bytes this worker sent
+  double loss = 0.0;            ///< this worker's batch loss
+  double lr = 0.0;              ///< learning rate used
+};
+
+/// Everything a worker needs to continue exactly where it stopped.
+struct WorkerState {
+  std::string run_key;  ///< identifies the config; a resume with another config is refused
+  int rank = 0;         ///< the worker
+  int workers = 1;      ///< workers of the run
+  std::int64_t iterations_done = 0;
+  std::uint64_t sgd_steps = 0;  ///< steps taken by the optimizer (momentum initialised after the first)
+  double last_lr = 0.0;
+  double last_train_loss = 0.0;
+  double best_test_accuracy = 0.0;
+  double final_test_accuracy = 0.0;
+  double final_test_loss = 0.0;
+  std::optional<topology::PolicyObservation> latest;  ///< what the graph policy last saw
+  std::vector<float> params;
+  std::vector<float> momentum;
+  std::vector<StepTrace> trace;  ///< this worker's trace so far
+  std::string observer_state;    ///< rank 0: the results recorded so far (opaque here)
+};
+
+/// Writes `state` as rank state.rank's file of the checkpoint at `iteration` (staged, not yet visible).
+void write_checkpoint_part(const std::filesystem::path& dir, std::int64_t iteration,
+                           const WorkerState& state);
+
+/// Called by one worker after every worker's write_checkpoint_part returned: makes the checkpoint at
+/// `iteration` the latest and removes older ones.
+void publish_checkpoint(const std::filesystem::path& dir, std::int64_t iteration);
+
+/// The iteration of the latest complete checkpoint in `dir`, if any.
+std::optional<std::int64_t> latest_checkpoint(const std::filesystem::path& dir);
+
+/// Reads rank `rank`'s state of the latest complete checkpoint; throws CheckpointError when there is none or
+/// the file is damaged.
+WorkerState read_checkpoint(const std::filesystem::path& dir, int rank);
+
+}  // namespace dbench::runtime

@@ -1,0 +1,45 @@
+// Errors of the runtime engine; each message names the worker, the peer or the file and what to do.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dbench::runtime {
+
+/// A communication library call failed (MPI, NCCL or CUDA); the message names the call and the reason.
+class CommError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A worker stopped answering: it died or hangs. rank() is the lost worker (-1 when it could not be told).
+class PeerLostError : public CommError {
+ public:
+  /// `rank` is the lost worker; the message says how it was noticed.
+  PeerLostError(int rank, const std::string& message) : CommError(message), rank_(rank) {}
+  /// The lost worker's rank, or -1.
+  int rank() const noexcept { return rank_; }
+
+ private:
+  int rank_;
+};
+
+/// Training produced a NaN or infinite loss; the run stops and the last checkpoint is kept.
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A checkpoint that cannot be written or read back, or does not fit the run being resumed.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Workers could not be launched (no mpirun, a bad worker count).
+class LaunchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace dbench::runtime

@@ -1,0 +1,587 @@
+#include "runtime/worker.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <numeric>
+#include <unordered_map>
+
+#include "models/rng.hpp"
+#include "runtime/errors.hpp"
+#include "sim/batched_mlp.hpp"
+#include "sim/errors.hpp"
+#include "sim/mixing.hpp"
+#include "sim/replica_store.hpp"
+#include "sim/sgd.hpp"
+
+namespace dbench::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<std::size_t> mlp_widths(const models::ModelSpec& model) {
+  std::vector<std::size_t> widths{static_cast<std::size_t>(model.input_channels) *
+                                  static_cast<std::size_t>(model.input_height) *
+                                  static_cast<std::size_t>(model.input_width)};
+  for (int w : model.mlp_hidden) {
+    widths.push_back(static_cast<std::size_t>(w));
+  }
+  widths.push_back(static_cast<std::size_t>(model.classes));
+  return widths;
+}
+
+/// The simulator's fixed, seeded order of the test set (so that "the first k test samples" are the same).
+std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
+  std::iota(order.begin(), order.end(), 0);
+  models::Rng rng(models::derive_seed(seed, {0x7e57}));
+  rng.shuffle(std::span<std::int64_t>(order));
+  return order;
+}
+
+/// What one worker does in a gossip round of a graph: its row's terms and whom it sends to.
+struct GossipPlan {
+  std::vector<int> in_peers;   ///< sources of the row's terms other than itself, in row order
+  std::vector<float> weight;   ///< every term's weight, in row order (self included)
+  std::size_t self_term = 0;   ///< position of the worker's own term in the row
+  std::vector<int> out_peers;  ///< workers whose rows read this worker
+};
+
+GossipPlan plan_gossip(const topology::Graph& graph, int rank) {
+  GossipPlan plan;
+  const auto row = graph.row(rank);
+  plan.self_term = row.size();
+  for (std::size_t k = 0; k < row.size(); ++k) {
+    plan.weight.push_back(static_cast<float>(row[k].weight));
+    if (row[k].from == rank) {
+      plan.self_term = k;
+    } else {
+      plan.in_peers.push_back(row[k].from);
+    }
+  }
+  if (plan.self_term == row.size()) {
+    throw sim::MixingError(fmt::format("graph '{}': row {} has no self term", graph.name(), rank));
+  }
+  for (int i = 0; i < graph.nodes(); ++i) {
+    if (i == rank) {
+      continue;
+    }
+    for (const auto& e : graph.row(i)) {
+      if (e.from == rank) {
+        plan.out_peers.push_back(i);
+      }
+    }
+  }
+  return plan;
+}
+
+/// MPI tags are at least 15 bits: iterations wrap (messages between two workers never overtake each other).
+int tag_of(std::int64_t iteration) {
+  return static_cast<int>(iteration % 32768);
+}
+
+class Worker {
+ public:
+  Worker(const sim::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
+         Communicator& comm, const WorkerOptions& options)
+      : spec_(spec),
+        comm_(comm),
+        options_(options),
+        rank_(comm.rank()),
+        workers_(comm.size()),
+        mlp_(mlp_widths(spec.model), 1),
+        store_(1, mlp_.layout()),
+        sgd_(spec.sgd, 1),
+        partition_(train.labels,
+                   models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
+        sampler_(partition_, rank_, spec.batch_per_worker) {
+    keep_shard(train);
+    const auto order = test_order(test.size, spec.seed);
+    const std::int64_t eval_count =
+        spec.eval_samples > 0 ? std::min(spec.eval_samples, test.size) : test.size;
+    replica_eval_count_ = static_cast<std::size_t>(std::min(spec.replica_eval_samples, eval_count));
+    models::gather(test, std::span<const std::int64_t>(order.data(), static_cast<std::size_t>(eval_count)),
+                   eval_images_, eval_labels_);
+    const auto batch = static_cast<std::size_t>(spec.batch_per_worker);
+    inputs_.resize(batch * mlp_.inputs());
+    labels_.resize(batch);
+    // Every worker draws the same initial parameters from the same seed as the simulator's replica 0.
+    mlp_.init(store_.replica(0), models::derive_seed(spec.seed, {0x1417}));
+  }
+
+  TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
+    const auto start = Clock::now();
+    TrainResult result;
+    result.workers = workers_;
+    result.parameters = static_cast<std::int64_t>(store_.param_count());
+    std::optional<topology::PolicyObservation> latest;
+    std::int64_t t0 = 0;
+    if (options_.resume) {
+      const WorkerState state = read_checkpoint(options_.checkpoint_dir, rank_);
+      restore(state);
+      latest = state.latest;
+      t0 = state.iterations_done;
+      result.best_test_accuracy = state.best_test_accuracy;
+      result.final_test_accuracy = state.final_test_accuracy;
+      result.final_test_loss = state.final_test_loss;
+      if (rank_ == 0) {
+        observer.restore_state(state.observer_state);
+      }
+    } else {
+      measure_replicas();
+      latest = report(evaluate(), observer, result);
+    }
+    result.start_iteration = t0;
+
+    double slowest_sum = 0.0;
+    for (std::int64_t t = t0; t < spec_.iterations; ++t) {
+      if (rank_ == options_.kill_rank && t == options_.kill_iteration) {
+        // Fault injection: die as abruptly as a crashed node would, mid-run, without a word to the peers.
+        std::raise(SIGKILL);
+      }
+      const topology::ScheduleStep step = policy.graph_for(t, latest ? &*latest : nullptr);
+      if (rank_ == 0) {
+        observer.on_schedule(t, step);
+      }
+      const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
+      StepTrace trace = iterate(t, step, eval);
+      trace_.push_back(trace);
+      slowest_sum += trace.total_s;
+      if (eval) {
+        latest = report(evaluate(), observer, result);
+      }
+      if (rank_ == 0) {
+        observer.on_iteration(t);
+      }
+      if (options_.checkpoint_every > 0 &&
+          ((t + 1) % options_.checkpoint_every == 0 || t + 1 == spec_.iterations)) {
+        checkpoint(t + 1, latest, result, observer);
+      }
+    }
+    if (rank_ == 0) {
+      observer.on_trace(gather_traces());
+    } else {
+      gather_traces();
+    }
+    result.iterations = spec_.iterations;
+    const std::int64_t ran = spec_.iterations - t0;
+    if (ran > 0) {
+      // The slowest worker sets the pace of a synchronous run.
+      std::array<double, 1> worst{slowest_sum};
+      comm_.allreduce(std::span<double>(worst), ReduceOp::max);
+      result.seconds_per_iteration = worst[0] / static_cast<double>(ran);
+      result.samples_per_second =
+          static_cast<double>(workers_) * spec_.batch_per_worker / result.seconds_per_iteration;
+    }
+    result.wall_seconds = seconds_since(start);
+    return result;
+  }
+
+  std::span<const float> params() const { return store_.replica(0); }
+
+ private:
+  /// Keeps only this worker's shard of the training images (the full set is not needed after that).
+  void keep_shard(const models::Dataset& train) {
+    const auto shard = partition_.shard(rank_);
+    const auto in = static_cast<std::size_t>(train.sample_elements());
+    position_.assign(static_cast<std::size_t>(train.size), -1);
+    shard_images_.resize(shard.size() * in);
+    shard_labels_.resize(shard.size());
+    for (std::size_t k = 0; k < shard.size(); ++k) {
+      const auto sample = static_cast<std::size_t>(shard[k]);
+      position_[sample] = static_cast<std::int64_t>(k);
+      std::memcpy(&shard_images_[k * in], &train.images[sample * in], in * sizeof(float));
+      shard_labels_[k] = train.labels[sample];
+    }
+  }
+
+  void gather_batch(std::int64_t t) {
+    const std::size_t in = mlp_.inputs();
+    const auto indices = sampler_.batch(t);
+    for (std::size_t b = 0; b < indices.size(); ++b) {
+      const auto k = static_cast<std::size_t>(position_[static_cast<std::size_t>(indices[b])]);
+      std::memcpy(&inputs_[b * in], &shard_images_[k * in], in * sizeof(float));
+      labels_[b] = shard_labels_[k];
+    }
+  }
+
+  const GossipPlan& plan_for(const topology::Graph& graph) {
+    auto it = plans_.find(&graph);
+    if (it == plans_.end()) {
+      if (graph.nodes() != workers_) {
+        throw sim::ShapeError(
+            fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
+      }
+      it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
+    }
+    return it->second;
+  }
+
+  /// Sends `mine` to the out-neighbours and receives the in-neighbours' parameters into recv_.
+  void exchange(const GossipPlan& plan, std::span<const float> mine, std::int64_t t) {
+    const std::size_t p = store_.param_count();
+    recv_.resize(plan.in_peers.size() * p);
+    std::vector<SendBuffer> sends;
+    std::vector<RecvBuffer> recvs;
+    for (int peer : plan.out_peers) {
+      sends.push_back({peer, mine});
+    }
+    for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
+      recvs.push_back({plan.in_peers[k], std::span<float>(recv_).subspan(k * p, p)});
+    }
+    comm_.exchange(sends, recvs, tag_of(t));
+  }
+
+  /// out = the plan's row applied to `self` and the received parameters (sim::mix's arithmetic).
+  void mix_into(const GossipPlan& plan, std::span<const float> self, std::span<float> out) {
+    const std::size_t p = store_.param_count();
+    std::vector<const float*> sources;
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < plan.weight.size(); ++k) {
+      sources.push_back(k == plan.self_term ? self.data() : recv_.data() + (next++) * p);
+    }
+    sim::mix_row(plan.weight, sources, plan.self_term, out, sim::MixOptions{0, options_.threads, true});
+  }
+
+  StepTrace iterate(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
+    const auto begin = Clock::now();
+    const CommCounters before = comm_.counters();
+    double comm_s = 0.0;
+    StepTrace trace;
+    trace.iteration = t;
+    last_lr_ = spec_.lr.at(t);
+    trace.lr = last_lr_;
+    const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
+    sim::BatchStats stats;
+    gather_batch(t);
+    if (step.graph == nullptr) {
+      // Centralized: the mean gradient, summed in double like the simulator's all-reduce (a sum of a few
+      // floats in double is exact, so the order in which MPI adds them does not matter).
+      mlp_.train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
+      const auto grads = store_.grads().row(0);
+      sum_.assign(grads.begin(), grads.end());
+      const auto c0 = Clock::now();
+      comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+      comm_s += seconds_since(c0);
+      const auto n = static_cast<double>(workers_);
+      for (std::size_t j = 0; j < grads.size(); ++j) {
+        grads[j] = static_cast<float>(sum_[j] / n);
+      }
+      sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
+    } else if (!options_.overlap) {
+      mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
+                          std::span(&stats, 1));
+    } else {
+      // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t.
+      const GossipPlan& plan = plan_for(*step.graph);
+      const auto x = store_.replica(0);
+      snapshot_.assign(x.begin(), x.end());
+      const auto c0 = Clock::now();
+      auto pending = std::async(std::launch::async, [&] { exchange(plan, snapshot_, t); });
+      mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
+                          std::span(&stats, 1));
+      const auto w0 = Clock::now();
+      pending.get();
+      comm_s += seconds_since(w0);
+      static_cast<void>(c0);
+    }
+    trace.loss = stats.loss;
+    // Every worker learns every iteration whether any loss is non-finite, so that all stop together.
+    std::array<double, 1> loss{static_cast<double>(stats.loss)};
+    const auto l0 = Clock::now();
+    comm_.allreduce(std::span<double>(loss), ReduceOp::sum);
+    comm_s += seconds_since(l0);
+    if (!std::isfinite(loss[0])) {
+      throw DivergenceError(fmt::format(
+          "training diverged at iteration {}: a worker's loss is {}; lower train.lr (the last checkpoint, if "
+          "any, is kept)",
+          t, loss[0]));
+    }
+    last_train_loss_ = loss[0] / static_cast<double>(workers_);
+    if (measure) {
+      measure_replicas();
+    }
+    if (step.graph != nullptr) {
+      const GossipPlan& plan = plan_for(*step.graph);
+      const auto x = store_.replica(0);
+      auto mixed = store_.mix_target().row(0);
+      if (!options_.overlap) {
+        const auto c0 = Clock::now();
+        exchange(plan, x, t);
+        comm_s += seconds_since(c0);
+        mix_into(plan, x, mixed);
+      } else {
+        // x_{t+1} = sum_j W_ij x_j,t + (x_i after the local step - x_i,t).
+        mix_into(plan, snapshot_, mixed);
+        for (std::size_t j = 0; j < mixed.size(); ++j) {
+          mixed[j] += x[j] - snapshot_[j];
+        }
+      }
+      store_.swap_mixed();
+    }
+    done_ = t + 1;
+    trace.total_s = seconds_since(begin);
+    trace.comm_s = comm_s;
+    trace.compute_s = trace.total_s - comm_s;
+    trace.bytes_sent = comm_.counters().bytes_sent - before.bytes_sent;
+    return trace;
+  }
+
+  /// Replica statistics across the workers, after the local step and before mixing (as the simulator).
+  void measure_replicas() {
+    const auto x = store_.replica(0);
+    const auto n = static_cast<double>(workers_);
+    sum_.assign(x.begin(), x.end());
+    comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+    const auto& tensors = store_.layout().tensors();
+    const std::size_t count = tensors.size();
+    // Per tensor: [norm, norm^2, squared distance to the mean], summed over workers.
+    std::vector<double> sums(3 * count, 0.0);
+    for (std::size_t t = 0; t < count; ++t) {
+      double sq = 0.0;
+      double dist = 0.0;
+      for (std::size_t j = tensors[t].offset; j < tensors[t].offset + tensors[t].elements; ++j) {
+        const auto v = static_cast<double>(x[j]);
+        const double d = v - sum_[j] / n;
+        sq += v * v;
+        dist += d * d;
+      }
+      const double norm = std::sqrt(sq);
+      sums[t] = norm;
+      sums[count + t] = norm * norm;
+      sums[2 * count + t] = dist;
+    }
+    comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
+    measured_.clear();
+    for (std::size_t t = 0; t < count; ++t) {
+      sim::TensorMetrics m;
+      m.name = tensors[t].name;
+      m.norm_mean = sums[t] / n;
+      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
+      m.consensus_distance = sums[2 * count + t] / n;
+      measured_.push_back(m);
+    }
+  }
+
+  /// The metrics row of the current state: the last measured replica statistics, the averaged model on the
+  /// evaluation set (each worker evaluates a slice) and every replica on the fixed subset.
+  sim::MetricsRow evaluate() {
+    sim::MetricsRow row;
+    row.iteration = done_;
+    row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
+    row.lr = last_lr_;
+    row.train_loss = last_train_loss_;
+    for (const auto& m : measured_) {
+      row.norm_variance += m.norm_variance;
+      row.consensus_distance += m.consensus_distance;
+    }
+    row.tensors = measured_;
+
+    const auto x = store_.replica(0);
+    const auto n = static_cast<double>(workers_);
+    sum_.assign(x.begin(), x.end());
+    comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+    std::vector<float> average(sum_.size());
+    for (std::size_t j = 0; j < average.size(); ++j) {
+      average[j] = static_cast<float>(sum_[j] / n);
+    }
+    const std::size_t in = mlp_.inputs();
+    const std::size_t samples = eval_labels_.size();
+    const std::size_t s0 = samples * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(workers_);
+    const std::size_t s1 = samples * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(workers_);
+    std::array<double, 5> sums{};
+    if (s1 > s0) {
+      const sim::EvalResult avg =
+          mlp_.evaluate(average, std::span<const float>(eval_images_).subspan(s0 * in, (s1 - s0) * in),
+                        std::span<const std::int32_t>(eval_labels_).subspan(s0, s1 - s0));
+      sums[0] = avg.loss * static_cast<double>(avg.samples);
+      sums[1] = static_cast<double>(avg.correct);
+    }
+    const sim::EvalResult mine =
+        mlp_.evaluate(x, std::span<const float>(eval_images_.data(), replica_eval_count_ * in),
+                      std::span<const std::int32_t>(eval_labels_.data(), replica_eval_count_));
+    sums[2] = mine.accuracy();
+    sums[3] = mine.loss;
+    comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
+    std::array<double, 2> extremes{-mine.accuracy(), mine.accuracy()};
+    comm_.allreduce(std::span<double>(extremes), ReduceOp::max);
+    row.test_loss = sums[0] / static_cast<double>(samples);
+    row.test_accuracy = sums[1] / static_cast<double>(samples);
+    row.replica_accuracy_mean = sums[2] / n;
+    row.replica_loss_mean = sums[3] / n;
+    row.replica_accuracy_min = -extremes[0];
+    row.replica_accuracy_max = extremes[1];
+    return row;
+  }
+
+  topology::PolicyObservation report(const sim::MetricsRow& row, TrainObserver& observer,
+                                     TrainResult& result) {
+    if (!std::isfinite(row.test_loss)) {
+      throw DivergenceError(
+          fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; "
+                      "lower train.lr",
+                      row.iteration, row.test_loss));
+    }
+    if (rank_ == 0) {
+      observer.on_metrics(row);
+    }
+    result.final_test_accuracy = row.test_accuracy;
+    result.final_test_loss = row.test_loss;
+    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+    return {row.iteration, row.consensus_distance, row.norm_variance, row.train_loss};
+  }
+
+  void checkpoint(std::int64_t iteration, const std::optional<topology::PolicyObservation>& latest,
+                  const TrainResult& result, const TrainObserver& observer) {
+    WorkerState s;
+    s.run_key = options_.run_key;
+    s.rank = rank_;
+    s.workers = workers_;
+    s.iterations_done = iteration;
+    s.sgd_steps = sgd_.steps();
+    s.last_lr = last_lr_;
+    s.last_train_loss = last_train_loss_;
+    s.best_test_accuracy = result.best_test_accuracy;
+    s.final_test_accuracy = result.final_test_accuracy;
+    s.final_test_loss = result.final_test_loss;
+    s.latest = latest;
+    const auto x = store_.replica(0);
+    s.params.assign(x.begin(), x.end());
+    const auto m = std::as_const(store_).momentum().row(0);
+    s.momentum.assign(m.begin(), m.end());
+    s.trace = trace_;
+    if (rank_ == 0) {
+      s.observer_state = observer.checkpoint_state();
+    }
+    write_checkpoint_part(options_.checkpoint_dir, iteration, s);
+    // Published only once every worker's part is on disk: an interrupted write leaves the previous one.
+    comm_.barrier();
+    if (rank_ == 0) {
+      publish_checkpoint(options_.checkpoint_dir, iteration);
+    }
+  }
+
+  void restore(const WorkerState& s) {
+    if (s.run_key != options_.run_key) {
+      throw CheckpointError(
+          fmt::format("{}: the checkpoint was written by a different config; resume with the "
+                      "same config and --set overrides, or start over",
+                      options_.checkpoint_dir.string()));
+    }
+    if (s.workers != workers_ || s.params.size() != store_.param_count() ||
+        s.momentum.size() != store_.param_count()) {
+      throw CheckpointError(fmt::format(
+          "{}: the checkpoint holds {} workers of {} parameters, this run {} of {}",
+          options_.checkpoint_dir.string(), s.workers, s.params.size(), workers_, store_.param_count()));
+    }
+    std::copy(s.params.begin(), s.params.end(), store_.replica(0).begin());
+    std::copy(s.momentum.begin(), s.momentum.end(), store_.momentum().row(0).begin());
+    sgd_.reset();
+    for (std::uint64_t k = 0; k < s.sgd_steps; ++k) {
+      sgd_.finish_step();
+    }
+    last_lr_ = s.last_lr;
+    last_train_loss_ = s.last_train_loss;
+    done_ = s.iterations_done;
+    trace_ = s.trace;
+  }
+
+  /// Every worker's trace on every worker (an all-reduce of a table each fills its rows of).
+  std::vector<std::vector<StepTrace>> gather_traces() {
+    constexpr std::size_t kFields = 7;
+    const std::size_t rows = trace_.size();
+    std::array<double, 1> longest{static_cast<double>(rows)};
+    comm_.allreduce(std::span<double>(longest), ReduceOp::max);
+    const auto per_worker = static_cast<std::size_t>(longest[0]);
+    std::vector<double> table(static_cast<std::size_t>(workers_) * per_worker * kFields, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double* out = &table[(static_cast<std::size_t>(rank_) * per_worker + r) * kFields];
+      const StepTrace& s = trace_[r];
+      out[0] = static_cast<double>(s.iteration);
+      out[1] = s.compute_s;
+      out[2] = s.comm_s;
+      out[3] = s.total_s;
+      out[4] = static_cast<double>(s.bytes_sent);
+      out[5] = s.loss;
+      out[6] = s.lr;
+    }
+    comm_.allreduce(std::span<double>(table), ReduceOp::sum);
+    std::vector<std::vector<StepTrace>> all(static_cast<std::size_t>(workers_));
+    for (std::size_t w = 0; w < all.size(); ++w) {
+      for (std::size_t r = 0; r < per_worker; ++r) {
+        const double* in = &table[(w * per_worker + r) * kFields];
+        all[w].push_back({static_cast<std::int64_t>(in[0]), in[1], in[2], in[3],
+                          static_cast<std::int64_t>(in[4]), in[5], in[6]});
+      }
+    }
+    return all;
+  }
+
+  sim::NumericsSpec spec_;
+  Communicator& comm_;
+  WorkerOptions options_;
+  int rank_;
+  int workers_;
+  sim::BatchedMlp mlp_;
+  sim::ReplicaStore store_;
+  sim::Sgd sgd_;
+  models::Partition partition_;
+  models::BatchSampler sampler_;
+  std::vector<std::int64_t> position_;  // sample index -> position in the shard
+  std::vector<float> shard_images_;
+  std::vector<std::int32_t> shard_labels_;
+  std::vector<float> inputs_;
+  std::vector<std::int32_t> labels_;
+  std::vector<float> eval_images_;
+  std::vector<std::int32_t> eval_labels_;
+  std::size_t replica_eval_count_ = 0;
+  std::unordered_map<const topology::Graph*, GossipPlan> plans_;
+  std::vector<float> recv_;
+  std::vector<float> snapshot_;
+  std::vector<double> sum_;
+  std::vector<sim::TensorMetrics> measured_;
+  std::vector<StepTrace> trace_;
+  std::int64_t done_ = 0;
+  double last_lr_ = 0.0;
+  double last_train_loss_ = std::numeric_limits<double>::quiet_NaN();
+};
+
+}  // namespace
+
+TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+                         const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
+                         const WorkerOptions& options, TrainObserver& observer) {
+  if (spec.model.name != "mlp") {
+    throw std::invalid_argument(
+        fmt::format("train.model: the runtime's CPU workers train 'mlp' models (the simulator's local-step "
+                    "code); got '{}'",
+                    spec.model.name));
+  }
+  if (spec.workers != comm.size()) {
+    throw std::invalid_argument(
+        fmt::format("train.workers = {} but {} workers were launched; set "
+                    "train.workers={} or launch {} workers",
+                    spec.workers, comm.size(), comm.size(), spec.workers));
+  }
+  const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
+  if (in != train.sample_elements() || spec.model.classes != train.classes) {
+    throw sim::ShapeError(
+        fmt::format("train.model: an input of {} features and {} classes does not fit the data "
+                    "set ({} features, {} classes)",
+                    in, spec.model.classes, train.sample_elements(), train.classes));
+  }
+  Worker worker(spec, train, test, comm, options);
+  return worker.run(policy, observer);
+}
+
+}  // namespace dbench::runtime
