@@ -13,28 +13,16 @@
 
 #include "models/errors.hpp"
 #include "models/rng.hpp"
-#include "sim/batched_mlp.hpp"
 #include "sim/collectives.hpp"
 #include "sim/errors.hpp"
 #include "sim/mixing.hpp"
 #include "sim/parallel.hpp"
 #include "sim/replica_metrics.hpp"
+#include "sim/replica_model.hpp"
 #include "sim/replica_store.hpp"
 
 namespace dbench::sim {
 namespace {
-
-std::vector<std::size_t> mlp_widths(const models::ModelSpec& model) {
-  std::vector<std::size_t> widths;
-  widths.push_back(static_cast<std::size_t>(model.input_channels) *
-                   static_cast<std::size_t>(model.input_height) *
-                   static_cast<std::size_t>(model.input_width));
-  for (int w : model.mlp_hidden) {
-    widths.push_back(static_cast<std::size_t>(w));
-  }
-  widths.push_back(static_cast<std::size_t>(model.classes));
-  return widths;
-}
 
 /// The sparse rows of a graph in the float form the mixing kernel reads.
 MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
@@ -66,7 +54,8 @@ struct VirtualReplicas::State {
   NumericsSpec spec;
   const models::Dataset& train;
   unsigned threads;
-  BatchedMlp mlp;
+  std::unique_ptr<ReplicaModel> model;
+  const ReplicaModel& net;
   ReplicaStore store;
   Sgd sgd;
   models::Partition partition;
@@ -87,8 +76,9 @@ struct VirtualReplicas::State {
       : spec(s),
         train(train_set),
         threads(resolve_threads(s.threads)),
-        mlp(mlp_widths(s.model), threads),
-        store(static_cast<std::size_t>(s.workers), mlp.layout()),
+        model(make_replica_model(s.model, threads)),
+        net(*model),
+        store(static_cast<std::size_t>(s.workers), net.layout()),
         sgd(s.sgd, threads),
         partition(train_set.labels,
                   models::PartitionSpec{s.workers, s.partition, s.dirichlet_alpha, s.seed}) {
@@ -104,15 +94,15 @@ struct VirtualReplicas::State {
                    std::span<const std::int64_t>(order.data(), static_cast<std::size_t>(eval_count)),
                    eval_images, eval_labels);
     const std::size_t batch = static_cast<std::size_t>(s.batch_per_worker);
-    inputs.resize(static_cast<std::size_t>(s.workers) * batch * mlp.inputs());
+    inputs.resize(static_cast<std::size_t>(s.workers) * batch * net.inputs());
     labels.resize(static_cast<std::size_t>(s.workers) * batch);
     stats.resize(static_cast<std::size_t>(s.workers));
-    mlp.init(store.replica(0), models::derive_seed(s.seed, {0x1417}));
+    net.init(store.replica(0), models::derive_seed(s.seed, {0x1417}));
     store.broadcast_params(0);
   }
 
   void gather_batches(std::int64_t t) {
-    const std::size_t in = mlp.inputs();
+    const std::size_t in = net.inputs();
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
     parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
       for (std::size_t r = begin; r < end; ++r) {
@@ -141,11 +131,6 @@ struct VirtualReplicas::State {
 
 VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset& train,
                                  const models::Dataset& test) {
-  if (spec.model.name != "mlp") {
-    throw std::invalid_argument(fmt::format(
-        "train.model: the simulator's numerics train 'mlp' models; '{}' runs in the runtime engine",
-        spec.model.name));
-  }
   const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
   if (in != train.sample_elements() || spec.model.classes != train.classes) {
     throw ShapeError(
@@ -168,13 +153,16 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
   if (step.graph == nullptr) {
     // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
-    s.mlp.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
+    s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
     allreduce_mean(s.store.grads(), s.threads);
     s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
   } else {
-    // D-PSGD: each replica's local step applied while its gradient is still in cache.
-    s.mlp.train_sgd_step(s.store.params(), s.inputs, s.labels, batch, s.sgd, s.last_lr, s.store.momentum(),
-                         s.stats);
+    // D-PSGD: each replica's local step, applied while its gradient is still in cache where the model can.
+    if (!s.net.train_sgd_step(s.store.params(), s.inputs, s.labels, batch, s.sgd, s.last_lr,
+                              s.store.momentum(), s.stats)) {
+      s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
+      s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
+    }
   }
   double loss = 0.0;
   for (const auto& st : s.stats) {
@@ -222,11 +210,11 @@ MetricsRow VirtualReplicas::metrics() {
   // The averaged model on the evaluation set, every replica on its fixed first replica_eval_count samples.
   std::vector<float> average(s.store.param_count());
   replica_average(s.store.params(), average, s.threads);
-  const EvalResult avg = s.mlp.evaluate(average, s.eval_images, s.eval_labels);
+  const EvalResult avg = s.net.evaluate(average, s.eval_images, s.eval_labels);
   row.test_loss = avg.loss;
   row.test_accuracy = avg.accuracy();
-  const std::size_t in = s.mlp.inputs();
-  const auto replicas = s.mlp.evaluate_replicas(
+  const std::size_t in = s.net.inputs();
+  const auto replicas = s.net.evaluate_replicas(
       s.store.params(), std::span<const float>(s.eval_images.data(), s.replica_eval_count * in),
       std::span<const std::int32_t>(s.eval_labels.data(), s.replica_eval_count));
   row.replica_accuracy_min = 1.0;

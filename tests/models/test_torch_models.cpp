@@ -1,5 +1,5 @@
 // Checks the Torch-free profiles against the LibTorch modules they describe; built only with LibTorch.
-#include <doctest/doctest.h>
+#include "support/torch_doctest.hpp"
 
 #include <string>
 

@@ -1,0 +1,87 @@
+// LeNet on N replicas as grouped convolutions must compute, row by row, what N separate LibTorch modules do.
+#include <cmath>
+#include <cstring>
+
+#include "models/torch_models.hpp"
+#include "sim/replica_model.hpp"
+#include "sim/replica_store.hpp"
+#include "support/torch_doctest.hpp"
+
+namespace {
+
+namespace ds = dbench::sim;
+namespace dm = dbench::models;
+
+/// Loads a flat parameter row into a module, in named_parameters() order.
+void load(dm::Classifier& module, std::span<const float> row) {
+  torch::NoGradGuard no_grad;
+  std::size_t offset = 0;
+  for (auto& p : module.parameters()) {
+    std::memcpy(p.data_ptr<float>(), row.data() + offset,
+                static_cast<std::size_t>(p.numel()) * sizeof(float));
+    offset += static_cast<std::size_t>(p.numel());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sim::grouped_lenet: each replica's gradient, loss and hits equal its own LibTorch module's") {
+  dm::ModelSpec spec;
+  spec.name = "lenet";
+  const auto model = ds::make_replica_model(spec, 1);
+  const std::size_t n = 3;
+  const std::size_t batch = 4;
+  ds::ReplicaStore store(n, model->layout());
+  model->init(store.replica(0), 7);
+  store.broadcast_params(0);
+  // Replicas that differ, as after local steps.
+  torch::manual_seed(3);
+  for (std::size_t i = 1; i < n; ++i) {
+    auto noise = torch::randn({static_cast<std::int64_t>(store.param_count())}) * 0.01;
+    for (std::size_t c = 0; c < store.param_count(); ++c) {
+      store.replica(i)[c] += noise[static_cast<std::int64_t>(c)].item<float>();
+    }
+  }
+  const auto inputs_t = torch::randn({static_cast<std::int64_t>(n * batch), 1, 28, 28});
+  std::vector<float> inputs(inputs_t.data_ptr<float>(), inputs_t.data_ptr<float>() + inputs_t.numel());
+  std::vector<std::int32_t> labels(n * batch);
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    labels[k] = static_cast<std::int32_t>((k * 7) % 10);
+  }
+  std::vector<ds::BatchStats> stats(n);
+  model->train_step(store.params(), inputs, labels, batch, store.grads(), stats);
+
+  const auto module = dm::make_torch_model(spec);
+  for (std::size_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    load(*module, store.replica(i));
+    module->zero_grad();
+    const auto x = inputs_t.narrow(0, static_cast<std::int64_t>(i * batch), static_cast<std::int64_t>(batch));
+    const auto y =
+        torch::from_blob(labels.data() + i * batch, {static_cast<std::int64_t>(batch)}, torch::kInt32)
+            .to(torch::kInt64);
+    const auto logits = module->forward(x);
+    const auto loss = torch::nn::functional::cross_entropy(logits, y);
+    loss.backward();
+    CHECK(stats[i].loss == doctest::Approx(loss.item<float>()).epsilon(1e-5));
+    CHECK(stats[i].correct == (logits.argmax(1) == y).sum().item<std::int64_t>());
+    std::vector<float> expected;
+    for (const auto& p : module->parameters()) {
+      const auto g = p.grad().contiguous();
+      expected.insert(expected.end(), g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+    }
+    REQUIRE(expected.size() == store.param_count());
+    double diff = 0.0;
+    double scale = 0.0;
+    for (std::size_t c = 0; c < expected.size(); ++c) {
+      diff = std::max(diff, static_cast<double>(std::fabs(expected[c] - store.grads().row(i)[c])));
+      scale = std::max(scale, static_cast<double>(std::fabs(expected[c])));
+    }
+    CHECK(diff / scale < 1e-5);
+    // Evaluation agrees with the module's forward too.
+    const auto eval = model->evaluate(store.replica(i),
+                                      std::span<const float>(inputs).subspan(i * batch * 784, batch * 784),
+                                      std::span<const std::int32_t>(labels).subspan(i * batch, batch));
+    CHECK(eval.loss == doctest::Approx(loss.item<double>()).epsilon(1e-5));
+  }
+}
