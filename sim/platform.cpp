@@ -1,0 +1,223 @@
+#include "sim/platform.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace dbench::sim {
+namespace {
+
+constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
+constexpr std::array<std::string_view, 3> kPresets = {"frontier", "summit", "dgx-h100"};
+
+// ResNet-50 training FLOPs per sample in ModelProfile's convention: 4.1 GMACs forward = 8.2 GFLOP, backward
+// twice that. Used only to turn a published throughput into an effective rate.
+constexpr double kResnet50TrainFlopsPerSample = 3.0 * 8.2e9;
+
+std::string join(std::span<const std::string_view> words) {
+  std::string out;
+  for (const auto word : words) {
+    out += (out.empty() ? "" : ", ") + std::string(word);
+  }
+  return out;
+}
+
+// The rate that reproduces a published throughput at its batch once the fixed overhead is paid.
+double rate_from_throughput(double samples_per_s, int batch, double overhead_s) {
+  const double iteration_s = static_cast<double>(batch) / samples_per_s;
+  return static_cast<double>(batch) * kResnet50TrainFlopsPerSample / (iteration_s - overhead_s);
+}
+
+// OLCF Frontier (ORNL), from the OLCF Frontier User Guide, "System Overview" and "Node Types":
+// * 4 AMD MI250X per node, 2 GCDs each: 8 GPUs as the software sees them.
+// * GCD-to-GCD Infinity Fabric 50-100 GB/s per direction: the lower 50 GB/s as each GPU's port.
+// * 4 HPE Slingshot-11 NICs of 200 Gb/s = 25 GB/s each.
+// * Slingshot dragonfly; each Rosetta switch serves 16 NIC ports (4 nodes x 4 NICs), 32 switches (128 nodes)
+//   per group. The four NICs of a node reach four switches; modelled as one 100 GB/s node link into one
+//   router, with fabric links of the same width.
+// * Latencies (not in the guide; typical figures): ~1 us per xGMI hop, 0.5 us per NIC, 0.3 us per Rosetta
+// hop.
+// * Compute: MLPerf has no MI250X ResNet-50 entry; assumed ~1,100 samples/s per GCD (half an MI250X, which
+//   trains about as fast as an A100 at ~2,200 samples/s with mixed precision). Calibrate before trusting it.
+PlatformSpec frontier() {
+  PlatformSpec p;
+  p.name = "frontier";
+  p.gpus_per_node = 8;
+  p.gpu_link_bandwidth_Bps = 50e9;
+  p.gpu_link_latency_s = 1e-6;
+  p.nics_per_node = 4;
+  p.nic_bandwidth_Bps = 25e9;
+  p.nic_latency_s = 0.5e-6;
+  p.fabric = Fabric::dragonfly;
+  p.switch_bandwidth_Bps = 100e9;
+  p.switch_latency_s = 0.3e-6;
+  p.nodes_per_switch = 4;
+  p.iteration_overhead_s = 5e-3;
+  p.reference_resnet50_samples_per_s = 1100.0;
+  p.reference_resnet50_batch = 256;
+  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
+                                           p.iteration_overhead_s);
+  return p;
+}
+
+// OLCF Summit (ORNL), from the OLCF Summit User Guide, "System Overview":
+// * 6 NVIDIA V100 per node, 3 per socket; NVLink 2.0 between the GPUs of a socket at 50 GB/s per direction
+//   (two 25 GB/s bricks), X-Bus between sockets at 64 GB/s: 50 GB/s as each GPU's port.
+// * Dual-rail Mellanox EDR InfiniBand: 2 NICs of 100 Gb/s = 12.5 GB/s each (23 GB/s node injection measured).
+// * Non-blocking fat-tree; 18 nodes per rack, modelled as 18 nodes per leaf switch with EDR links of 25 GB/s
+//   (both rails as one link).
+// * Latencies (typical, not in the guide): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per EDR switch hop.
+// * Compute: NVIDIA DeepLearningExamples, ResNet-50 v1.5 training on a DGX-1 V100 16 GB with mixed
+//   precision, batch 256 per GPU: ~1,200 samples/s per GPU.
+PlatformSpec summit() {
+  PlatformSpec p;
+  p.name = "summit";
+  p.gpus_per_node = 6;
+  p.gpu_link_bandwidth_Bps = 50e9;
+  p.gpu_link_latency_s = 1e-6;
+  p.nics_per_node = 2;
+  p.nic_bandwidth_Bps = 12.5e9;
+  p.nic_latency_s = 0.5e-6;
+  p.fabric = Fabric::fat_tree;
+  p.switch_bandwidth_Bps = 25e9;
+  p.switch_latency_s = 0.1e-6;
+  p.nodes_per_switch = 18;
+  p.iteration_overhead_s = 5e-3;
+  p.reference_resnet50_samples_per_s = 1200.0;
+  p.reference_resnet50_batch = 256;
+  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
+                                           p.iteration_overhead_s);
+  return p;
+}
+
+// NVIDIA DGX H100 / H200 SuperPOD, from the DGX H100 datasheet and the DGX SuperPOD reference architecture:
+// * 8 H100 (or H200) per node on NVLink 4 through NVSwitch: 900 GB/s bidirectional = 450 GB/s per direction.
+// * 8 ConnectX-7 NICs of 400 Gb/s = 50 GB/s each, one per GPU (compute rails).
+// * Rail-optimised, full-bisection fat-tree; a scalable unit (SU) is 32 nodes, modelled as 32 nodes per leaf
+//   switch with 400 GB/s node links (the 8 rails as one link).
+// * Latencies (typical): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per Quantum-2 switch hop.
+// * Compute: ~3,000 samples/s per H100 for ResNet-50 training with mixed precision at batch 256 (NVIDIA's
+//   published per-GPU PyTorch figures; MLPerf-tuned submissions reach roughly twice that).
+PlatformSpec dgx_h100() {
+  PlatformSpec p;
+  p.name = "dgx-h100";
+  p.gpus_per_node = 8;
+  p.gpu_link_bandwidth_Bps = 450e9;
+  p.gpu_link_latency_s = 1e-6;
+  p.nics_per_node = 8;
+  p.nic_bandwidth_Bps = 50e9;
+  p.nic_latency_s = 0.5e-6;
+  p.fabric = Fabric::fat_tree;
+  p.switch_bandwidth_Bps = 400e9;
+  p.switch_latency_s = 0.1e-6;
+  p.nodes_per_switch = 32;
+  p.iteration_overhead_s = 3e-3;
+  p.reference_resnet50_samples_per_s = 3000.0;
+  p.reference_resnet50_batch = 256;
+  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
+                                           p.iteration_overhead_s);
+  return p;
+}
+
+void require_positive(double value, std::string_view key) {
+  if (!(value > 0.0) || !std::isfinite(value)) {
+    throw PlatformError(fmt::format("platform.{}", key),
+                        fmt::format("must be a finite number > 0, got {}", value));
+  }
+}
+
+void require_non_negative(double value, std::string_view key) {
+  if (!(value >= 0.0) || !std::isfinite(value)) {
+    throw PlatformError(fmt::format("platform.{}", key),
+                        fmt::format("must be a finite number >= 0, got {}", value));
+  }
+}
+
+}  // namespace
+
+PlatformError::PlatformError(std::string key, const std::string& reason)
+    : std::invalid_argument(key + ": " + reason), key_(std::move(key)) {}
+
+std::span<const std::string_view> known_fabrics() noexcept {
+  return kFabrics;
+}
+
+std::string_view fabric_name(Fabric fabric) noexcept {
+  return kFabrics[static_cast<std::size_t>(fabric)];
+}
+
+Fabric parse_fabric(std::string_view name) {
+  const auto it = std::find(kFabrics.begin(), kFabrics.end(), name);
+  if (it == kFabrics.end()) {
+    throw PlatformError("platform.fabric",
+                        fmt::format("unknown fabric '{}' (known: {})", name, join(kFabrics)));
+  }
+  return static_cast<Fabric>(it - kFabrics.begin());
+}
+
+std::span<const std::string_view> known_presets() noexcept {
+  return kPresets;
+}
+
+PlatformSpec platform_preset(std::string_view name) {
+  if (name == "frontier") {
+    return frontier();
+  }
+  if (name == "summit") {
+    return summit();
+  }
+  if (name == "dgx-h100" || name == "dgx-h200") {
+    return dgx_h100();
+  }
+  throw PlatformError("platform.preset",
+                      fmt::format("unknown preset '{}' (known: {}, custom)", name, join(kPresets)));
+}
+
+void validate(const PlatformSpec& p, int gpus) {
+  if (p.gpus_per_node < 1) {
+    throw PlatformError("platform.gpus_per_node", fmt::format("must be >= 1, got {}", p.gpus_per_node));
+  }
+  if (p.nics_per_node < 1) {
+    throw PlatformError("platform.nics_per_node", fmt::format("must be >= 1, got {}", p.nics_per_node));
+  }
+  if (p.nodes_per_switch < 1) {
+    throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));
+  }
+  require_positive(p.gpu_link_bandwidth_Bps, "intra_node_bandwidth_Bps");
+  require_non_negative(p.gpu_link_latency_s, "intra_node_latency_s");
+  require_positive(p.nic_bandwidth_Bps, "nic_bandwidth_Bps");
+  require_non_negative(p.nic_latency_s, "nic_latency_s");
+  require_positive(p.switch_bandwidth_Bps, "switch_bandwidth_Bps");
+  require_non_negative(p.switch_latency_s, "switch_latency_s");
+  require_positive(p.gpu_flops_per_s, "gpu_flops_per_s");
+  require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
+  if (gpus < 1) {
+    throw PlatformError("train.workers", fmt::format("must be >= 1 GPU, got {}", gpus));
+  }
+  if (gpus > p.gpus_per_node && gpus % p.gpus_per_node != 0) {
+    throw PlatformError(
+        "platform.gpus_per_node",
+        fmt::format("{} GPUs do not fill whole nodes of {} GPUs (train.workers must be a multiple "
+                    "of platform.gpus_per_node, or at most one node)",
+                    gpus, p.gpus_per_node));
+  }
+}
+
+int node_count(const PlatformSpec& platform, int gpus) {
+  return std::max(1, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+}
+
+double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform) {
+  const double flops = static_cast<double>(batch_per_gpu) *
+                       (profile.forward_flops_per_sample + profile.backward_flops_per_sample);
+  return flops / platform.gpu_flops_per_s + platform.iteration_overhead_s;
+}
+
+double backward_seconds(const models::ModelProfile& profile, int batch_per_gpu,
+                        const PlatformSpec& platform) {
+  return static_cast<double>(batch_per_gpu) * profile.backward_flops_per_sample / platform.gpu_flops_per_s;
+}
+
+}  // namespace dbench::sim

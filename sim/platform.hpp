@@ -1,0 +1,92 @@
+// The machine time is simulated on, as a plain value: GPUs per node, intra-node GPU links, NICs, the switch
+// fabric and the GPUs' effective compute rate. SimGrid builds its platform from this in sim/timing.cpp only.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "models/model_profile.hpp"
+
+namespace dbench::sim {
+
+/// A platform description that cannot be simulated; key() names the config key to change.
+class PlatformError : public std::invalid_argument {
+ public:
+  /// Builds "key: reason".
+  PlatformError(std::string key, const std::string& reason);
+  /// The offending key, e.g. "platform.nic_bandwidth_Bps".
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  std::string key_;
+};
+
+/// How the nodes' NICs are connected.
+enum class Fabric {
+  star,       ///< one non-blocking crossbar: every node has its own port of switch_bandwidth_Bps
+  fat_tree,   ///< two levels, nodes_per_switch nodes per leaf switch, full bisection to the spines
+  dragonfly,  ///< nodes_per_switch nodes per router, 8 routers per chassis, 4 chassis per group
+  torus,      ///< 2-D wrap-around grid of nodes (the most square shape), dimension-order routing
+};
+
+/// Fabric names as configs spell them, in Fabric order.
+std::span<const std::string_view> known_fabrics() noexcept;
+/// "fat-tree" for Fabric::fat_tree, ...
+std::string_view fabric_name(Fabric fabric) noexcept;
+/// Parses a fabric name; throws PlatformError("platform.fabric", ...) listing the known ones.
+Fabric parse_fabric(std::string_view name);
+
+/// A machine of identical nodes, each with gpus_per_node GPUs behind a node switch (NVSwitch, xGMI) and
+/// nics_per_node NICs into the fabric. All bandwidths are per direction (links are full duplex).
+struct PlatformSpec {
+  std::string name = "custom";
+  int gpus_per_node = 1;
+  /// One GPU's port into its node's switch (NVLink/NVSwitch, xGMI).
+  double gpu_link_bandwidth_Bps = 0.0;
+  /// Latency of one GPU port; a GPU-to-GPU message inside a node crosses two.
+  double gpu_link_latency_s = 0.0;
+  int nics_per_node = 1;
+  /// One NIC; a node's injection bandwidth is nics_per_node times this (traffic spread over the NICs).
+  double nic_bandwidth_Bps = 0.0;
+  /// Latency of the NIC, crossed once leaving and once entering a node.
+  double nic_latency_s = 0.0;
+  Fabric fabric = Fabric::fat_tree;
+  /// Every fabric link (node to switch and switch to switch).
+  double switch_bandwidth_Bps = 0.0;
+  /// Latency of every fabric link (one hop).
+  double switch_latency_s = 0.0;
+  /// Fat-tree: nodes per leaf switch; dragonfly: nodes per router.
+  int nodes_per_switch = 16;
+  /// Effective training rate of one GPU (achieved, not peak), in the FLOP convention of ModelProfile.
+  double gpu_flops_per_s = 0.0;
+  /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).
+  double iteration_overhead_s = 0.0;
+  /// Published per-GPU ResNet-50 training throughput (samples/s) the preset's rate is checked against; 0 for
+  /// none.
+  double reference_resnet50_samples_per_s = 0.0;
+  /// Batch per GPU of that published figure.
+  int reference_resnet50_batch = 0;
+};
+
+/// The preset names: frontier, summit, dgx-h100 (custom is built from the config alone).
+std::span<const std::string_view> known_presets() noexcept;
+/// A preset machine; throws PlatformError("platform.preset", ...) on an unknown name.
+PlatformSpec platform_preset(std::string_view name);
+
+/// Checks every value (bandwidths and rates > 0, latencies >= 0) and that `gpus` fills whole nodes; throws
+/// PlatformError naming the key.
+void validate(const PlatformSpec& platform, int gpus);
+
+/// Number of nodes that hold `gpus` GPUs (validate() first).
+int node_count(const PlatformSpec& platform, int gpus);
+
+/// Seconds of one training iteration's compute (forward + backward) on one GPU:
+/// batch * (forward + backward FLOPs per sample) / gpu_flops_per_s + iteration_overhead_s.
+double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform);
+
+/// Seconds of the backward pass alone (the window in which bucketed gradients can be all-reduced).
+double backward_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform);
+
+}  // namespace dbench::sim

@@ -1,0 +1,608 @@
+// Communication timing with SimGrid. Two ways to get the same number:
+// * fast: a pattern (every message of one gossip round, or one step of a collective) is simulated once from
+//   a single controller actor with host-to-host transfers, and reused; a collective's time is its steps'.
+// * full: one actor per GPU runs the algorithm with mailboxes, step after step, every message of every
+//   iteration: the reference the fast path is tested against.
+#include "sim/timing.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <simgrid/s4u.hpp>
+#include <unordered_map>
+
+#include "topology/generators.hpp"
+
+namespace dbench::sim {
+namespace {
+
+namespace sg4 = simgrid::s4u;
+using NetPoint = simgrid::kernel::routing::NetPoint;
+
+constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", "tree"};
+
+// Model assumptions, before the user's own --cfg:
+// * CM02: plain max-min sharing with the platform's bandwidths and latencies taken as achieved values (no
+//   TCP correction factors, which would break the alpha-beta closed forms the presets are checked against).
+// * No cross traffic: GPU transports (RDMA, NVLink) do not send TCP acknowledgements back along the route.
+// * A small actor stack: the actors only wait on transfers.
+std::vector<std::string> default_args() {
+  std::vector<std::string> args = {
+      "dbench",
+      "--cfg=network/model:CM02",
+      "--cfg=network/crosstraffic:0",
+      "--cfg=network/TCP-gamma:0",
+      "--cfg=contexts/stack-size:256",
+      "--log=root.thres:warning",
+  };
+#ifdef DBENCH_SIMGRID_THREAD_CONTEXTS
+  // AddressSanitizer does not follow SimGrid's hand-made context switches; threads it understands.
+  args.emplace_back("--cfg=contexts/factory:thread");
+#endif
+  return args;
+}
+
+// One SimGrid engine with the platform built for `gpus` GPUs; the engine goes away with the object.
+class SimulatedMachine {
+ public:
+  SimulatedMachine(const PlatformSpec& platform, int gpus, const std::vector<std::string>& user_args)
+      : platform_(platform), gpus_(gpus), nodes_(node_count(platform, gpus)) {
+    std::vector<std::string> args = default_args();
+    args.insert(args.end(), user_args.begin(), user_args.end());
+    std::vector<char*> argv;
+    for (auto& arg : args) {
+      argv.push_back(arg.data());
+    }
+    argv.push_back(nullptr);
+    int argc = static_cast<int>(args.size());
+    engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+    hosts_.resize(static_cast<std::size_t>(gpus));
+    build_fabric();
+  }
+
+  /// GPU g lives on node g / gpus_per_node.
+  sg4::Host* host(int gpu) const { return hosts_[static_cast<std::size_t>(gpu)]; }
+  void run() const { engine_->run(); }
+
+ private:
+  // A node: its GPUs on a star (the node switch), each through its own port, and a router whose link is the
+  // node's NICs: traffic leaving the node crosses GPU port + NIC, traffic inside it two GPU ports.
+  //        fabric
+  //          |  NICs (nics_per_node x nic_bandwidth_Bps)
+  //        [gw]
+  //     /  |  |  \   GPU ports (gpu_link_bandwidth_Bps)
+  //   g0  g1  g2  g3
+  std::pair<NetPoint*, NetPoint*> make_node(sg4::NetZone* parent, unsigned long id) {
+    const PlatformSpec& p = platform_;
+    auto* zone = sg4::create_star_zone(fmt::format("node{}", id));
+    zone->set_parent(parent);
+    auto* gateway = zone->create_router(fmt::format("node{}-gw", id));
+    auto* nic = zone->create_split_duplex_link(fmt::format("node{}-nic", id),
+                                               p.nic_bandwidth_Bps * static_cast<double>(p.nics_per_node));
+    nic->set_latency(p.nic_latency_s);
+    zone->add_route(gateway, nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    for (int j = 0; j < p.gpus_per_node; ++j) {
+      const long gpu = static_cast<long>(id) * p.gpus_per_node + j;
+      // Leaves beyond the GPUs asked for (a fabric's last, partly used switch) get no hosts.
+      if (gpu >= gpus_) {
+        break;
+      }
+      auto* host = zone->create_host(fmt::format("gpu{}", gpu), 1e12);
+      auto* port = zone->create_split_duplex_link(fmt::format("gpu{}-port", gpu), p.gpu_link_bandwidth_Bps);
+      port->set_latency(p.gpu_link_latency_s);
+      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{port, sg4::LinkInRoute::Direction::UP}}, true);
+      hosts_[static_cast<std::size_t>(gpu)] = host;
+    }
+    zone->seal();
+    return {zone->get_netpoint(), gateway};
+  }
+
+  void build_fabric() {
+    const PlatformSpec& p = platform_;
+    const auto leaf = [this](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+      return make_node(zone, id);
+    };
+    const sg4::ClusterCallbacks callbacks(leaf);
+    const auto nodes = static_cast<unsigned>(nodes_);
+    const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
+    const Fabric fabric = nodes == 1 ? Fabric::star : p.fabric;
+    sg4::NetZone* root = nullptr;
+    switch (fabric) {
+      case Fabric::star: {
+        root = sg4::create_star_zone("fabric");
+        for (unsigned k = 0; k < nodes; ++k) {
+          auto [zone, gateway] = make_node(root, k);
+          auto* port =
+              root->create_split_duplex_link(fmt::format("switch-port{}", k), p.switch_bandwidth_Bps);
+          port->set_latency(p.switch_latency_s);
+          root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
+        }
+        break;
+      }
+      case Fabric::fat_tree: {
+        // k nodes per leaf switch, each leaf switch wired to k spines: as many links up as down (full
+        // bisection).
+        const unsigned k = std::min(nodes, static_cast<unsigned>(p.nodes_per_switch));
+        const unsigned leaves = (nodes + k - 1) / k;
+        const sg4::FatTreeParams params = leaves == 1 ? sg4::FatTreeParams(1, {k}, {1}, {1})
+                                                      : sg4::FatTreeParams(2, {k, leaves}, {1, k}, {1, 1});
+        root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, p.switch_bandwidth_Bps,
+                                        p.switch_latency_s, policy);
+        break;
+      }
+      case Fabric::dragonfly: {
+        // nodes_per_switch nodes per router, up to 8 routers per chassis and 4 chassis per group, as many
+        // groups as needed; all-to-all links inside a chassis, between chassis and between groups.
+        const unsigned per_router = std::min(nodes, static_cast<unsigned>(p.nodes_per_switch));
+        const unsigned routers_needed = (nodes + per_router - 1) / per_router;
+        const unsigned routers = std::min(routers_needed, 8U);
+        const unsigned chassis = std::min((routers_needed + routers - 1) / routers, 4U);
+        const unsigned groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
+        root = sg4::create_dragonfly_zone(
+            "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
+            callbacks, p.switch_bandwidth_Bps, p.switch_latency_s, policy);
+        break;
+      }
+      case Fabric::torus: {
+        const auto [rows, cols] = topology::most_square_shape(static_cast<int>(nodes));
+        std::vector<unsigned long> dims = {static_cast<unsigned long>(cols)};
+        if (rows > 1) {
+          dims.insert(dims.begin(), static_cast<unsigned long>(rows));
+        }
+        root = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, p.switch_bandwidth_Bps,
+                                      p.switch_latency_s, policy);
+        break;
+      }
+    }
+    root->seal();
+  }
+
+  const PlatformSpec& platform_;
+  int gpus_;
+  int nodes_;
+  std::unique_ptr<sg4::Engine> engine_;
+  std::vector<sg4::Host*> hosts_;
+};
+
+// The GPU that receives what `gpu` sends in a ring step; the ring visits each node's GPUs consecutively
+// (GPUs are numbered node by node), so only one ring edge per node crosses its NICs in each direction.
+int ring_next(int gpu, int gpus) {
+  return (gpu + 1) % gpus;
+}
+
+// FNV-1a over a graph's edges: the identity of a gossip pattern, whatever its name.
+std::uint64_t edges_hash(const topology::Graph& graph) {
+  std::uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&h](std::uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ULL;
+  };
+  mix(static_cast<std::uint64_t>(graph.nodes()));
+  for (int i = 0; i < graph.nodes(); ++i) {
+    mix(0xffffffffULL);
+    for (const auto& e : graph.row(i)) {
+      mix(static_cast<std::uint64_t>(e.from));
+    }
+  }
+  return h;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Fidelity parse_fidelity(std::string_view name) {
+  if (name == "fast") {
+    return Fidelity::fast;
+  }
+  if (name == "full") {
+    return Fidelity::full;
+  }
+  throw PlatformError("--fidelity", fmt::format("must be fast or full, got '{}'", name));
+}
+
+std::span<const std::string_view> known_allreduce_algorithms() noexcept {
+  return kAllReduce;
+}
+
+AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name) {
+  const auto it = std::find(kAllReduce.begin(), kAllReduce.end(), name);
+  if (it == kAllReduce.end()) {
+    throw PlatformError("platform.allreduce",
+                        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree)", name));
+  }
+  return static_cast<AllReduceAlgorithm>(it - kAllReduce.begin());
+}
+
+CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions options)
+    : platform_(std::move(platform)), gpus_(gpus), options_(std::move(options)) {
+  validate(platform_, gpus_);
+  if (options_.bucket_bytes < 0) {
+    throw PlatformError("platform.bucket_bytes", fmt::format("must be >= 0, got {}", options_.bucket_bytes));
+  }
+}
+
+CommSimulator::PatternResult CommSimulator::run_pattern(const std::vector<Message>& messages) {
+  PatternResult result;
+  result.message_seconds.assign(messages.size(), 0.0);
+  result.gpu_seconds.assign(static_cast<std::size_t>(gpus_), 0.0);
+  if (messages.empty()) {
+    return result;
+  }
+  SimulatedMachine machine(platform_, gpus_, options_.simgrid_args);
+  sg4::Actor::create("pattern", machine.host(0), [&] {
+    const double start = sg4::Engine::get_clock();
+    std::vector<sg4::CommPtr> comms;
+    comms.reserve(messages.size());
+    for (const auto& m : messages) {
+      comms.push_back(sg4::Comm::sendto_async(machine.host(m.from), machine.host(m.to),
+                                              static_cast<std::uint64_t>(std::llround(m.bytes))));
+    }
+    sg4::Comm::wait_all(comms);
+    for (std::size_t i = 0; i < comms.size(); ++i) {
+      const double done = comms[i]->get_finish_time() - start;
+      result.message_seconds[i] = done;
+      auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
+      gpu = std::max(gpu, done);
+      result.seconds = std::max(result.seconds, done);
+    }
+  });
+  machine.run();
+  ++simulations_;
+  simulated_messages_ += static_cast<std::int64_t>(messages.size());
+  return result;
+}
+
+CommSimulator::PatternResult CommSimulator::cached_pattern(const std::string& key,
+                                                           const std::vector<Message>& messages) {
+  if (const auto it = patterns_.find(key); it != patterns_.end()) {
+    return it->second;
+  }
+  return patterns_.emplace(key, run_pattern(messages)).first->second;
+}
+
+CommTiming CommSimulator::fast_allreduce(std::int64_t bytes) {
+  const int n = gpus_;
+  const double s = static_cast<double>(bytes);
+  CommTiming timing;
+  // Every step of a ring (and of each phase of the hierarchical one) moves the same chunk between the same
+  // pairs: one step is simulated, the phase takes that many steps.
+  const auto ring_step = [&](const std::string& name, double chunk, auto next_of) {
+    std::vector<Message> step;
+    step.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      step.push_back({i, next_of(i), chunk});
+    }
+    return cached_pattern(fmt::format("{}/{}", name, chunk), step).seconds;
+  };
+  switch (options_.allreduce) {
+    case AllReduceAlgorithm::ring: {
+      const double step = ring_step("ring-step", s / n, [n](int i) { return ring_next(i, n); });
+      timing.seconds = 2.0 * (n - 1) * step;
+      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * s / n;
+      timing.messages = 2LL * (n - 1) * n;
+      break;
+    }
+    case AllReduceAlgorithm::hierarchical: {
+      const int g = std::min(platform_.gpus_per_node, n);
+      const int nodes = n / g;
+      double seconds = 0.0;
+      if (g > 1) {
+        const double intra =
+            ring_step("intra-step", s / g, [g](int i) { return i / g * g + (i % g + 1) % g; });
+        seconds += 2.0 * (g - 1) * intra;
+      }
+      if (nodes > 1) {
+        const double inter = ring_step("inter-step", s / (g * nodes), [g, n](int i) { return (i + g) % n; });
+        seconds += 2.0 * (nodes - 1) * inter;
+      }
+      timing.seconds = seconds;
+      timing.bytes_sent_per_gpu =
+          2.0 * (g - 1) * s / g + 2.0 * (nodes - 1) * s / (static_cast<double>(g) * nodes);
+      timing.messages = 2LL * n * ((g - 1) + (nodes - 1));
+      break;
+    }
+    case AllReduceAlgorithm::tree: {
+      // A tree's levels differ and overlap in time (a subtree forwards as soon as it is done), and the whole
+      // collective is only 2(n-1) messages: it is one pattern, simulated in full once per size and reused.
+      const std::string key = fmt::format("tree/{}", bytes);
+      if (const auto it = collectives_.find(key); it != collectives_.end()) {
+        return it->second;
+      }
+      return collectives_.emplace(key, full_allreduce(bytes, 0.0, 1)).first->second;
+    }
+  }
+  timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
+  return timing;
+}
+
+CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, int buckets) {
+  const int n = gpus_;
+  const double bucket = static_cast<double>(bytes) / buckets;
+  const int g = std::min(platform_.gpus_per_node, n);
+  const int nodes = n / g;
+  const AllReduceAlgorithm algorithm = options_.allreduce;
+  SimulatedMachine machine(platform_, gpus_, options_.simgrid_args);
+  std::vector<sg4::Mailbox*> ring_box(static_cast<std::size_t>(n));
+  std::vector<sg4::Mailbox*> inter_box(static_cast<std::size_t>(n));
+  std::vector<sg4::Mailbox*> up_box(static_cast<std::size_t>(n));
+  std::vector<sg4::Mailbox*> down_box(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    ring_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("ring{}", i));
+    inter_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("inter{}", i));
+    up_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("up{}", i));
+    down_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("down{}", i));
+  }
+  std::vector<double> finish(static_cast<std::size_t>(n), 0.0);
+  std::int64_t messages = 0;
+  int token = 0;  // what mailboxes carry: only the simulated size matters
+
+  // Send `size` to `to` while receiving one message on `own`; both must complete (one ring step).
+  const auto exchange = [&](sg4::Mailbox* to, sg4::Mailbox* own, double size) {
+    int* received = nullptr;
+    std::vector<sg4::CommPtr> comms = {to->put_async(&token, static_cast<std::uint64_t>(std::llround(size))),
+                                       own->get_async<int>(&received)};
+    sg4::Comm::wait_all(comms);
+  };
+  for (int me = 0; me < n; ++me) {
+    sg4::Actor::create(fmt::format("gpu{}", me), machine.host(me), [&, me] {
+      const double start = sg4::Engine::get_clock();
+      for (int b = 0; b < buckets; ++b) {
+        if (buckets > 1) {
+          // Bucket b is ready once the backward pass has produced its share of the gradient.
+          sg4::this_actor::sleep_until(start + backward_s * (b + 1) / buckets);
+        }
+        switch (algorithm) {
+          case AllReduceAlgorithm::ring:
+            for (int step = 0; step < 2 * (n - 1); ++step) {
+              exchange(ring_box[static_cast<std::size_t>(ring_next(me, n))],
+                       ring_box[static_cast<std::size_t>(me)], bucket / n);
+            }
+            break;
+          case AllReduceAlgorithm::hierarchical: {
+            const int base = me / g * g;
+            const auto intra_next = ring_box[static_cast<std::size_t>(base + (me - base + 1) % g)];
+            for (int step = 0; step < g - 1; ++step) {  // reduce-scatter inside the node
+              exchange(intra_next, ring_box[static_cast<std::size_t>(me)], bucket / g);
+            }
+            for (int step = 0; step < 2 * (nodes - 1); ++step) {  // ring across nodes, one per local rank
+              exchange(inter_box[static_cast<std::size_t>((me + g) % n)],
+                       inter_box[static_cast<std::size_t>(me)], bucket / (static_cast<double>(g) * nodes));
+            }
+            for (int step = 0; step < g - 1; ++step) {  // all-gather inside the node
+              exchange(intra_next, ring_box[static_cast<std::size_t>(me)], bucket / g);
+            }
+            break;
+          }
+          case AllReduceAlgorithm::tree: {
+            const auto size = static_cast<std::uint64_t>(std::llround(bucket));
+            int* received = nullptr;
+            std::vector<sg4::CommPtr> from_children;
+            for (const int child : {2 * me + 1, 2 * me + 2}) {
+              if (child < n) {
+                from_children.push_back(up_box[static_cast<std::size_t>(me)]->get_async<int>(&received));
+              }
+            }
+            sg4::Comm::wait_all(from_children);
+            if (me > 0) {
+              up_box[static_cast<std::size_t>((me - 1) / 2)]->put(&token, size);
+              down_box[static_cast<std::size_t>(me)]->get<int>();
+            }
+            std::vector<sg4::CommPtr> to_children;
+            for (const int child : {2 * me + 1, 2 * me + 2}) {
+              if (child < n) {
+                to_children.push_back(down_box[static_cast<std::size_t>(child)]->put_async(&token, size));
+              }
+            }
+            sg4::Comm::wait_all(to_children);
+            break;
+          }
+        }
+      }
+      finish[static_cast<std::size_t>(me)] = sg4::Engine::get_clock() - start;
+    });
+  }
+  machine.run();
+  ++simulations_;
+  CommTiming timing;
+  switch (algorithm) {
+    case AllReduceAlgorithm::ring:
+      messages = 2LL * (n - 1) * n;
+      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * static_cast<double>(bytes) / n;
+      break;
+    case AllReduceAlgorithm::hierarchical:
+      messages = 2LL * n * ((g - 1) + (nodes - 1));
+      timing.bytes_sent_per_gpu =
+          2.0 * (g - 1) * static_cast<double>(bytes) / g +
+          2.0 * (nodes - 1) * static_cast<double>(bytes) / (static_cast<double>(g) * nodes);
+      break;
+    case AllReduceAlgorithm::tree:
+      messages = 2LL * (n - 1);
+      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * static_cast<double>(bytes) / n;
+      break;
+  }
+  simulated_messages_ += messages * buckets;
+  timing.messages = messages * buckets;
+  timing.seconds = *std::max_element(finish.begin(), finish.end());
+  timing.gpu_seconds = std::move(finish);
+  return timing;
+}
+
+CommTiming CommSimulator::allreduce(std::int64_t bytes) {
+  if (gpus_ == 1) {
+    return CommTiming{0.0, 0.0, {0.0}, 0};
+  }
+  return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes) : full_allreduce(bytes, 0.0, 1);
+}
+
+CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backward_s) {
+  const std::int64_t bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes : bytes;
+  const int buckets = static_cast<int>(std::max<std::int64_t>(1, (bytes + bucket_bytes - 1) / bucket_bytes));
+  if (gpus_ == 1) {
+    return CommTiming{backward_s, 0.0, {backward_s}, 0};
+  }
+  if (options_.fidelity == Fidelity::full) {
+    return full_allreduce(bytes, backward_s, buckets);
+  }
+  if (options_.allreduce == AllReduceAlgorithm::tree) {
+    // Successive buckets pipeline through the tree's levels: simulated whole, once, like one bucket.
+    const std::string key = fmt::format("tree/{}/{}/{}", bytes, buckets, backward_s);
+    if (const auto it = collectives_.find(key); it != collectives_.end()) {
+      return it->second;
+    }
+    return collectives_.emplace(key, full_allreduce(bytes, backward_s, buckets)).first->second;
+  }
+  // Buckets are equal, so one bucket's all-reduce time serves all; they leave in order, each when ready and
+  // when the previous one is done (one communication stream, as in DDP/Horovod).
+  CommTiming one = fast_allreduce(bytes / buckets);
+  double end = 0.0;
+  for (int b = 0; b < buckets; ++b) {
+    const double ready = backward_s * (b + 1) / buckets;
+    end = std::max(end, ready) + one.seconds;
+  }
+  CommTiming timing;
+  timing.seconds = end;
+  timing.bytes_sent_per_gpu = one.bytes_sent_per_gpu * buckets;
+  timing.messages = one.messages * buckets;
+  timing.gpu_seconds.assign(static_cast<std::size_t>(gpus_), end);
+  return timing;
+}
+
+CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t bytes) {
+  if (graph.nodes() != gpus_) {
+    throw PlatformError(
+        "train.workers",
+        fmt::format("the graph has {} nodes but the platform simulates {} GPUs", graph.nodes(), gpus_));
+  }
+  const double s = static_cast<double>(bytes);
+  std::vector<Message> messages;
+  messages.reserve(graph.entries().size());
+  for (int j = 0; j < graph.nodes(); ++j) {
+    for (const auto& e : graph.row(j)) {
+      if (e.from != j) {
+        messages.push_back({e.from, j, s});
+      }
+    }
+  }
+  CommTiming timing;
+  timing.messages = static_cast<std::int64_t>(messages.size());
+  timing.bytes_sent_per_gpu = s * static_cast<double>(messages.size()) / gpus_;
+  if (options_.fidelity == Fidelity::fast) {
+    const auto result = cached_pattern(fmt::format("gossip/{:016x}/{}", edges_hash(graph), s), messages);
+    timing.seconds = result.seconds;
+    timing.gpu_seconds = result.gpu_seconds;
+    return timing;
+  }
+  // Full: each GPU sends to its out-neighbours and receives from its in-neighbours, then is done.
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(gpus_));
+  std::vector<int> in_degree(static_cast<std::size_t>(gpus_), 0);
+  for (const auto& m : messages) {
+    out[static_cast<std::size_t>(m.from)].push_back(m.to);
+    ++in_degree[static_cast<std::size_t>(m.to)];
+  }
+  SimulatedMachine machine(platform_, gpus_, options_.simgrid_args);
+  std::vector<double> finish(static_cast<std::size_t>(gpus_), 0.0);
+  int token = 0;  // what mailboxes carry: only the simulated size matters
+  for (int me = 0; me < gpus_; ++me) {
+    sg4::Actor::create(fmt::format("gpu{}", me), machine.host(me), [&, me] {
+      const double start = sg4::Engine::get_clock();
+      auto* own = sg4::Mailbox::by_name(fmt::format("params{}", me));
+      std::vector<sg4::CommPtr> sends;
+      for (const int to : out[static_cast<std::size_t>(me)]) {
+        sends.push_back(sg4::Mailbox::by_name(fmt::format("params{}", to))
+                            ->put_async(&token, static_cast<std::uint64_t>(std::llround(s))));
+      }
+      std::vector<sg4::CommPtr> receives;
+      std::vector<int*> received(static_cast<std::size_t>(in_degree[static_cast<std::size_t>(me)]), nullptr);
+      for (auto& slot : received) {
+        receives.push_back(own->get_async<int>(&slot));
+      }
+      sg4::Comm::wait_all(receives);
+      finish[static_cast<std::size_t>(me)] = sg4::Engine::get_clock() - start;
+      sg4::Comm::wait_all(sends);
+    });
+  }
+  machine.run();
+  ++simulations_;
+  simulated_messages_ += timing.messages;
+  timing.seconds = *std::max_element(finish.begin(), finish.end());
+  timing.gpu_seconds = std::move(finish);
+  return timing;
+}
+
+TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
+                           bool per_gpu) {
+  const double started = now_s();
+  CommSimulator simulator(spec.platform, spec.gpus, spec.options);
+  const std::int64_t bytes = spec.profile.parameter_bytes();
+  const double compute_s = compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const double backward_s = backward_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const bool overlap = spec.options.bucket_bytes > 0;
+  const bool reuse = spec.options.fidelity == Fidelity::fast;
+
+  // Per graph of the schedule (and the all-reduce, keyed by nullptr): its timing, computed once.
+  std::unordered_map<const topology::Graph*, CommTiming> seen;
+  TimingResult result;
+  result.iterations.reserve(schedule.size());
+  double total = 0.0;
+  double bytes_sum = 0.0;
+  for (std::size_t t = 0; t < schedule.size(); ++t) {
+    const topology::ScheduleStep& step = schedule[t];
+    const CommTiming* comm = nullptr;
+    CommTiming fresh;
+    if (const auto it = seen.find(step.graph); reuse && it != seen.end()) {
+      comm = &it->second;
+    } else {
+      if (step.graph == nullptr) {
+        fresh = overlap ? simulator.overlapped_allreduce(bytes, backward_s) : simulator.allreduce(bytes);
+      } else {
+        fresh = simulator.gossip(*step.graph, bytes);
+      }
+      comm = reuse ? &seen.emplace(step.graph, std::move(fresh)).first->second : &fresh;
+    }
+    IterationTiming row;
+    row.iteration = static_cast<std::int64_t>(t);
+    row.graph = step.name;
+    row.compute_s = compute_s;
+    if (step.graph == nullptr && overlap) {
+      // The buckets run under the backward pass; what sticks out past it adds to the iteration.
+      row.total_s = compute_s - backward_s + std::max(backward_s, comm->seconds);
+      row.comm_s = row.total_s - compute_s;
+    } else {
+      row.comm_s = comm->seconds;
+      row.total_s = compute_s + comm->seconds;
+    }
+    row.bytes_sent = comm->bytes_sent_per_gpu;
+    if (per_gpu) {
+      row.gpu_comm_s = comm->gpu_seconds;
+    }
+    total += row.total_s;
+    bytes_sum += row.bytes_sent;
+    result.iterations.push_back(std::move(row));
+  }
+  const double count = std::max<double>(1.0, static_cast<double>(schedule.size()));
+  result.seconds_per_iteration = total / count;
+  result.samples_per_second =
+      result.seconds_per_iteration > 0.0
+          ? spec.gpus * static_cast<double>(spec.batch_per_gpu) / result.seconds_per_iteration
+          : 0.0;
+  result.single_gpu_seconds_per_iteration = compute_s;
+  result.scaling_efficiency =
+      result.seconds_per_iteration > 0.0 ? compute_s / result.seconds_per_iteration : 0.0;
+  result.bytes_per_gpu_per_iteration = bytes_sum / count;
+  result.simulations = simulator.simulations();
+  result.simulated_messages = simulator.simulated_messages();
+  result.wall_seconds = now_s() - started;
+  return result;
+}
+
+}  // namespace dbench::sim

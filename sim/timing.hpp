@@ -1,0 +1,153 @@
+// The time half of the simulator: how long each iteration of a schedule takes on a platform, with the
+// communication simulated by SimGrid (contention on GPU ports, NICs and switch links included). SimGrid stays
+// inside sim/timing.cpp; this header holds plain values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/model_profile.hpp"
+#include "sim/platform.hpp"
+#include "topology/graph.hpp"
+#include "topology/graph_policy.hpp"
+
+namespace dbench::sim {
+
+/// How much is simulated.
+enum class Fidelity {
+  fast,  ///< each distinct pattern once (a tree all-reduce whole), a ring's identical steps once; reused
+  full,  ///< every message of every iteration, one actor per GPU with the algorithm's real dependencies
+};
+
+/// Parses "fast" | "full"; throws PlatformError("--fidelity", ...).
+Fidelity parse_fidelity(std::string_view name);
+
+/// The all-reduce of centralized training.
+enum class AllReduceAlgorithm {
+  ring,          ///< 2(n-1) steps of S/n around a ring that visits each node's GPUs consecutively
+  hierarchical,  ///< intra-node reduce-scatter, one inter-node ring per local rank, intra-node all-gather
+  tree,          ///< reduce of S up a binary tree (heap order over GPUs), then broadcast down
+};
+
+/// Names as configs spell them, in AllReduceAlgorithm order.
+std::span<const std::string_view> known_allreduce_algorithms() noexcept;
+/// Parses "ring" | "hierarchical" | "tree"; throws PlatformError("platform.allreduce", ...).
+AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name);
+
+/// How an iteration's communication is simulated.
+struct TimingOptions {
+  Fidelity fidelity = Fidelity::fast;
+  AllReduceAlgorithm allreduce = AllReduceAlgorithm::ring;
+  /// Gradient bucket for all-reduce overlapped with the backward pass; 0: the whole gradient after it.
+  std::int64_t bucket_bytes = 0;
+  /// SimGrid options applied to every simulation, e.g. "--cfg=network/model:CM02" or "--log=...".
+  std::vector<std::string> simgrid_args;
+};
+
+/// The simulated time of one communication (a gossip round or one all-reduce).
+struct CommTiming {
+  double seconds = 0.0;             ///< start to the last GPU's completion
+  double bytes_sent_per_gpu = 0.0;  ///< mean over GPUs
+  std::vector<double> gpu_seconds;  ///< per GPU: start to the completion of everything it receives
+  std::int64_t messages = 0;        ///< messages the real communication sends
+};
+
+/// Times communications on one platform and GPU count, caching each distinct pattern in fast fidelity.
+///
+/// Each simulation builds its own SimGrid engine and platform and tears them down, so several simulators may
+/// live in one process; SimGrid allows one engine at a time, so they must not run concurrently.
+class CommSimulator {
+ public:
+  /// Validates the platform for `gpus` GPUs (throws PlatformError).
+  CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
+
+  /// One all-reduce of `bytes` per GPU with options().allreduce.
+  CommTiming allreduce(std::int64_t bytes);
+  /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
+  /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
+  /// returns the time from the start of the backward pass to the end of the last bucket.
+  CommTiming overlapped_allreduce(std::int64_t bytes, double backward_s);
+  /// One gossip round: every GPU sends `bytes` to each out-neighbour in `graph` (j is an out-neighbour of i
+  /// when row j holds i), all at once.
+  CommTiming gossip(const topology::Graph& graph, std::int64_t bytes);
+
+  /// The platform simulated.
+  const PlatformSpec& platform() const noexcept { return platform_; }
+  /// Number of GPUs.
+  int gpus() const noexcept { return gpus_; }
+  /// The options given.
+  const TimingOptions& options() const noexcept { return options_; }
+  /// SimGrid runs so far (each builds a platform and runs one pattern or one full communication).
+  std::int64_t simulations() const noexcept { return simulations_; }
+  /// Messages simulated so far, summed over runs.
+  std::int64_t simulated_messages() const noexcept { return simulated_messages_; }
+
+ private:
+  struct Message {
+    int from;
+    int to;
+    double bytes;
+  };
+  struct PatternResult {
+    double seconds = 0.0;
+    std::vector<double> message_seconds;  ///< each message's own duration, in input order
+    std::vector<double> gpu_seconds;      ///< per GPU: completion of its last incoming message
+  };
+
+  PatternResult run_pattern(const std::vector<Message>& messages);
+  PatternResult cached_pattern(const std::string& key, const std::vector<Message>& messages);
+  CommTiming fast_allreduce(std::int64_t bytes);
+  CommTiming full_allreduce(std::int64_t bytes, double backward_s, int buckets);
+
+  PlatformSpec platform_;
+  int gpus_;
+  TimingOptions options_;
+  std::map<std::string, PatternResult> patterns_;
+  std::map<std::string, CommTiming> collectives_;  ///< collectives simulated whole, by algorithm and size
+  std::int64_t simulations_ = 0;
+  std::int64_t simulated_messages_ = 0;
+};
+
+/// What to time: a model's compute and its parameters' communication on a platform.
+struct TimingSpec {
+  PlatformSpec platform;
+  int gpus = 1;
+  models::ModelProfile profile;
+  int batch_per_gpu = 32;
+  TimingOptions options;
+};
+
+/// One row of trace.csv.
+struct IterationTiming {
+  std::int64_t iteration = 0;
+  std::string graph;               ///< as schedule.csv names it
+  double compute_s = 0.0;          ///< forward + backward + fixed overhead
+  double comm_s = 0.0;             ///< communication not hidden behind compute (all of it without buckets)
+  double total_s = 0.0;            ///< the iteration, overlap taken into account
+  double bytes_sent = 0.0;         ///< per GPU (mean)
+  std::vector<double> gpu_comm_s;  ///< per GPU communication seconds (kept only when asked for)
+};
+
+/// The timing of a whole schedule.
+struct TimingResult {
+  std::vector<IterationTiming> iterations;
+  double seconds_per_iteration = 0.0;             ///< mean simulated seconds
+  double samples_per_second = 0.0;                ///< gpus * batch / seconds_per_iteration
+  double single_gpu_seconds_per_iteration = 0.0;  ///< compute alone: one GPU needs no communication
+  double scaling_efficiency = 0.0;  ///< samples_per_second / (gpus * one GPU's samples per second)
+  double bytes_per_gpu_per_iteration = 0.0;
+  std::int64_t simulations = 0;  ///< SimGrid runs it took
+  std::int64_t simulated_messages = 0;
+  double wall_seconds = 0.0;  ///< how long timing took
+};
+
+/// Times every step of a schedule (step.graph null: all-reduce of the gradients); `per_gpu` keeps each
+/// GPU's communication time in the rows.
+TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
+                           bool per_gpu = false);
+
+}  // namespace dbench::sim

@@ -1,0 +1,275 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "models/model_profile.hpp"
+#include "sim/platform.hpp"
+#include "sim/timing.hpp"
+#include "topology/generators.hpp"
+#include "topology/graph_policy.hpp"
+
+namespace sim = dbench::sim;
+namespace topology = dbench::topology;
+
+namespace {
+
+// One GPU per node on a crossbar: every message crosses GPU port, NIC, two switch ports, NIC, GPU port, and
+// only the NIC (10 GB/s) limits bandwidth, so the alpha-beta model is exact.
+sim::PlatformSpec homogeneous_star() {
+  sim::PlatformSpec p;
+  p.gpus_per_node = 1;
+  p.gpu_link_bandwidth_Bps = 1e12;
+  p.gpu_link_latency_s = 1e-6;
+  p.nics_per_node = 1;
+  p.nic_bandwidth_Bps = 10e9;
+  p.nic_latency_s = 2e-6;
+  p.fabric = sim::Fabric::star;
+  p.switch_bandwidth_Bps = 1e12;
+  p.switch_latency_s = 0.5e-6;
+  p.gpu_flops_per_s = 1e13;
+  return p;
+}
+
+double star_alpha(const sim::PlatformSpec& p) {
+  return 2.0 * (p.gpu_link_latency_s + p.nic_latency_s + p.switch_latency_s);
+}
+
+sim::TimingOptions options(sim::Fidelity fidelity,
+                           sim::AllReduceAlgorithm algorithm = sim::AllReduceAlgorithm::ring,
+                           std::int64_t bucket_bytes = 0) {
+  sim::TimingOptions o;
+  o.fidelity = fidelity;
+  o.allreduce = algorithm;
+  o.bucket_bytes = bucket_bytes;
+  return o;
+}
+
+double relative_error(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
+
+dbench::models::ModelProfile resnet50() {
+  dbench::models::ModelSpec spec;
+  spec.name = "resnet50";
+  spec.input_channels = 3;
+  spec.input_height = 224;
+  spec.input_width = 224;
+  spec.classes = 1000;
+  return dbench::models::model_profile(spec);
+}
+
+}  // namespace
+
+TEST_CASE("sim::timing: ring all-reduce on a homogeneous star matches 2(n-1)(alpha + S/(nB))") {
+  const sim::PlatformSpec p = homogeneous_star();
+  const std::int64_t bytes = 100'000'000;
+  for (const int n : {2, 8, 16}) {
+    for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+      CAPTURE(n);
+      CAPTURE(static_cast<int>(fidelity));
+      sim::CommSimulator simulator(p, n, options(fidelity));
+      const double expected =
+          2.0 * (n - 1) * (star_alpha(p) + static_cast<double>(bytes) / (n * p.nic_bandwidth_Bps));
+      const sim::CommTiming timing = simulator.allreduce(bytes);
+      CHECK(relative_error(timing.seconds, expected) < 0.01);
+      CHECK(timing.bytes_sent_per_gpu == doctest::Approx(2.0 * (n - 1) * 1e8 / n));
+    }
+  }
+}
+
+TEST_CASE("sim::timing: a gossip round on a homogeneous star takes the slowest GPU's transfer time") {
+  const sim::PlatformSpec p = homogeneous_star();
+  const std::int64_t bytes = 50'000'000;
+  const int n = 16;
+  // A GPU's NIC carries all it sends (and, the other way, all it receives) at once.
+  const auto slowest = [&](const topology::Graph& g) {
+    std::vector<int> out(n, 0);
+    std::vector<int> in(n, 0);
+    for (int j = 0; j < n; ++j) {
+      for (const auto& e : g.row(j)) {
+        if (e.from != j) {
+          ++out[e.from];
+          ++in[j];
+        }
+      }
+    }
+    const int worst =
+        std::max(*std::max_element(out.begin(), out.end()), *std::max_element(in.begin(), in.end()));
+    return star_alpha(p) + worst * static_cast<double>(bytes) / p.nic_bandwidth_Bps;
+  };
+  for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+    sim::CommSimulator simulator(p, n, options(fidelity));
+    for (const auto& graph : {topology::ring(n), topology::exponential(n), topology::torus(n),
+                              topology::star(n), topology::one_peer_exponential(n).at(2)}) {
+      CAPTURE(graph.name());
+      CHECK(relative_error(simulator.gossip(graph, bytes).seconds, slowest(graph)) < 0.01);
+    }
+  }
+}
+
+TEST_CASE("sim::timing: the fast path is within 1% of full fidelity for every preset and algorithm") {
+  const auto profile = resnet50();
+  const std::int64_t bytes = profile.parameter_bytes();
+  for (const std::string preset : {"frontier", "summit", "dgx-h100"}) {
+    const sim::PlatformSpec p = sim::platform_preset(preset);
+    CAPTURE(preset);
+    // Two nodes, and as many whole nodes as fit in 64 GPUs: every link kind is crossed.
+    for (const int n : {2 * p.gpus_per_node, 64 / p.gpus_per_node * p.gpus_per_node}) {
+      CAPTURE(n);
+      for (const auto algorithm : {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::hierarchical,
+                                   sim::AllReduceAlgorithm::tree}) {
+        CAPTURE(static_cast<int>(algorithm));
+        sim::CommSimulator fast(p, n, options(sim::Fidelity::fast, algorithm));
+        sim::CommSimulator full(p, n, options(sim::Fidelity::full, algorithm));
+        CHECK(relative_error(fast.allreduce(bytes).seconds, full.allreduce(bytes).seconds) < 0.01);
+        // Buckets of 25 MB overlapped with a 50 ms backward pass.
+        sim::CommSimulator fast_buckets(p, n, options(sim::Fidelity::fast, algorithm, 25'000'000));
+        sim::CommSimulator full_buckets(p, n, options(sim::Fidelity::full, algorithm, 25'000'000));
+        CHECK(relative_error(fast_buckets.overlapped_allreduce(bytes, 0.05).seconds,
+                             full_buckets.overlapped_allreduce(bytes, 0.05).seconds) < 0.01);
+      }
+      sim::CommSimulator fast(p, n, options(sim::Fidelity::fast));
+      sim::CommSimulator full(p, n, options(sim::Fidelity::full));
+      for (const auto& graph : {topology::ring(n), topology::exponential(n), topology::torus(n),
+                                topology::one_peer_exponential(n).at(3)}) {
+        CAPTURE(graph.name());
+        CHECK(relative_error(fast.gossip(graph, bytes).seconds, full.gossip(graph, bytes).seconds) < 0.01);
+      }
+    }
+  }
+}
+
+TEST_CASE(
+    "sim::timing: each fabric times a gossip round between the NIC-bound and the latency-bound limits") {
+  sim::PlatformSpec p = sim::platform_preset("dgx-h100");
+  const int n = 64;
+  const std::int64_t bytes = 10'000'000;
+  const auto graph = topology::exponential(n);
+  for (const auto fabric :
+       {sim::Fabric::star, sim::Fabric::fat_tree, sim::Fabric::dragonfly, sim::Fabric::torus}) {
+    CAPTURE(sim::fabric_name(fabric));
+    p.fabric = fabric;
+    p.nodes_per_switch = 2;
+    sim::CommSimulator simulator(p, n, options(sim::Fidelity::fast));
+    const double seconds = simulator.gossip(graph, bytes).seconds;
+    // At least: the busiest node's NICs carry its outgoing messages to other nodes (log2(64) = 6 per GPU, 3
+    // of them leave the node).
+    const double nic_bound = 8.0 * 3.0 * static_cast<double>(bytes) / (p.nic_bandwidth_Bps * p.nics_per_node);
+    CHECK(seconds >= nic_bound);
+    CHECK(seconds < 20.0 * nic_bound);
+  }
+}
+
+TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and every iteration adds compute") {
+  const auto profile = resnet50();
+  sim::TimingSpec spec;
+  spec.platform = sim::platform_preset("dgx-h100");
+  spec.gpus = 32;
+  spec.profile = profile;
+  spec.batch_per_gpu = 32;
+  topology::SequencePolicy policy(topology::one_peer_exponential(32));
+  std::vector<topology::ScheduleStep> schedule;
+  for (int t = 0; t < 23; ++t) {
+    schedule.push_back(policy.graph_for(t, nullptr));
+  }
+  const sim::TimingResult result = sim::time_schedule(spec, schedule);
+  CHECK(result.simulations == 5);  // period log2(32)
+  REQUIRE(result.iterations.size() == 23);
+  const double compute = sim::compute_seconds(profile, 32, spec.platform);
+  for (const auto& row : result.iterations) {
+    CHECK(row.compute_s == doctest::Approx(compute));
+    CHECK(row.total_s == doctest::Approx(row.compute_s + row.comm_s));
+    CHECK(row.bytes_sent == doctest::Approx(static_cast<double>(profile.parameter_bytes())));
+  }
+  CHECK(result.iterations[0].comm_s == doctest::Approx(result.iterations[5].comm_s));
+  CHECK(result.samples_per_second == doctest::Approx(32.0 * 32.0 / result.seconds_per_iteration));
+  CHECK(result.scaling_efficiency == doctest::Approx(compute / result.seconds_per_iteration));
+  CHECK(result.scaling_efficiency < 1.0);
+
+  // Full fidelity simulates every iteration and agrees.
+  spec.options.fidelity = sim::Fidelity::full;
+  const std::vector<topology::ScheduleStep> head(schedule.begin(), schedule.begin() + 6);
+  const sim::TimingResult full = sim::time_schedule(spec, head);
+  CHECK(full.simulations == 6);
+  for (std::size_t t = 0; t < head.size(); ++t) {
+    CHECK(relative_error(full.iterations[t].total_s, result.iterations[t].total_s) < 0.01);
+  }
+}
+
+TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide communication") {
+  sim::TimingSpec spec;
+  spec.platform = sim::platform_preset("frontier");
+  spec.gpus = 16;
+  spec.profile = resnet50();
+  spec.batch_per_gpu = 64;
+  const std::vector<topology::ScheduleStep> schedule(3, topology::ScheduleStep{"allreduce", nullptr});
+  const sim::TimingResult whole = sim::time_schedule(spec, schedule);
+  spec.options.bucket_bytes = 25'000'000;
+  const sim::TimingResult buckets = sim::time_schedule(spec, schedule);
+  CHECK(buckets.seconds_per_iteration < whole.seconds_per_iteration);
+  CHECK(buckets.seconds_per_iteration >= whole.single_gpu_seconds_per_iteration);
+  CHECK(buckets.iterations[0].total_s ==
+        doctest::Approx(buckets.iterations[0].compute_s + buckets.iterations[0].comm_s));
+}
+
+TEST_CASE("sim::platform: presets reproduce their published ResNet-50 throughput") {
+  const auto profile = resnet50();
+  for (const auto name : sim::known_presets()) {
+    CAPTURE(std::string(name));
+    const sim::PlatformSpec p = sim::platform_preset(name);
+    REQUIRE_NOTHROW(sim::validate(p, 8 * p.gpus_per_node));
+    const int batch = p.reference_resnet50_batch;
+    const double samples_per_s = batch / sim::compute_seconds(profile, batch, p);
+    CHECK(relative_error(samples_per_s, p.reference_resnet50_samples_per_s) < 0.05);
+    CHECK(samples_per_s > 500.0);
+    CHECK(samples_per_s < 10000.0);
+  }
+}
+
+TEST_CASE("sim::platform: bad platforms are rejected naming the key") {
+  const auto key_of = [](const sim::PlatformSpec& p, int gpus) -> std::string {
+    try {
+      sim::validate(p, gpus);
+    } catch (const sim::PlatformError& e) {
+      return e.key();
+    }
+    return "";
+  };
+  sim::PlatformSpec p = sim::platform_preset("summit");
+  CHECK(key_of(p, 12) == "");
+  CHECK(key_of(p, 3) == "");  // part of one node
+  CHECK(key_of(p, 16) == "platform.gpus_per_node");
+  p.nic_bandwidth_Bps = 0.0;
+  CHECK(key_of(p, 12) == "platform.nic_bandwidth_Bps");
+  p = sim::platform_preset("summit");
+  p.switch_bandwidth_Bps = -1.0;
+  CHECK(key_of(p, 12) == "platform.switch_bandwidth_Bps");
+  p = sim::platform_preset("summit");
+  p.gpu_link_bandwidth_Bps = 0.0;
+  CHECK(key_of(p, 12) == "platform.intra_node_bandwidth_Bps");
+  p = sim::platform_preset("summit");
+  p.nic_latency_s = -1e-6;
+  CHECK(key_of(p, 12) == "platform.nic_latency_s");
+  CHECK_THROWS_WITH_AS(sim::platform_preset("frontiers"), doctest::Contains("platform.preset"),
+                       sim::PlatformError);
+  CHECK_THROWS_WITH_AS(sim::parse_fabric("hypercube"), doctest::Contains("platform.fabric"),
+                       sim::PlatformError);
+  CHECK_THROWS_AS(sim::CommSimulator(p, 16, {}), sim::PlatformError);
+}
+
+TEST_CASE("sim::timing: two simulators in one process give the same numbers as one alone") {
+  const sim::PlatformSpec p = sim::platform_preset("summit");
+  const auto graph = topology::exponential(24);
+  sim::CommSimulator alone(p, 24, options(sim::Fidelity::fast));
+  const double expected = alone.gossip(graph, 1'000'000).seconds;
+  sim::CommSimulator a(p, 24, options(sim::Fidelity::fast));
+  sim::CommSimulator b(p, 24, options(sim::Fidelity::full, sim::AllReduceAlgorithm::hierarchical));
+  const double first = a.gossip(graph, 1'000'000).seconds;
+  b.allreduce(4'000'000);
+  const double again = b.gossip(graph, 1'000'000).seconds;
+  CHECK(first == expected);
+  CHECK(relative_error(again, expected) < 1e-9);
+}
