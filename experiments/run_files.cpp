@@ -57,6 +57,21 @@ void RunRecorder::on_metrics(const sim::MetricsRow& row) {
     metrics_ += fmt::format(",{},{},{}", num(t.norm_mean), num(t.norm_variance), num(t.consensus_distance));
   }
   metrics_ += '\n';
+  if (norms_.empty()) {
+    norms_ = "iteration,replica";
+    for (const auto& t : row.tensors) {
+      norms_ += "," + t.name;
+    }
+    norms_ += '\n';
+  }
+  const std::size_t tensors = row.tensors.size();
+  for (std::size_t i = 0; tensors > 0 && i < row.replica_norms.size() / tensors; ++i) {
+    norms_ += fmt::format("{},{}", row.iteration, i);
+    for (std::size_t t = 0; t < tensors; ++t) {
+      norms_ += "," + num(row.replica_norms[i * tensors + t]);
+    }
+    norms_ += '\n';
+  }
   last_accuracy_ = row.test_accuracy;
 }
 

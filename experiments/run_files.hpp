@@ -21,6 +21,8 @@ class RunRecorder final : public sim::NumericsObserver {
   /// metrics.csv: iteration, epoch, lr, train_loss, test_loss, test_accuracy, consensus_distance,
   /// norm_variance, replica statistics, then per tensor norm_mean/norm_var/consensus columns.
   const std::string& metrics_csv() const noexcept { return metrics_; }
+  /// replica_norms.csv: iteration, replica, then each tensor's L2 norm in that replica before averaging.
+  const std::string& replica_norms_csv() const noexcept { return norms_; }
   /// schedule.csv: iteration, graph.
   const std::string& schedule_csv() const noexcept { return schedule_; }
   /// Messages sent per iteration, summed over the run (edges of each iteration's graph; all-reduce counts 0).
@@ -31,6 +33,7 @@ class RunRecorder final : public sim::NumericsObserver {
   bool progress_;
   std::string metrics_;
   std::string schedule_;
+  std::string norms_;
   std::int64_t messages_ = 0;
   double last_accuracy_ = 0.0;
   double started_s_;

@@ -51,6 +51,7 @@ void run_simulate(const SimulateOptions& options) {
 
   dir.write_text("metrics.csv", recorder.metrics_csv());
   dir.write_text("schedule.csv", recorder.schedule_csv());
+  dir.write_text("replica_norms.csv", recorder.replica_norms_csv());
   nlohmann::json summary;
   summary["name"] = config.name;
   summary["engine"] = "sim";

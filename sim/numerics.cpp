@@ -205,6 +205,7 @@ MetricsRow VirtualReplicas::metrics() {
     row.norm_variance += tm.norm_variance;
     row.tensors.push_back(std::move(tm));
   }
+  row.replica_norms = m.norms;
   s.measured.reset();
 
   // The averaged model on the evaluation set, every replica on its fixed first replica_eval_count samples.

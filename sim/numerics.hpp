@@ -59,6 +59,8 @@ struct MetricsRow {
   double replica_accuracy_max = 0.0;
   double replica_loss_mean = 0.0;
   std::vector<TensorMetrics> tensors;
+  /// Before averaging: the L2 norm of tensor t of replica i at [i * tensors.size() + t].
+  std::vector<double> replica_norms;
 };
 
 /// Receives what a run produces, as it is produced.

@@ -97,7 +97,8 @@ TEST_CASE("experiments::cli: simulate writes every file, and the same seed gives
   REQUIRE(first.status == 0);
   const auto second = run_dbench("simulate " + common + "\"" + b.string() + "\" --threads 2");
   REQUIRE(second.status == 0);
-  for (const char* file : {"config.toml", "metrics.csv", "schedule.csv", "summary.json"}) {
+  for (const char* file :
+       {"config.toml", "metrics.csv", "schedule.csv", "summary.json", "replica_norms.csv"}) {
     CAPTURE(file);
     CHECK(fs::exists(a / file));
   }
