@@ -60,7 +60,8 @@ void RunRecorder::on_metrics(const sim::MetricsRow& row) {
   if (norms_.empty()) {
     norms_ = "iteration,replica";
     for (const auto& t : row.tensors) {
-      norms_ += "," + t.name;
+      norms_ += ',';
+      norms_ += t.name;
     }
     norms_ += '\n';
   }
@@ -68,7 +69,8 @@ void RunRecorder::on_metrics(const sim::MetricsRow& row) {
   for (std::size_t i = 0; tensors > 0 && i < row.replica_norms.size() / tensors; ++i) {
     norms_ += fmt::format("{},{}", row.iteration, i);
     for (std::size_t t = 0; t < tensors; ++t) {
-      norms_ += "," + num(row.replica_norms[i * tensors + t]);
+      norms_ += ',';
+      norms_ += num(row.replica_norms[i * tensors + t]);
     }
     norms_ += '\n';
   }
