@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -265,10 +266,8 @@ void run_train(const TrainOptions& options) {
     try {
       train_on(comm, options);
     } catch (const std::exception& e) {
-      // Each worker names its own failure; mpirun's summary alone would not say why.
-      fmt::print(stderr, "dbench: worker {} of {}: {}\n", comm.rank(), comm.size(), e.what());
-      std::fflush(stderr);
-      throw;
+      // Each worker names itself: mpirun's summary alone would not say which worker failed or why.
+      throw std::runtime_error(fmt::format("worker {} of {}: {}", comm.rank(), comm.size(), e.what()));
     }
     return;
   }

@@ -18,7 +18,7 @@ namespace {
 constexpr std::size_t kMaxPart = std::size_t{1} << 28;
 // Tag of the liveness round on the control communicator.
 constexpr int kAliveTag = 1;
-// How long a liveness round waits for answers: the survivors reach it within about one iteration.
+// How long a liveness round waits for answers at most: the survivors reach it within about one iteration.
 constexpr double kAliveWindowS = 10.0;
 
 using Clock = std::chrono::steady_clock;
@@ -160,7 +160,8 @@ struct MpiCommunicator::Impl {
           MPI_Irecv(&answers[static_cast<std::size_t>(p)], 1, MPI_INT, p, kAliveTag, control, &recvs.back()));
     }
     const auto start = Clock::now();
-    while (std::chrono::duration<double>(Clock::now() - start).count() < kAliveWindowS) {
+    const double window = std::min(kAliveWindowS, std::max(2.0, options.peer_timeout_s));
+    while (std::chrono::duration<double>(Clock::now() - start).count() < window) {
       int done = 0;
       DBENCH_MPI_CHECK(MPI_Testall(static_cast<int>(recvs.size()), recvs.data(), &done, MPI_STATUSES_IGNORE));
       if (done != 0) {

@@ -1,0 +1,85 @@
+// The single-worker communicator, the local launch command, and the mixing row a worker computes.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "runtime/communicator.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/launcher.hpp"
+#include "sim/mixing.hpp"
+
+using namespace dbench::runtime;
+
+TEST_CASE("runtime::communicator: one worker reduces to itself and has no peers") {
+  SingleWorkerCommunicator comm;
+  CHECK(comm.rank() == 0);
+  CHECK(comm.size() == 1);
+  std::vector<double> values{1.5, -2.0};
+  comm.allreduce(std::span<double>(values), ReduceOp::sum);
+  CHECK(values == std::vector<double>{1.5, -2.0});
+  comm.exchange({}, {}, 0);
+  std::vector<float> buffer(4);
+  CHECK_THROWS_AS(comm.send(buffer, 1, 0), CommError);
+  CHECK_THROWS_AS(comm.recv(buffer, 1, 0), CommError);
+}
+
+TEST_CASE("runtime::launcher: --local N runs N copies under mpirun, oversubscribed and unpinned") {
+  const auto command = local_launch_command(4, "/bin/dbench", {"train", "c.toml"});
+  REQUIRE(command.size() >= 8);
+  CHECK(std::find(command.begin(), command.end(), "--oversubscribe") != command.end());
+  const auto n = std::find(command.begin(), command.end(), "-n");
+  REQUIRE(n != command.end());
+  CHECK(*(n + 1) == "4");
+  CHECK(command[command.size() - 3] == "/bin/dbench");
+  CHECK(command.back() == "c.toml");
+  CHECK_THROWS_AS(local_launch_command(0, "/bin/dbench", {}), LaunchError);
+  CHECK(run_command({"/bin/sh", "-c", "exit 3"}) == 3);
+  CHECK_THROWS_AS(run_command({"/nonexistent/dbench-launcher"}), LaunchError);
+}
+
+TEST_CASE("runtime::gossip: a worker's mix_row equals its row of the simulator's mix, bit for bit") {
+  // Ring on 5 replicas with weights 1/3 (not exact in float), P not a multiple of the vector width.
+  const std::size_t n = 5;
+  const std::size_t p = 1000;
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(n * p);
+  for (float& v : x) {
+    v = dist(gen);
+  }
+  std::vector<std::int32_t> offsets{0};
+  std::vector<std::int32_t> from;
+  std::vector<double> weight;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<std::int32_t> row{static_cast<std::int32_t>((i + n - 1) % n), static_cast<std::int32_t>(i),
+                                  static_cast<std::int32_t>((i + 1) % n)};
+    std::sort(row.begin(), row.end());
+    for (auto j : row) {
+      from.push_back(j);
+      weight.push_back(1.0 / 3.0);
+    }
+    offsets.push_back(static_cast<std::int32_t>(from.size()));
+  }
+  const dbench::sim::MixingMatrix w(offsets, from, weight);
+  std::vector<float> mixed(n * p);
+  dbench::sim::mix(w.rows(), {x.data(), n, p, p}, {mixed.data(), n, p, p});
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<const float*> sources;
+    std::vector<float> weights;
+    std::size_t self = 0;
+    for (auto k = offsets[i]; k < offsets[i + 1]; ++k) {
+      const auto j = static_cast<std::size_t>(from[static_cast<std::size_t>(k)]);
+      if (j == i) {
+        self = sources.size();
+      }
+      sources.push_back(x.data() + j * p);
+      weights.push_back(static_cast<float>(weight[static_cast<std::size_t>(k)]));
+    }
+    std::vector<float> out(p);
+    dbench::sim::mix_row(weights, sources, self, out);
+    CHECK(std::equal(out.begin(), out.end(), mixed.begin() + static_cast<std::ptrdiff_t>(i * p)));
+  }
+}

@@ -1,0 +1,202 @@
+// `dbench train` on local MPI workers, checked against the simulator and against itself: same parameters as
+// the virtual replicas, accuracy on Fashion-MNIST, a lost worker named within a minute, exact resume.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "experiments/config.hpp"
+#include "experiments/sim_setup.hpp"
+#include "runtime/checkpoint.hpp"
+#include "sim/numerics.hpp"
+#include "support/run_dbench.hpp"
+#include "temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dbench::runtime::testing::TempDir;
+using dbench::testing::run_dbench;
+
+/// A Fashion-MNIST MLP config for `workers` workers.
+std::string config_text(const std::string& kind, const std::string& graph, int workers, int iterations) {
+  return "name = \"rt\"\nseed = 3\n[train]\nworkers = " + std::to_string(workers) +
+         "\nbatch_per_worker = 16\niterations = " + std::to_string(iterations) +
+         "\nlr = 0.1\nmomentum = 0.9\neval_every = 50\neval_samples = 1000\nreplica_eval_samples = 128\n"
+         "mlp_hidden = [32]\n[algorithm]\nkind = \"" +
+         kind + "\"\ngraph = \"" + graph + "\"\n";
+}
+
+fs::path write_config(const fs::path& dir, const std::string& text) {
+  const fs::path file = dir / "config.toml";
+  std::ofstream(file) << text;
+  return file;
+}
+
+/// The simulator's virtual replicas after the config's iterations: [workers x P].
+std::vector<std::vector<float>> simulate_params(const std::string& text) {
+  const auto config = dbench::experiments::load_config(text);
+  const auto train =
+      dbench::sim::load_dataset(config.train.dataset, dbench::models::Split::train, "", config.seed);
+  const auto test =
+      dbench::sim::load_dataset(config.train.dataset, dbench::models::Split::test, "", config.seed);
+  auto spec = dbench::experiments::numerics_spec(config, train);
+  spec.threads = 1;
+  auto policy = dbench::experiments::make_policy(config);
+  dbench::sim::VirtualReplicas replicas(spec, train, test);
+  for (std::int64_t t = 0; t < spec.iterations; ++t) {
+    replicas.step(t, policy->graph_for(t, nullptr), false);
+  }
+  std::vector<std::vector<float>> out;
+  const auto params = replicas.params();
+  for (std::size_t r = 0; r < params.rows; ++r) {
+    const auto row = params.row(r);
+    out.emplace_back(row.begin(), row.end());
+  }
+  return out;
+}
+
+/// Largest |a - b| over the largest |b|: 0 when bitwise equal.
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double diff = 0.0;
+  double scale = 0.0;
+  for (std::size_t j = 0; j < a.size(); ++j) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[j]) - b[j]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[j])));
+  }
+  return diff / scale;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "runtime::train: 4 local workers end with the simulator's parameters (centralized, ring, one-peer)") {
+  struct Case {
+    const char* kind;
+    const char* graph;
+  };
+  for (const Case c :
+       {Case{"centralized", "ring"}, Case{"dpsgd", "ring"}, Case{"dpsgd", "one-peer-exponential"}}) {
+    CAPTURE(c.kind);
+    CAPTURE(c.graph);
+    TempDir dir;
+    const std::string text = config_text(c.kind, c.graph, 4, 100);
+    const fs::path config = write_config(dir.path(), text);
+    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 100 --out " +
+                                (dir.path() / "out").string());
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    const auto expected = simulate_params(text);
+    for (int r = 0; r < 4; ++r) {
+      CAPTURE(r);
+      const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
+      CHECK(state.iterations_done == 100);
+      CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
+    }
+    for (const char* file : {"metrics.csv", "schedule.csv", "trace.csv", "summary.json", "config.toml"}) {
+      CHECK(fs::exists(dir.path() / "out" / file));
+    }
+  }
+}
+
+TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
+  TempDir dir;
+  const fs::path config = write_config(
+      dir.path(),
+      "name = \"acc8\"\nseed = 1\n[train]\nworkers = 8\nbatch_per_worker = 32\niterations = 600\nlr = 0.1\n"
+      "momentum = 0.9\neval_every = 200\n[algorithm]\nkind = \"dpsgd\"\ngraph = \"exponential\"\n");
+  const auto run =
+      run_dbench("train " + config.string() + " --local 8 -q --out " + (dir.path() / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream summary(dir.path() / "out" / "summary.json");
+  std::string text((std::istreambuf_iterator<char>(summary)), {});
+  const auto at = text.find("\"final_test_accuracy\": ");
+  REQUIRE(at != std::string::npos);
+  const double accuracy = std::stod(text.substr(at + 23));
+  CAPTURE(accuracy);
+  CHECK(accuracy >= 0.80);
+}
+
+TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("centralized", "ring", 1, 50));
+  const auto run = run_dbench("train " + config.string() + " -q --set train.lr=1e30 --out " +
+                              (dir.path() / "out").string());
+  CHECK(run.status != 0);
+  CHECK(run.output.find("diverged") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.path() / "out"));
+}
+
+TEST_CASE(
+    "runtime::faults: a killed worker ends the run within 60 s naming it; resuming reproduces the run") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 60));
+  const std::string common = "train " + config.string() + " --local 4 -q --checkpoint-every 20 ";
+  const auto full = run_dbench(common + "--out " + (dir.path() / "full").string());
+  INFO(full.output);
+  REQUIRE(full.status == 0);
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto killed = run_dbench(common + "--inject-kill 2:45 --out " + (dir.path() / "cut").string());
+  const double elapsed = seconds_since(start);
+  INFO(killed.output);
+  CHECK(killed.status != 0);
+  CHECK(elapsed < 60.0);
+  CHECK(killed.output.find("rank 2") != std::string::npos);
+  // The checkpoint of iteration 40 is intact, nothing of iteration 60 was published.
+  CHECK(dbench::runtime::latest_checkpoint(dir.path() / "cut.checkpoints") == 40);
+
+  const auto resumed = run_dbench(common + "--resume --out " + (dir.path() / "cut").string());
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    const auto a = dbench::runtime::read_checkpoint(dir.path() / "full.checkpoints", r);
+    const auto b = dbench::runtime::read_checkpoint(dir.path() / "cut.checkpoints", r);
+    CHECK(b.iterations_done == 60);
+    CHECK(a.params == b.params);
+    CHECK(a.momentum == b.momentum);
+  }
+  std::ifstream full_metrics(dir.path() / "full" / "metrics.csv");
+  std::ifstream cut_metrics(dir.path() / "cut" / "metrics.csv");
+  const std::string m1((std::istreambuf_iterator<char>(full_metrics)), {});
+  const std::string m2((std::istreambuf_iterator<char>(cut_metrics)), {});
+  CHECK(m1 == m2);
+}
+
+TEST_CASE("runtime::faults: when the launcher keeps the job alive, the survivors name the lost worker") {
+  // mpirun --enable-recovery does not kill the job when a worker dies: the workers' own timeout and liveness
+  // round must end it (as under launchers that never kill).
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ring", 3, 400));
+  const std::string command = std::string(DBENCH_MPIEXEC) + (geteuid() == 0 ? " --allow-run-as-root" : "") +
+                              " --oversubscribe --bind-to none --enable-recovery -n 3 \"" + DBENCH_EXE +
+                              "\" train " + config.string() +
+                              " -q --peer-timeout 5 --inject-kill 2:30 --out " +
+                              (dir.path() / "out").string() + " 2>&1";
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+    output.append(buffer, n);
+  }
+  ::pclose(pipe);
+  INFO(output);
+  CHECK(seconds_since(start) < 60.0);
+  for (const char* survivor : {"worker 0 of 3: worker rank 2 lost", "worker 1 of 3: worker rank 2 lost"}) {
+    CHECK(output.find(survivor) != std::string::npos);
+  }
+}
