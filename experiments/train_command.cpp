@@ -262,6 +262,11 @@ void run_train(const TrainOptions& options) {
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
   if (runtime::MpiEnvironment::launched_by_mpi()) {
     runtime::MpiEnvironment env(nullptr, nullptr);
+    if (options.overlap && !env.threads_allowed()) {
+      throw std::runtime_error(
+          "--overlap: this MPI library does not allow calls from a helper thread "
+          "(MPI_THREAD_SERIALIZED); run without --overlap");
+    }
     runtime::MpiCommunicator comm(env, runtime::MpiOptions{options.peer_timeout_s});
     try {
       train_on(comm, options);

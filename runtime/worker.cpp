@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -14,9 +15,9 @@
 
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/gossip.hpp"
 #include "sim/batched_mlp.hpp"
 #include "sim/errors.hpp"
-#include "sim/mixing.hpp"
 #include "sim/replica_store.hpp"
 #include "sim/sgd.hpp"
 
@@ -47,42 +48,6 @@ std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
   models::Rng rng(models::derive_seed(seed, {0x7e57}));
   rng.shuffle(std::span<std::int64_t>(order));
   return order;
-}
-
-/// What one worker does in a gossip round of a graph: its row's terms and whom it sends to.
-struct GossipPlan {
-  std::vector<int> in_peers;   ///< sources of the row's terms other than itself, in row order
-  std::vector<float> weight;   ///< every term's weight, in row order (self included)
-  std::size_t self_term = 0;   ///< position of the worker's own term in the row
-  std::vector<int> out_peers;  ///< workers whose rows read this worker
-};
-
-GossipPlan plan_gossip(const topology::Graph& graph, int rank) {
-  GossipPlan plan;
-  const auto row = graph.row(rank);
-  plan.self_term = row.size();
-  for (std::size_t k = 0; k < row.size(); ++k) {
-    plan.weight.push_back(static_cast<float>(row[k].weight));
-    if (row[k].from == rank) {
-      plan.self_term = k;
-    } else {
-      plan.in_peers.push_back(row[k].from);
-    }
-  }
-  if (plan.self_term == row.size()) {
-    throw sim::MixingError(fmt::format("graph '{}': row {} has no self term", graph.name(), rank));
-  }
-  for (int i = 0; i < graph.nodes(); ++i) {
-    if (i == rank) {
-      continue;
-    }
-    for (const auto& e : graph.row(i)) {
-      if (e.from == rank) {
-        plan.out_peers.push_back(i);
-      }
-    }
-  }
-  return plan;
 }
 
 /// MPI tags are at least 15 bits: iterations wrap (messages between two workers never overtake each other).
@@ -227,30 +192,12 @@ class Worker {
     return it->second;
   }
 
-  /// Sends `mine` to the out-neighbours and receives the in-neighbours' parameters into recv_.
   void exchange(const GossipPlan& plan, std::span<const float> mine, std::int64_t t) {
-    const std::size_t p = store_.param_count();
-    recv_.resize(plan.in_peers.size() * p);
-    std::vector<SendBuffer> sends;
-    std::vector<RecvBuffer> recvs;
-    for (int peer : plan.out_peers) {
-      sends.push_back({peer, mine});
-    }
-    for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
-      recvs.push_back({plan.in_peers[k], std::span<float>(recv_).subspan(k * p, p)});
-    }
-    comm_.exchange(sends, recvs, tag_of(t));
+    exchange_parameters(comm_, plan, mine, recv_, tag_of(t));
   }
 
-  /// out = the plan's row applied to `self` and the received parameters (sim::mix's arithmetic).
   void mix_into(const GossipPlan& plan, std::span<const float> self, std::span<float> out) {
-    const std::size_t p = store_.param_count();
-    std::vector<const float*> sources;
-    std::size_t next = 0;
-    for (std::size_t k = 0; k < plan.weight.size(); ++k) {
-      sources.push_back(k == plan.self_term ? self.data() : recv_.data() + (next++) * p);
-    }
-    sim::mix_row(plan.weight, sources, plan.self_term, out, sim::MixOptions{0, options_.threads, true});
+    mix_received(plan, self, recv_, out, options_.threads);
   }
 
   StepTrace iterate(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
@@ -282,18 +229,17 @@ class Worker {
       mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
                           std::span(&stats, 1));
     } else {
-      // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t.
+      // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
+      // wait that the computation did not hide counts as communication.
       const GossipPlan& plan = plan_for(*step.graph);
       const auto x = store_.replica(0);
       snapshot_.assign(x.begin(), x.end());
-      const auto c0 = Clock::now();
       auto pending = std::async(std::launch::async, [&] { exchange(plan, snapshot_, t); });
       mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
                           std::span(&stats, 1));
       const auto w0 = Clock::now();
       pending.get();
       comm_s += seconds_since(w0);
-      static_cast<void>(c0);
     }
     trace.loss = stats.loss;
     // Every worker learns every iteration whether any loss is non-finite, so that all stop together.

@@ -1,0 +1,64 @@
+#include "runtime/gossip.hpp"
+
+#include <fmt/core.h>
+
+#include "sim/errors.hpp"
+#include "sim/mixing.hpp"
+
+namespace dbench::runtime {
+
+GossipPlan plan_gossip(const topology::Graph& graph, int rank) {
+  GossipPlan plan;
+  const auto row = graph.row(rank);
+  plan.self_term = row.size();
+  for (std::size_t k = 0; k < row.size(); ++k) {
+    plan.weight.push_back(static_cast<float>(row[k].weight));
+    if (row[k].from == rank) {
+      plan.self_term = k;
+    } else {
+      plan.in_peers.push_back(row[k].from);
+    }
+  }
+  if (plan.self_term == row.size()) {
+    throw sim::MixingError(fmt::format("graph '{}': row {} has no self term", graph.name(), rank));
+  }
+  for (int i = 0; i < graph.nodes(); ++i) {
+    if (i == rank) {
+      continue;
+    }
+    for (const auto& e : graph.row(i)) {
+      if (e.from == rank) {
+        plan.out_peers.push_back(i);
+      }
+    }
+  }
+  return plan;
+}
+
+void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<const float> mine,
+                         std::vector<float>& received, int tag) {
+  const std::size_t p = mine.size();
+  received.resize(plan.in_peers.size() * p);
+  std::vector<SendBuffer> sends;
+  std::vector<RecvBuffer> recvs;
+  for (int peer : plan.out_peers) {
+    sends.push_back({peer, mine});
+  }
+  for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
+    recvs.push_back({plan.in_peers[k], std::span<float>(received).subspan(k * p, p)});
+  }
+  comm.exchange(sends, recvs, tag);
+}
+
+void mix_received(const GossipPlan& plan, std::span<const float> self, std::span<const float> received,
+                  std::span<float> out, unsigned threads) {
+  const std::size_t p = self.size();
+  std::vector<const float*> sources;
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < plan.weight.size(); ++k) {
+    sources.push_back(k == plan.self_term ? self.data() : received.data() + (next++) * p);
+  }
+  sim::mix_row(plan.weight, sources, plan.self_term, out, sim::MixOptions{0, threads, true});
+}
+
+}  // namespace dbench::runtime

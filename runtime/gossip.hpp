@@ -1,0 +1,34 @@
+// One worker's part of a gossip round: whom it sends its parameters to, whose it receives, and the mixing of
+// its row with the simulator's arithmetic.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "runtime/communicator.hpp"
+#include "topology/graph.hpp"
+
+namespace dbench::runtime {
+
+/// A worker's row of W and its out-neighbours.
+struct GossipPlan {
+  std::vector<int> in_peers;   ///< sources of the row's terms other than the worker itself, in row order
+  std::vector<float> weight;   ///< every term's weight in row order, the worker's own included
+  std::size_t self_term = 0;   ///< position of the worker's own term in the row
+  std::vector<int> out_peers;  ///< workers whose rows read this worker, ascending
+};
+
+/// The plan of worker `rank` in `graph`; throws sim::MixingError when its row has no self term.
+GossipPlan plan_gossip(const topology::Graph& graph, int rank);
+
+/// Sends `mine` to every out-neighbour and receives the in-neighbours' parameters, in_peers order, into
+/// `received` (resized to in_peers.size() x mine.size()); all messages in flight at once.
+void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<const float> mine,
+                         std::vector<float>& received, int tag);
+
+/// out = the plan's row applied to `self` and `received` (sim::mix_row: the simulator's rounding).
+void mix_received(const GossipPlan& plan, std::span<const float> self, std::span<const float> received,
+                  std::span<float> out, unsigned threads = 1);
+
+}  // namespace dbench::runtime
