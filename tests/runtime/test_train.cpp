@@ -139,7 +139,7 @@ TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {
 }
 
 TEST_CASE(
-    "runtime::faults: a killed worker ends the run within 60 s naming it; resuming reproduces the run") {
+    "runtime::faults: a killed worker ends the run within 60 s naming it, and a resume reproduces the run") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 60));
   const std::string common = "train " + config.string() + " --local 4 -q --checkpoint-every 20 ";
