@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The runtime's GPU checks in one go, for a machine with an NVIDIA GPU, PyTorch (its LibTorch) and NCCL, plus
+# the packages ./setup.sh installs: builds the CUDA runtime against PyTorch's LibTorch, runs the gpu test
+# suite and the ResNet-50 throughput benchmark, and writes everything to OUT_DIR. About 3-5 minutes (most of
+# it the build; DBENCH_GPU_JOBS sets the parallel build jobs).
+#
+#   runtime/gpu_check.sh OUT_DIR
+#
+# OUT_DIR receives: gpu.txt (nvidia-smi), configure.log, build.log, gpu-tests.txt and gpu-tests.xml (JUnit),
+# resnet50.txt and resnet50.json, status.txt (one line per step: ok / failed). The exit status is non-zero
+# when a step failed; later steps still run where they can.
+set -uo pipefail
+
+if [[ $# -ne 1 ]]; then
+  echo "usage: $0 OUT_DIR" >&2
+  exit 2
+fi
+out=$(realpath -m "$1")
+mkdir -p "$out"
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${DBENCH_GPU_BUILD:-$src/build-gpu}
+jobs=${DBENCH_GPU_JOBS:-$(nproc)}
+status=0
+: > "$out/status.txt"
+
+step() {  # step NAME LOG COMMAND...: runs a step, records ok/failed, keeps going
+  local name=$1 log=$2
+  shift 2
+  local start=$SECONDS
+  if "$@" > "$log" 2>&1; then
+    echo "$name ok $((SECONDS - start))s" | tee -a "$out/status.txt"
+  else
+    echo "$name failed $((SECONDS - start))s (see $(basename "$log"))" | tee -a "$out/status.txt"
+    status=1
+  fi
+}
+
+nvidia-smi > "$out/gpu.txt" 2>&1 || echo "nvidia-smi failed: no driver?" >> "$out/gpu.txt"
+
+# PyTorch's LibTorch unless Torch_DIR is given; the CUDA toolkit that PyTorch's CMake files look for is the
+# system's (nvcc on PATH or /usr/local/cuda).
+torch_dir=${Torch_DIR:-$(python3 -c 'import torch, os; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2>/dev/null)}
+if [[ -z "$torch_dir" ]]; then
+  echo "no LibTorch: install PyTorch (pip install torch) or set Torch_DIR" | tee -a "$out/status.txt"
+  exit 1
+fi
+export PATH=$PATH:/usr/local/cuda/bin
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
+
+step configure "$out/configure.log" cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DTorch_DIR="$torch_dir" -DDBENCH_WITH_TORCH=ON -DDBENCH_WITH_CUDA=ON -DDBENCH_WITH_MPI=AUTO \
+  -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DDBENCH_BUILD_BENCH=ON
+step build "$out/build.log" cmake --build "$build" -j "$jobs" --target dbench_tests_gpu dbench_tests_runtime \
+  bench_gpu_resnet50
+step gpu-tests "$out/gpu-tests.txt" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 \
+  --output-junit "$out/gpu-tests.xml"
+# A skipped gpu test means the GPU was not usable: on a GPU machine that is a failure.
+if grep -q "Skipped" "$out/gpu-tests.txt" 2>/dev/null; then
+  echo "gpu-tests skipped-on-a-gpu-machine (see gpu-tests.txt)" | tee -a "$out/status.txt"
+  status=1
+fi
+step resnet50 "$out/resnet50.txt" timeout 150 "$build/bench/bench_gpu_resnet50" --batch 64 --iterations 30 \
+  --out "$out/resnet50.json"
+cat "$out/resnet50.txt" 2>/dev/null
+exit $status
