@@ -16,8 +16,10 @@
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/sim_setup.hpp"
+#include "models/errors.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
+#include "runtime/image_folder.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/worker.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
@@ -38,8 +40,21 @@ struct TrainOptions {
   bool overlap = false;
   double peer_timeout_s = 30.0;
   std::string inject_kill;
+  int image_size = 32;
   bool quiet = false;
 };
+
+/// A split of the config's data set: the simulator's loaders, plus ImageNet-style JPEG folders.
+models::Dataset load_train_data(const ExperimentConfig& config, models::Split split, int image_size) {
+  if (config.train.dataset == "imagenet-folder") {
+    if (config.train.data_dir.empty()) {
+      throw models::DataError(
+          "train.data_dir: imagenet-folder needs the folder of class sub-folders of JPEGs");
+    }
+    return runtime::read_image_folder(split, config.train.data_dir, {image_size, image_size});
+  }
+  return sim::load_dataset(config.train.dataset, split, config.train.data_dir, config.seed);
+}
 
 /// Length-prefixed fields, so that CSV text survives a checkpoint unchanged.
 std::string pack(const std::vector<std::string>& fields) {
@@ -160,6 +175,7 @@ std::vector<std::string> worker_args(const TrainOptions& o) {
   if (!o.inject_kill.empty()) {
     args.insert(args.end(), {"--inject-kill", o.inject_kill});
   }
+  args.insert(args.end(), {"--image-size", std::to_string(o.image_size)});
   if (o.quiet) {
     args.emplace_back("--quiet");
   }
@@ -190,10 +206,8 @@ void train_on(runtime::Communicator& comm, const TrainOptions& options) {
   if (root) {
     dir = std::make_unique<ResultsDir>(out, config);
   }
-  const auto train =
-      sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
-  const auto test =
-      sim::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
+  const auto train = load_train_data(config, models::Split::train, options.image_size);
+  const auto test = load_train_data(config, models::Split::test, options.image_size);
   const sim::NumericsSpec spec = numerics_spec(config, train);
   auto policy = make_policy(config);
 
@@ -311,6 +325,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option(
       "--inject-kill", options->inject_kill,
       "Fault injection for tests: RANK:ITERATION kills that worker when it starts that iteration");
+  cmd->add_option("--image-size", options->image_size,
+                  "imagenet-folder: images are resized to this many pixels square")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_train(*options); });
 }
