@@ -31,6 +31,8 @@ constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "c
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
 constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "custom"};
 constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
+constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
+constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", "tree"};
 
 // A check returns the reason a value is invalid, or an empty string when it is fine.
 template <class T>
@@ -277,6 +279,12 @@ Check<std::vector<int>> each_at_least(int min, bool increasing) {
   };
 }
 
+// Empty (keep the preset's value) or one of `allowed`.
+template <std::size_t N>
+Check<std::string> empty_or_one_of(const std::array<std::string_view, N>& allowed) {
+  return [check = one_of(allowed)](const std::string& v) { return v.empty() ? std::string() : check(v); };
+}
+
 Check<std::string> preset_or_file() {
   return [](const std::string& v) {
     const bool is_preset = std::find(kPresets.begin(), kPresets.end(), v) != kPresets.end();
@@ -347,8 +355,23 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("platform", "intra_node_bandwidth_Bps", p.intra_node_bandwidth_Bps, at_least(0.0),
           "0: the preset's");
   v.field("platform", "intra_node_latency_s", p.intra_node_latency_s, at_least(0.0), "0: the preset's");
-  v.field("platform", "nic_bandwidth_Bps", p.nic_bandwidth_Bps, at_least(0.0), "0: the preset's");
+  v.field("platform", "nic_bandwidth_Bps", p.nic_bandwidth_Bps, at_least(0.0), "one NIC; 0: the preset's");
   v.field("platform", "nic_latency_s", p.nic_latency_s, at_least(0.0), "0: the preset's");
+  v.field("platform", "nics_per_node", p.nics_per_node, at_least(0), "0: the preset's (custom: 1)");
+  v.field("platform", "fabric", p.fabric, empty_or_one_of(kFabrics),
+          "star | fat-tree | dragonfly | torus; empty: the preset's (custom: fat-tree)");
+  v.field("platform", "switch_bandwidth_Bps", p.switch_bandwidth_Bps, at_least(0.0),
+          "every fabric link; 0: the preset's (custom: the node's NICs)");
+  v.field("platform", "switch_latency_s", p.switch_latency_s, at_least(0.0),
+          "one fabric hop; 0: the preset's (custom: none)");
+  v.field("platform", "nodes_per_switch", p.nodes_per_switch, at_least(0),
+          "fat-tree leaf switch / dragonfly router; 0: the preset's (custom: 16)");
+  v.field("platform", "iteration_overhead_s", p.iteration_overhead_s, at_least(0.0),
+          "fixed cost per iteration; 0: the preset's (custom: none)");
+  v.field("platform", "allreduce", p.allreduce, one_of(kAllReduce),
+          "ring | hierarchical | tree (centralized)");
+  v.field("platform", "bucket_bytes", p.bucket_bytes, at_least(0),
+          "all-reduce buckets overlapped with backward; 0: whole gradient");
 }
 
 enum class Kind { kString, kInteger, kFloat, kBoolean, kIntegerArray };

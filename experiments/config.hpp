@@ -100,10 +100,29 @@ struct PlatformConfig {
   double intra_node_bandwidth_Bps = 0.0;
   /// Latency between GPUs of one node in seconds; 0 keeps the preset's value (required > 0 for custom).
   double intra_node_latency_s = 0.0;
-  /// Per-node network (NIC) bandwidth in bytes/s; 0 keeps the preset's value (required > 0 for custom).
+  /// Bandwidth of one NIC in bytes/s; 0 keeps the preset's value (required > 0 for custom).
   double nic_bandwidth_Bps = 0.0;
-  /// Node-to-node network latency in seconds; 0 keeps the preset's value (required > 0 for custom).
+  /// Latency of a NIC in seconds (crossed leaving and entering a node); 0 keeps the preset's value (required
+  /// > 0 for custom).
   double nic_latency_s = 0.0;
+  /// NICs per node; 0 keeps the preset's value (custom: 1).
+  int nics_per_node = 0;
+  /// Switch fabric between the nodes: star | fat-tree | dragonfly | torus; empty keeps the preset's
+  /// (custom: fat-tree).
+  std::string fabric;
+  /// Bandwidth of every fabric link in bytes/s; 0 keeps the preset's value (custom: the node's NICs together,
+  /// a non-blocking fabric).
+  double switch_bandwidth_Bps = 0.0;
+  /// Latency of one fabric hop in seconds; 0 keeps the preset's value (custom: none).
+  double switch_latency_s = 0.0;
+  /// Nodes per leaf switch (fat-tree) or per router (dragonfly); 0 keeps the preset's value (custom: 16).
+  int nodes_per_switch = 0;
+  /// Fixed seconds per iteration besides the FLOPs; 0 keeps the preset's value (custom: none).
+  double iteration_overhead_s = 0.0;
+  /// All-reduce of centralized training: ring | hierarchical | tree.
+  std::string allreduce = "ring";
+  /// Gradient bucket in bytes, all-reduced while the backward pass runs; 0: the whole gradient after it.
+  int bucket_bytes = 0;
 
   friend bool operator==(const PlatformConfig&, const PlatformConfig&) = default;
 };

@@ -1,6 +1,10 @@
-// `dbench simulate CONFIG`: the simulator's numerics on virtual replicas, written to a results directory.
+// `dbench simulate CONFIG`: the simulator's numerics on virtual replicas, then the SimGrid timing of the
+// realized schedule on the configured platform, written to a results directory.
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,7 +15,9 @@
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/sim_setup.hpp"
+#include "experiments/timing_setup.hpp"
 #include "sim/numerics.hpp"
+#include "sim/timing.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -22,16 +28,162 @@ struct SimulateOptions {
   std::string out;
   unsigned threads = 0;
   bool quiet = false;
+  bool timing_only = false;
+  std::string fidelity = "fast";
+  bool per_gpu_trace = false;
+  std::vector<std::string> simgrid_cfg;
+  std::vector<std::string> simgrid_log;
 };
 
+// Forwards everything to the recorder and keeps what the timing needs: the realized schedule and the
+// accuracy of each metrics row.
+class TimedRun final : public sim::NumericsObserver {
+ public:
+  explicit TimedRun(RunRecorder& recorder) : recorder_(recorder) {}
+  void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
+    schedule_.push_back(step);
+    recorder_.on_schedule(iteration, step);
+  }
+  void on_metrics(const sim::MetricsRow& row) override {
+    rows_.push_back(row);
+    rows_.back().tensors.clear();
+    recorder_.on_metrics(row);
+  }
+  void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
+
+  const std::vector<topology::ScheduleStep>& schedule() const { return schedule_; }
+  const std::vector<sim::MetricsRow>& rows() const { return rows_; }
+
+ private:
+  RunRecorder& recorder_;
+  std::vector<topology::ScheduleStep> schedule_;
+  std::vector<sim::MetricsRow> rows_;
+};
+
+std::string num(double value) {
+  return std::isnan(value) ? std::string() : fmt::format("{}", value);
+}
+
+// trace.csv: one row per iteration; elapsed_s is the simulated wall-clock time at the iteration's end.
+std::string trace_csv(const sim::TimingResult& timing) {
+  std::string out = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
+  double elapsed = 0.0;
+  for (const auto& row : timing.iterations) {
+    elapsed += row.total_s;
+    out += fmt::format("{},{},{},{},{},{},{}\n", row.iteration, row.graph, row.compute_s, row.comm_s,
+                       row.total_s, row.bytes_sent, elapsed);
+  }
+  return out;
+}
+
+// trace_gpu.csv: each GPU's communication seconds per iteration.
+std::string gpu_trace_csv(const sim::TimingResult& timing) {
+  std::string out = "iteration,gpu,comm_s\n";
+  for (const auto& row : timing.iterations) {
+    for (std::size_t g = 0; g < row.gpu_comm_s.size(); ++g) {
+      out += fmt::format("{},{},{}\n", row.iteration, g, row.gpu_comm_s[g]);
+    }
+  }
+  return out;
+}
+
+// accuracy_time.csv: the metrics rows on the simulated clock, for accuracy against wall-clock time.
+std::string accuracy_time_csv(const std::vector<sim::MetricsRow>& rows, const sim::TimingResult& timing) {
+  std::vector<double> elapsed(timing.iterations.size() + 1, 0.0);
+  for (std::size_t t = 0; t < timing.iterations.size(); ++t) {
+    elapsed[t + 1] = elapsed[t] + timing.iterations[t].total_s;
+  }
+  std::string out = "iteration,simulated_time_s,test_accuracy,test_loss,train_loss,consensus_distance\n";
+  for (const auto& row : rows) {
+    const auto at = std::min<std::size_t>(static_cast<std::size_t>(row.iteration), elapsed.size() - 1);
+    out += fmt::format("{},{},{},{},{},{}\n", row.iteration, elapsed[at], num(row.test_accuracy),
+                       num(row.test_loss), num(row.train_loss), num(row.consensus_distance));
+  }
+  return out;
+}
+
+void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const sim::PlatformSpec& platform,
+                const ExperimentConfig& config, const std::string& fidelity) {
+  summary["seconds_per_iteration"] = timing.seconds_per_iteration;
+  summary["samples_per_second"] = timing.samples_per_second;
+  summary["scaling_efficiency"] = timing.scaling_efficiency;
+  summary["single_gpu_seconds_per_iteration"] = timing.single_gpu_seconds_per_iteration;
+  summary["bytes_per_gpu_per_iteration"] = timing.bytes_per_gpu_per_iteration;
+  summary["simulated_seconds"] = timing.seconds_per_iteration * static_cast<double>(timing.iterations.size());
+  summary["platform"] = platform.name;
+  summary["fabric"] = sim::fabric_name(platform.fabric);
+  summary["timing_model"] = config.platform.timing_model;
+  summary["timing_batch_per_gpu"] = config.platform.timing_batch_per_gpu;
+  summary["allreduce"] = config.platform.allreduce;
+  summary["fidelity"] = fidelity;
+  summary["timing_simulations"] = timing.simulations;
+  summary["timing_wall_seconds"] = timing.wall_seconds;
+}
+
 void run_simulate(const SimulateOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
   // Without a file the embedded defaults run (with any --set on top).
   const ExperimentConfig config = options.config.empty()
                                       ? load_config("", options.overrides, "<defaults>")
                                       : load_config_file(options.config, options.overrides);
+  // The platform is checked before anything runs: a bad [platform] fails before minutes of training.
+  sim::TimingSpec timing_spec;
+  timing_spec.platform = platform_spec(config);
+  timing_spec.gpus = config.train.workers;
+  timing_spec.profile = timing_profile(config);
+  timing_spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
+  timing_spec.options = timing_options(config);
+  timing_spec.options.fidelity = sim::parse_fidelity(options.fidelity);
+  for (const auto& cfg : options.simgrid_cfg) {
+    timing_spec.options.simgrid_args.push_back("--cfg=" + cfg);
+  }
+  for (const auto& log : options.simgrid_log) {
+    timing_spec.options.simgrid_args.push_back("--log=" + log);
+  }
   const std::string out = options.out.empty() ? "results/" + config.name : options.out;
   // Open the results directory first: a bad --out fails before minutes of training.
   ResultsDir dir(out, config);
+  auto policy = make_policy(config);
+
+  nlohmann::json summary;
+  summary["name"] = config.name;
+  summary["engine"] = "sim";
+  summary["algorithm"] = config.algorithm.kind;
+  summary["graph"] = policy->name();
+  summary["workers"] = config.train.workers;
+  summary["iterations"] = config.train.iterations;
+
+  if (options.timing_only) {
+    if (!options.quiet) {
+      fmt::print(stderr, "simulate {} (timing only): {} x {} at batch {} on {}, {} ({}), {} iterations\n",
+                 config.name, config.train.workers, config.platform.timing_model, timing_spec.batch_per_gpu,
+                 timing_spec.platform.name, config.algorithm.kind, policy->name(), config.train.iterations);
+    }
+    std::vector<topology::ScheduleStep> schedule;
+    std::string schedule_csv = "iteration,graph\n";
+    for (std::int64_t t = 0; t < config.train.iterations; ++t) {
+      schedule.push_back(policy->graph_for(t, nullptr));
+      schedule_csv += fmt::format("{},{}\n", t, schedule.back().name);
+    }
+    const sim::TimingResult timing = sim::time_schedule(timing_spec, schedule, options.per_gpu_trace);
+    dir.write_text("schedule.csv", schedule_csv);
+    dir.write_text("trace.csv", trace_csv(timing));
+    if (options.per_gpu_trace) {
+      dir.write_text("trace_gpu.csv", gpu_trace_csv(timing));
+    }
+    summary["final_test_accuracy"] = nullptr;
+    add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
+    summary["wall_seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    dir.write_text("summary.json", summary.dump(2) + "\n");
+    dir.commit();
+    fmt::print(
+        "{:.4f} s per iteration, {:.0f} samples/s, scaling efficiency {:.3f} ({:.2f} s of timing)\nresults: "
+        "{}\n",
+        timing.seconds_per_iteration, timing.samples_per_second, timing.scaling_efficiency,
+        timing.wall_seconds, dir.target().string());
+    return;
+  }
 
   const auto train =
       sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
@@ -39,7 +191,6 @@ void run_simulate(const SimulateOptions& options) {
       sim::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
   sim::NumericsSpec spec = numerics_spec(config, train);
   spec.threads = options.threads;
-  auto policy = make_policy(config);
 
   if (!options.quiet) {
     fmt::print(stderr, "simulate {}: {} x {} on {}, {} ({}), {} iterations\n", config.name,
@@ -47,16 +198,19 @@ void run_simulate(const SimulateOptions& options) {
                policy->name(), config.train.iterations);
   }
   RunRecorder recorder(spec.iterations, !options.quiet);
-  const sim::NumericsResult result = sim::run_numerics(spec, train, test, *policy, recorder);
+  TimedRun run(recorder);
+  const sim::NumericsResult result = sim::run_numerics(spec, train, test, *policy, run);
+  // Synchronous training's numerics do not depend on time: the realized schedule is timed afterwards.
+  const sim::TimingResult timing = sim::time_schedule(timing_spec, run.schedule(), options.per_gpu_trace);
 
   dir.write_text("metrics.csv", recorder.metrics_csv());
   dir.write_text("schedule.csv", recorder.schedule_csv());
   dir.write_text("replica_norms.csv", recorder.replica_norms_csv());
-  nlohmann::json summary;
-  summary["name"] = config.name;
-  summary["engine"] = "sim";
-  summary["algorithm"] = config.algorithm.kind;
-  summary["graph"] = policy->name();
+  dir.write_text("trace.csv", trace_csv(timing));
+  dir.write_text("accuracy_time.csv", accuracy_time_csv(run.rows(), timing));
+  if (options.per_gpu_trace) {
+    dir.write_text("trace_gpu.csv", gpu_trace_csv(timing));
+  }
   summary["model"] = config.train.model;
   summary["dataset"] = config.train.dataset;
   summary["workers"] = result.workers;
@@ -66,23 +220,24 @@ void run_simulate(const SimulateOptions& options) {
   summary["final_test_loss"] = result.final_test_loss;
   summary["best_test_accuracy"] = result.best_test_accuracy;
   summary["gossip_messages"] = recorder.gossip_messages();
-  // Timing of the platform is simulated separately; without it these stay null rather than invented.
-  summary["seconds_per_iteration"] = nullptr;
-  summary["samples_per_second"] = nullptr;
+  add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
   summary["wall_seconds"] = result.wall_seconds;
   summary["numerics_wall_seconds_per_iteration"] =
       result.wall_seconds / static_cast<double>(result.iterations);
   dir.write_text("summary.json", summary.dump(2) + "\n");
   dir.commit();
-  fmt::print("final test accuracy {:.4f} after {} iterations ({:.1f} s)\nresults: {}\n",
-             result.final_test_accuracy, result.iterations, result.wall_seconds, dir.target().string());
+  fmt::print(
+      "final test accuracy {:.4f} after {} iterations ({:.1f} s); simulated {:.4f} s per iteration on {}\n"
+      "results: {}\n",
+      result.final_test_accuracy, result.iterations, result.wall_seconds, timing.seconds_per_iteration,
+      timing_spec.platform.name, dir.target().string());
 }
 
 }  // namespace
 
 void add_simulate_command(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
-  auto* cmd = app.add_subcommand("simulate", "Train virtual replicas with the simulator's numerics");
+  auto* cmd = app.add_subcommand("simulate", "Train virtual replicas and time them on a simulated platform");
   cmd->add_option("config", options->config, "Experiment config (TOML); without one, the embedded defaults");
   cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
       ->expected(1)
@@ -92,6 +247,23 @@ void add_simulate_command(CLI::App& app) {
                   "Compute threads (0: all cores; results do not depend on it)")
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
+  cmd->add_flag("--timing-only", options->timing_only,
+                "Only the timing of platform.timing_model for train.iterations iterations (no training)");
+  cmd->add_option("--fidelity", options->fidelity,
+                  "fast: each distinct communication simulated once and reused; full: every message of every "
+                  "iteration")
+      ->check(CLI::IsMember({"fast", "full"}))
+      ->capture_default_str();
+  cmd->add_flag("--per-gpu-trace", options->per_gpu_trace,
+                "Also write trace_gpu.csv (per GPU, per iteration)");
+  cmd->add_option("--cfg", options->simgrid_cfg,
+                  "A SimGrid option, e.g. --cfg=network/model:LV08 (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--log", options->simgrid_log,
+                  "A SimGrid log setting, e.g. --log=root.thres:info (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->callback([options] { run_simulate(*options); });
 }
 

@@ -1,0 +1,146 @@
+// [platform] as the simulator's timing sees it, and `dbench simulate --timing-only` end to end.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "experiments/config.hpp"
+#include "experiments/timing_setup.hpp"
+#include "support/run_dbench.hpp"
+
+namespace ex = dbench::experiments;
+namespace sim = dbench::sim;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("dbench-timing-" + std::to_string(::getpid()) + "-" + name);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string config_error(const std::string& toml) {
+  try {
+    ex::load_config(toml);
+  } catch (const ex::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string platform_error_key(const std::string& toml) {
+  try {
+    ex::platform_spec(ex::load_config(toml));
+  } catch (const sim::PlatformError& e) {
+    return e.key();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("experiments::platform_spec: a preset with the config's non-zero keys on top") {
+  const auto c = ex::load_config(
+      "[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100\"\nnic_bandwidth_Bps = 2.5e10\nfabric = "
+      "\"torus\"\n");
+  const sim::PlatformSpec p = ex::platform_spec(c);
+  CHECK(p.name == "dgx-h100");
+  CHECK(p.gpus_per_node == 8);
+  CHECK(p.nic_bandwidth_Bps == 2.5e10);
+  CHECK(p.fabric == sim::Fabric::torus);
+  CHECK(p.gpu_link_bandwidth_Bps == sim::platform_preset("dgx-h100").gpu_link_bandwidth_Bps);
+  CHECK(ex::timing_profile(c).parameter_count() > 25'000'000);  // ResNet-50
+  CHECK(ex::timing_options(c).allreduce == sim::AllReduceAlgorithm::ring);
+}
+
+TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
+  CHECK(config_error("[platform]\nnic_bandwidth_Bps = -1.0\n")
+            .find("platform.nic_bandwidth_Bps: must be >= 0") != std::string::npos);
+  CHECK(config_error("[platform]\nfabric = \"hypercube\"\n").find("platform.fabric: must be one of") !=
+        std::string::npos);
+  CHECK(config_error("[platform]\npreset = \"sumit\"\n").find("did you mean 'summit'?") != std::string::npos);
+  CHECK(config_error("[platform]\nallreduce = \"butterfly\"\n").find("platform.allreduce") !=
+        std::string::npos);
+  const std::string custom = config_error(
+      "[platform]\npreset = \"custom\"\ngpus_per_node = 4\ngpu_flops_per_s = 1e13\nintra_node_bandwidth_Bps "
+      "= 1e11\n"
+      "intra_node_latency_s = 1e-6\nnic_bandwidth_Bps = 0.0\nnic_latency_s = 1e-6\nswitch_latency_s = "
+      "1e-7\n");
+  CHECK(custom.find("platform.nic_bandwidth_Bps: must be > 0 when platform.preset is \"custom\"") !=
+        std::string::npos);
+  const sim::PlatformSpec minimal = ex::platform_spec(ex::load_config(
+      "[train]\nworkers = 8\n[platform]\npreset = \"custom\"\ngpus_per_node = 4\ngpu_flops_per_s = 1e13\n"
+      "intra_node_bandwidth_Bps = 1e11\nintra_node_latency_s = 1e-6\nnic_bandwidth_Bps = 1e10\nnic_latency_s "
+      "= 1e-6\n"
+      "nics_per_node = 2\n"));
+  CHECK(minimal.fabric == sim::Fabric::fat_tree);
+  CHECK(minimal.switch_bandwidth_Bps == 2e10);
+  CHECK(minimal.nics_per_node == 2);
+  // GPUs that do not fill whole nodes.
+  CHECK(platform_error_key("[train]\nworkers = 20\n[platform]\npreset = \"frontier\"\n") ==
+        "platform.gpus_per_node");
+  CHECK(platform_error_key("[train]\nworkers = 24\n[platform]\npreset = \"frontier\"\n").empty());
+}
+
+TEST_CASE("experiments::read_calibration: a base preset with measured values on top, from TOML or JSON") {
+  const fs::path toml = temp_path("cluster.toml");
+  std::ofstream(toml) << "base = \"summit\"\ngpu_flops_per_s = 2.0e13\niteration_overhead_s = 0.01\n";
+  const sim::PlatformSpec p = ex::read_calibration(toml);
+  CHECK(p.gpus_per_node == 6);
+  CHECK(p.gpu_flops_per_s == 2.0e13);
+  CHECK(p.iteration_overhead_s == 0.01);
+
+  const fs::path json = temp_path("cluster.json");
+  std::ofstream(json) << R"({"base": "frontier", "nic_bandwidth_Bps": 1e10, "fabric": "fat-tree"})";
+  const sim::PlatformSpec q = ex::read_calibration(json);
+  CHECK(q.gpus_per_node == 8);
+  CHECK(q.nic_bandwidth_Bps == 1e10);
+  CHECK(q.fabric == sim::Fabric::fat_tree);
+
+  const fs::path bad = temp_path("bad.toml");
+  std::ofstream(bad) << "base = \"summit\"\nnic_bandwith_Bps = 1e10\n";
+  CHECK_THROWS_WITH_AS(ex::read_calibration(bad), doctest::Contains("nic_bandwith_Bps: unknown key"),
+                       ex::ConfigError);
+  fs::remove(toml);
+  fs::remove(json);
+  fs::remove(bad);
+}
+
+TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary with the simulated times") {
+  const fs::path out = temp_path("timing-only");
+  const auto result = dbench::testing::run_dbench(
+      "simulate --timing-only -q --set train.workers=48 --set train.iterations=12 --set "
+      "algorithm.graph=one-peer-"
+      "exponential --set platform.preset=summit --out \"" +
+      out.string() + "\"");
+  CAPTURE(result.output);
+  REQUIRE(result.status == 0);
+  const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  CHECK(summary["seconds_per_iteration"].get<double>() > 0.0);
+  CHECK(summary["samples_per_second"].get<double>() ==
+        doctest::Approx(48.0 * 32.0 / summary["seconds_per_iteration"].get<double>()));
+  CHECK(summary["scaling_efficiency"].get<double>() < 1.0);
+  CHECK(summary["timing_simulations"].get<int>() == 6);  // one per round of the period ceil(log2 48)
+  const std::string trace = read_file(out / "trace.csv");
+  CHECK(trace.rfind("iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n", 0) == 0);
+  CHECK(std::count(trace.begin(), trace.end(), '\n') == 13);
+  fs::remove_all(out);
+
+  const auto bad = dbench::testing::run_dbench("simulate --timing-only -q --set train.workers=20 --out \"" +
+                                               out.string() + "\"");
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("platform.gpus_per_node") != std::string::npos);
+  CHECK_FALSE(fs::exists(out));
+}
