@@ -112,14 +112,15 @@ class TrainRecorder final : public runtime::TrainObserver {
     }
   }
   std::string checkpoint_state() const override {
-    return pack({metrics_csv(), schedule_csv(), std::to_string(gossip_messages())});
+    return pack({metrics_csv(), schedule_csv(), replica_norms_csv(), std::to_string(gossip_messages())});
   }
   void restore_state(const std::string& state) override {
     const auto fields = unpack(state);
-    if (fields.size() == 3) {
+    if (fields.size() == 4) {
       metrics_prefix_ = fields[0];
       schedule_prefix_ = fields[1];
-      messages_prefix_ = std::stoll(fields[2]);
+      norms_prefix_ = fields[2];
+      messages_prefix_ = std::stoll(fields[3]);
     }
   }
 
@@ -127,6 +128,11 @@ class TrainRecorder final : public runtime::TrainObserver {
   std::string metrics_csv() const {
     return metrics_prefix_.empty() ? recorder_.metrics_csv()
                                    : metrics_prefix_ + without_header(recorder_.metrics_csv());
+  }
+  /// replica_norms.csv of the whole run.
+  std::string replica_norms_csv() const {
+    return norms_prefix_.empty() ? recorder_.replica_norms_csv()
+                                 : norms_prefix_ + without_header(recorder_.replica_norms_csv());
   }
   /// schedule.csv of the whole run.
   std::string schedule_csv() const {
@@ -142,6 +148,7 @@ class TrainRecorder final : public runtime::TrainObserver {
   RunRecorder recorder_;
   std::string metrics_prefix_;
   std::string schedule_prefix_;
+  std::string norms_prefix_;
   std::int64_t messages_prefix_ = 0;
   std::string trace_;
 };
@@ -233,6 +240,7 @@ void train_on(runtime::Communicator& comm, const TrainOptions& options) {
   }
   dir->write_text("metrics.csv", recorder.metrics_csv());
   dir->write_text("schedule.csv", recorder.schedule_csv());
+  dir->write_text("replica_norms.csv", recorder.replica_norms_csv());
   dir->write_text("trace.csv", recorder.trace_csv());
   nlohmann::json summary;
   summary["name"] = config.name;

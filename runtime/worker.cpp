@@ -307,6 +307,10 @@ class Worker {
       sums[count + t] = norm * norm;
       sums[2 * count + t] = dist;
     }
+    // Every worker's norms, [workers x tensors]: each fills its row of a zero table, a sum gathers them.
+    measured_norms_.assign(static_cast<std::size_t>(workers_) * count, 0.0);
+    std::copy_n(sums.begin(), count, measured_norms_.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
+    comm_.allreduce(std::span<double>(measured_norms_), ReduceOp::sum);
     comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
     measured_.clear();
     for (std::size_t t = 0; t < count; ++t) {
@@ -332,6 +336,7 @@ class Worker {
       row.consensus_distance += m.consensus_distance;
     }
     row.tensors = measured_;
+    row.replica_norms = measured_norms_;
 
     const auto x = store_.replica(0);
     const auto n = static_cast<double>(workers_);
@@ -496,6 +501,7 @@ class Worker {
   std::vector<float> snapshot_;
   std::vector<double> sum_;
   std::vector<sim::TensorMetrics> measured_;
+  std::vector<double> measured_norms_;
   std::vector<StepTrace> trace_;
   std::int64_t done_ = 0;
   double last_lr_ = 0.0;
