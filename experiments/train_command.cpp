@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -202,12 +204,14 @@ void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
   }
 }
 
-void train_on(runtime::Communicator& comm, const TrainOptions& options) {
+/// Trains as worker `rank`; `connect` joins the other workers once the data is loaded (loading takes
+/// uneven time, and joining blocks without the peer timeout that training waits are held to).
+void train_on(int rank, const std::function<runtime::Communicator&()>& connect, const TrainOptions& options) {
   const ExperimentConfig config = options.config.empty()
                                       ? load_config("", options.overrides, "<defaults>")
                                       : load_config_file(options.config, options.overrides);
   const std::string out = options.out.empty() ? "results/" + config.name : options.out;
-  const bool root = comm.rank() == 0;
+  const bool root = rank == 0;
   // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
   std::unique_ptr<ResultsDir> dir;
   if (root) {
@@ -217,6 +221,7 @@ void train_on(runtime::Communicator& comm, const TrainOptions& options) {
   const auto test = load_train_data(config, models::Split::test, options.image_size);
   const sim::NumericsSpec spec = numerics_spec(config, train);
   auto policy = make_policy(config);
+  runtime::Communicator& comm = connect();
 
   runtime::WorkerOptions w;
   w.overlap = options.overlap;
@@ -289,18 +294,25 @@ void run_train(const TrainOptions& options) {
           "--overlap: this MPI library does not allow calls from a helper thread "
           "(MPI_THREAD_SERIALIZED); run without --overlap");
     }
-    runtime::MpiCommunicator comm(env, runtime::MpiOptions{options.peer_timeout_s});
+    std::optional<runtime::MpiCommunicator> comm;
     try {
-      train_on(comm, options);
+      train_on(
+          env.world_rank(),
+          [&]() -> runtime::Communicator& {
+            return comm.emplace(env, runtime::MpiOptions{options.peer_timeout_s});
+          },
+          options);
     } catch (const std::exception& e) {
       // Each worker names itself: mpirun's summary alone would not say which worker failed or why.
-      throw std::runtime_error(fmt::format("worker {} of {}: {}", comm.rank(), comm.size(), e.what()));
+      throw std::runtime_error(
+          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), e.what()));
     }
     return;
   }
 #endif
   runtime::SingleWorkerCommunicator single;
-  train_on(single, options);
+  train_on(
+      0, [&]() -> runtime::Communicator& { return single; }, options);
 }
 
 }  // namespace

@@ -128,6 +128,31 @@ TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD 
   CHECK(accuracy >= 0.80);
 }
 
+TEST_CASE("runtime::train: --overlap trains with the exchange beside the local step and records its trace") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
+  const auto run = run_dbench("train " + config.string() + " --local 4 -q --overlap --out " +
+                              (dir.path() / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream summary(dir.path() / "out" / "summary.json");
+  const std::string text((std::istreambuf_iterator<char>(summary)), {});
+  CHECK(text.find("\"overlap\": true") != std::string::npos);
+  const auto at = text.find("\"final_test_accuracy\": ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(text.substr(at + 23)) > 0.6);
+  // One trace row per iteration and worker, each worker sending its 3 neighbours' worth of parameters.
+  std::ifstream trace(dir.path() / "out" / "trace.csv");
+  std::string line;
+  std::getline(trace, line);
+  CHECK(line == "iteration,graph,compute_s,comm_s,total_s,bytes_sent,worker,loss,lr");
+  int rows = 0;
+  while (std::getline(trace, line)) {
+    ++rows;
+  }
+  CHECK(rows == 4 * 150);
+}
+
 TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("centralized", "ring", 1, 50));
