@@ -35,7 +35,9 @@ constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", 
 // * Event times to a thousandth of the shortest transfer simulated (`precision_s`): transfers that end
 //   closer together are resolved as one event, which keeps a round of 10^4 concurrent transfers cheap while
 //   each transfer's time stays within 0.1 %.
-std::vector<std::string> default_args(double precision_s) {
+// * A pattern (every transfer starting at once, all sharing links) is solved whole at each event ("Full"):
+//   SimGrid's lazy update tracks which transfers an event touches, and here that is nearly all of them.
+std::vector<std::string> default_args(double precision_s, bool all_at_once) {
   std::vector<std::string> args = {
       "dbench",
       fmt::format("--cfg=surf/precision:{}", precision_s),
@@ -44,7 +46,13 @@ std::vector<std::string> default_args(double precision_s) {
       "--cfg=network/TCP-gamma:0",
       "--cfg=contexts/stack-size:256",
       "--log=root.thres:warning",
+      // The precision above may exceed a link's latency; latencies are then resolved to the precision, a
+      // thousandth of any transfer, which SimGrid would warn about on every run.
+      "--log=res_network.thres:error",
   };
+  if (all_at_once) {
+    args.emplace_back("--cfg=network/optim:Full");
+  }
 #ifdef DBENCH_SIMGRID_THREAD_CONTEXTS
   // AddressSanitizer does not follow SimGrid's hand-made context switches; threads it understands.
   args.emplace_back("--cfg=contexts/factory:thread");
@@ -55,15 +63,16 @@ std::vector<std::string> default_args(double precision_s) {
 // One SimGrid engine with the platform built for `gpus` GPUs; the engine goes away with the object.
 class SimulatedMachine {
  public:
-  /// `shortest_bytes`: the smallest transfer the run will simulate, which sets the event precision.
-  SimulatedMachine(const PlatformSpec& platform, int gpus, double shortest_bytes,
+  /// `shortest_bytes`: the smallest transfer the run will simulate, which sets the event precision;
+  /// `all_at_once`: every transfer starts together (a pattern) rather than step by step (full fidelity).
+  SimulatedMachine(const PlatformSpec& platform, int gpus, double shortest_bytes, bool all_at_once,
                    const std::vector<std::string>& user_args)
       : platform_(platform), gpus_(gpus), nodes_(node_count(platform, gpus)) {
     const double fastest_Bps =
         std::max({platform.gpu_link_bandwidth_Bps, platform.nic_bandwidth_Bps * platform.nics_per_node,
                   platform.switch_bandwidth_Bps});
     const double precision_s = std::clamp(1e-3 * shortest_bytes / fastest_Bps, 1e-9, 1e-5);
-    std::vector<std::string> args = default_args(precision_s);
+    std::vector<std::string> args = default_args(precision_s, all_at_once);
     args.insert(args.end(), user_args.begin(), user_args.end());
     std::vector<char*> argv;
     for (auto& arg : args) {
@@ -252,7 +261,7 @@ CommSimulator::PatternResult CommSimulator::run_pattern(const std::vector<Messag
       std::min_element(messages.begin(), messages.end(), [](const Message& a, const Message& b) {
         return a.bytes < b.bytes;
       })->bytes;
-  SimulatedMachine machine(platform_, gpus_, shortest, options_.simgrid_args);
+  SimulatedMachine machine(platform_, gpus_, shortest, true, options_.simgrid_args);
   sg4::Actor::create("pattern", machine.host(0), [&] {
     const double start = sg4::Engine::get_clock();
     std::vector<sg4::CommPtr> comms;
@@ -347,7 +356,7 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
   const AllReduceAlgorithm algorithm = options_.allreduce;
   // The ring's and the inter-node ring's chunks are the smallest: S/n.
   const double shortest = algorithm == AllReduceAlgorithm::tree ? bucket : bucket / n;
-  SimulatedMachine machine(platform_, gpus_, shortest, options_.simgrid_args);
+  SimulatedMachine machine(platform_, gpus_, shortest, false, options_.simgrid_args);
   std::vector<sg4::Mailbox*> ring_box(static_cast<std::size_t>(n));
   std::vector<sg4::Mailbox*> inter_box(static_cast<std::size_t>(n));
   std::vector<sg4::Mailbox*> up_box(static_cast<std::size_t>(n));
@@ -525,7 +534,7 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
     out[static_cast<std::size_t>(m.from)].push_back(m.to);
     ++in_degree[static_cast<std::size_t>(m.to)];
   }
-  SimulatedMachine machine(platform_, gpus_, s, options_.simgrid_args);
+  SimulatedMachine machine(platform_, gpus_, s, true, options_.simgrid_args);
   std::vector<double> finish(static_cast<std::size_t>(gpus_), 0.0);
   int token = 0;  // what mailboxes carry: only the simulated size matters
   for (int me = 0; me < gpus_; ++me) {

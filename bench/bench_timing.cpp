@@ -1,0 +1,222 @@
+// `dbench simulate --timing-only` at scale (default: 1008 GPUs, ResNet-50 at batch 32, 1000 iterations) for
+// each communication, its wall time and peak memory measured on the command itself, against the reference
+// measured in the same run: full fidelity (every message, one actor per GPU) for one period of the schedule.
+//
+//   bench_timing [--preset P] [--gpus N] [--iterations I] [--no-full]
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/model_profile.hpp"
+#include "sim/platform.hpp"
+#include "sim/timing.hpp"
+#include "topology/generators.hpp"
+#include "topology/graph_policy.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace sim = dbench::sim;
+namespace topology = dbench::topology;
+
+struct Options {
+  std::string preset = "frontier";
+  int gpus = 1008;
+  int iterations = 1000;
+  bool full = true;
+};
+
+struct Case {
+  std::string label;
+  std::vector<std::string> sets;  // --set overrides of dbench simulate
+  std::string kind;               // "allreduce" or a graph kind
+  sim::AllReduceAlgorithm allreduce = sim::AllReduceAlgorithm::ring;
+};
+
+struct Measured {
+  int status = -1;
+  double wall_s = 0.0;
+  double peak_MB = 0.0;
+  double seconds_per_iteration = 0.0;
+};
+
+// Runs dbench as a child process; wait4 gives its own peak resident memory.
+Measured run_dbench(const std::vector<std::string>& args, const fs::path& out) {
+  std::vector<std::string> argv_text = {DBENCH_EXE, "simulate", "--timing-only",
+                                        "--quiet",  "--out",    out.string()};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) {
+    argv.push_back(a.data());
+  }
+  argv.push_back(nullptr);
+  Measured m;
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // The command's own report is read from summary.json; its output would interleave with the table.
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  m.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  m.peak_MB = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  if (m.status == 0) {
+    std::ifstream in(out / "summary.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    m.seconds_per_iteration = nlohmann::json::parse(text.str())["seconds_per_iteration"].get<double>();
+  }
+  return m;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "bench_timing: {} needs a value\n", a);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--preset") {
+      o.preset = next();
+    } else if (a == "--gpus") {
+      o.gpus = std::stoi(next());
+    } else if (a == "--iterations") {
+      o.iterations = std::stoi(next());
+    } else if (a == "--no-full") {
+      o.full = false;
+    } else {
+      fmt::print(stderr, "usage: bench_timing [--preset P] [--gpus N] [--iterations I] [--no-full]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const std::vector<Case> cases = {
+      {"ring all-reduce",
+       {"algorithm.kind=centralized", "platform.allreduce=ring"},
+       "allreduce",
+       sim::AllReduceAlgorithm::ring},
+      {"hierarchical all-reduce",
+       {"algorithm.kind=centralized", "platform.allreduce=hierarchical"},
+       "allreduce",
+       sim::AllReduceAlgorithm::hierarchical},
+      {"static exponential", {"algorithm.graph=exponential"}, "exponential"},
+      {"one-peer exponential", {"algorithm.graph=one-peer-exponential"}, "one-peer-exponential"},
+      {"torus gossip", {"algorithm.graph=torus"}, "torus"},
+      {"ring gossip", {"algorithm.graph=ring"}, "ring"},
+  };
+  dbench::models::ModelSpec resnet;
+  resnet.name = "resnet50";
+  resnet.input_channels = 3;
+  resnet.input_height = 224;
+  resnet.input_width = 224;
+  resnet.classes = 1000;
+  const auto profile = dbench::models::model_profile(resnet);
+  const sim::PlatformSpec platform = sim::platform_preset(o.preset);
+
+  fmt::print("dbench simulate --timing-only: {} GPUs on {}, ResNet-50 at batch 32, {} iterations\n", o.gpus,
+             o.preset, o.iterations);
+  fmt::print(
+      "reference: full fidelity (every message, one actor per GPU) over one period of the schedule\n\n");
+  fmt::print("{:<24} {:>9} {:>9} {:>12} | {:>12} {:>10} {:>10} | {:>9} {:>11}\n", "communication", "wall s",
+             "peak MB", "s/iter", "full s/iter", "full wall", "messages", "fast/full", "wall ratio");
+  const fs::path out = fs::temp_directory_path() / fmt::format("dbench-bench-timing-{}", getpid());
+  bool ok = true;
+  for (const auto& c : cases) {
+    std::vector<std::string> args;
+    for (const auto& s : c.sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    for (const auto& s :
+         {fmt::format("train.workers={}", o.gpus), fmt::format("train.iterations={}", o.iterations),
+          fmt::format("platform.preset={}", o.preset)}) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    const Measured fast = run_dbench(args, out);
+    if (fast.status != 0) {
+      fmt::print("{:<24} dbench failed with status {}\n", c.label, fast.status);
+      ok = false;
+      continue;
+    }
+    ok = ok && fast.wall_s <= 10.0 && fast.peak_MB <= 1024.0;
+    if (!o.full) {
+      fmt::print("{:<24} {:>9.2f} {:>9.0f} {:>12.6f}\n", c.label, fast.wall_s, fast.peak_MB,
+                 fast.seconds_per_iteration);
+      continue;
+    }
+    // The reference: one period of the same schedule, every message simulated.
+    std::unique_ptr<topology::GraphPolicy> policy;
+    if (c.kind == "allreduce") {
+      policy = std::make_unique<topology::AllReducePolicy>();
+    } else {
+      topology::GraphSpec spec;
+      spec.kind = topology::parse_graph_kind(c.kind);
+      spec.nodes = o.gpus;
+      policy = std::make_unique<topology::SequencePolicy>(topology::make_graph(spec));
+    }
+    const auto* sequence = dynamic_cast<const topology::SequencePolicy*>(policy.get());
+    const int period = sequence == nullptr ? 1 : sequence->sequence().period();
+    std::vector<topology::ScheduleStep> schedule;
+    for (int t = 0; t < period; ++t) {
+      schedule.push_back(policy->graph_for(t, nullptr));
+    }
+    sim::TimingSpec spec;
+    spec.platform = platform;
+    spec.gpus = o.gpus;
+    spec.profile = profile;
+    spec.batch_per_gpu = 32;
+    spec.options.fidelity = sim::Fidelity::full;
+    spec.options.allreduce = c.allreduce;
+    const sim::TimingResult full = sim::time_schedule(spec, schedule);
+    spec.options.fidelity = sim::Fidelity::fast;
+    const sim::TimingResult same = sim::time_schedule(spec, schedule);
+    const double full_wall_per_iteration = full.wall_seconds / period;
+    const double agreement = same.seconds_per_iteration / full.seconds_per_iteration;
+    ok = ok && std::abs(agreement - 1.0) <= 0.01;
+    fmt::print("{:<24} {:>9.2f} {:>9.0f} {:>12.6f} | {:>12.6f} {:>10.2f} {:>10} | {:>9.5f} {:>11.1f}\n",
+               c.label, fast.wall_s, fast.peak_MB, fast.seconds_per_iteration, full.seconds_per_iteration,
+               full_wall_per_iteration, full.simulated_messages / period, agreement,
+               full_wall_per_iteration * o.iterations / fast.wall_s);
+  }
+  fs::remove_all(out);
+  fmt::print(
+      "\nwall s, peak MB: the whole dbench command; s/iter: simulated seconds per iteration (fast path);\n"
+      "full s/iter, full wall: full fidelity's simulated seconds and wall seconds per iteration; fast/full: "
+      "the\n"
+      "fast path's simulated time over full fidelity's on the same period; wall ratio: full fidelity's wall "
+      "time\n"
+      "for all iterations (extrapolated) over the fast command's.\n");
+  fmt::print("{}\n", ok ? "all within 10 s, 1 GB and 1 % of full fidelity" : "SOME CASES MISS A TARGET");
+  return ok ? 0 : 1;
+}
