@@ -587,8 +587,13 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     if (const auto it = seen.find(step.graph); reuse && it != seen.end()) {
       comm = &it->second;
     } else {
-      if (step.graph == nullptr) {
-        fresh = overlap ? simulator.overlapped_allreduce(bytes, backward_s) : simulator.allreduce(bytes);
+      // Averaging over the complete graph (global averaging) is what an all-reduce does, and how it is run.
+      const bool everyone = step.graph != nullptr &&
+                            step.graph->entries().size() == static_cast<std::size_t>(spec.gpus) * spec.gpus;
+      if (step.graph == nullptr && overlap) {
+        fresh = simulator.overlapped_allreduce(bytes, backward_s);
+      } else if (step.graph == nullptr || everyone) {
+        fresh = simulator.allreduce(bytes);
       } else {
         fresh = simulator.gossip(*step.graph, bytes);
       }

@@ -273,3 +273,17 @@ TEST_CASE("sim::timing: two simulators in one process give the same numbers as o
   CHECK(first == expected);
   CHECK(relative_error(again, expected) < 1e-9);
 }
+
+TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an all-reduce") {
+  sim::TimingSpec spec;
+  spec.platform = sim::platform_preset("dgx-h100");
+  spec.gpus = 16;
+  spec.profile = resnet50();
+  const auto complete = topology::complete(16);
+  const std::vector<topology::ScheduleStep> global = {{"global-average", &complete}};
+  const std::vector<topology::ScheduleStep> allreduce = {{"allreduce", nullptr}};
+  const auto a = sim::time_schedule(spec, global);
+  const auto b = sim::time_schedule(spec, allreduce);
+  CHECK(a.seconds_per_iteration == b.seconds_per_iteration);
+  CHECK(a.simulations == 1);
+}
