@@ -52,8 +52,9 @@ struct TimingOptions {
 struct CommTiming {
   double seconds = 0.0;             ///< start to the last GPU's completion
   double bytes_sent_per_gpu = 0.0;  ///< mean over GPUs
-  std::vector<double> gpu_seconds;  ///< per GPU: start to the completion of everything it receives
-  std::int64_t messages = 0;        ///< messages the real communication sends
+  /// Per GPU: start to the completion of everything it receives (a fast all-reduce: the collective's time).
+  std::vector<double> gpu_seconds;
+  std::int64_t messages = 0;  ///< messages the real communication sends
 };
 
 /// Times communications on one platform and GPU count, caching each distinct pattern in fast fidelity.

@@ -94,7 +94,7 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(platform_error_key("[train]\nworkers = 24\n[platform]\npreset = \"frontier\"\n").empty());
 }
 
-TEST_CASE("experiments::read_calibration: a base preset with measured values on top, from TOML or JSON") {
+TEST_CASE("experiments::read_calibration: a base preset with measured values on top from TOML or JSON") {
   const fs::path toml = temp_path("cluster.toml");
   std::ofstream(toml) << "base = \"summit\"\ngpu_flops_per_s = 2.0e13\niteration_overhead_s = 0.01\n";
   const sim::PlatformSpec p = ex::read_calibration(toml);
