@@ -144,3 +144,41 @@ TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary w
   CHECK(bad.output.find("platform.gpus_per_node") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE(
+    "experiments::simulate: training runs are timed and joined with their metrics on the simulated clock") {
+  const fs::path out = temp_path("timed");
+  const std::string config =
+      (fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml").string();
+  const auto result = dbench::testing::run_dbench(
+      "simulate \"" + config + "\" -q --set train.iterations=20 --set train.eval_every=10 --out \"" +
+      out.string() + "\"");
+  CAPTURE(result.output);
+  REQUIRE(result.status == 0);
+  const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
+  const double per_iteration = summary["seconds_per_iteration"].get<double>();
+  CHECK(per_iteration > 0.0);
+  CHECK(summary["samples_per_second"].get<double>() > 0.0);
+  CHECK(summary["simulated_seconds"].get<double>() == doctest::Approx(20.0 * per_iteration));
+  const std::string joined = read_file(out / "accuracy_time.csv");
+  CHECK(joined.rfind("iteration,simulated_time_s,test_accuracy", 0) == 0);
+  CHECK(joined.find("\n0,0,") != std::string::npos);
+  CHECK(std::count(joined.begin(), joined.end(), '\n') == 4);  // header and iterations 0, 10, 20
+  fs::remove_all(out);
+
+  // SimGrid's own options reach the simulation: TCP-like bandwidth factors make the same run slower.
+  const auto lv08 = dbench::testing::run_dbench(
+      "simulate --timing-only -q --set train.iterations=3 --cfg=network/model:LV08 "
+      "--out \"" +
+      out.string() + "\"");
+  REQUIRE(lv08.status == 0);
+  const double slower =
+      nlohmann::json::parse(read_file(out / "summary.json"))["seconds_per_iteration"].get<double>();
+  const auto plain = dbench::testing::run_dbench(
+      "simulate --timing-only -q --set train.iterations=3 --out \"" + out.string() + "\"");
+  REQUIRE(plain.status == 0);
+  const double faster =
+      nlohmann::json::parse(read_file(out / "summary.json"))["seconds_per_iteration"].get<double>();
+  CHECK(slower > faster);
+  fs::remove_all(out);
+}
