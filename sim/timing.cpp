@@ -1,6 +1,7 @@
 // Communication timing with SimGrid. Two ways to get the same number:
-// * fast: a pattern (every message of one gossip round, or one step of a collective) is simulated once from
-//   a single controller actor with host-to-host transfers, and reused; a collective's time is its steps'.
+// * fast: a pattern (every message of one gossip round, or one step of a ring) is simulated once from a
+//   single controller actor with host-to-host transfers, and reused; a ring's time is its identical steps'.
+//   A tree all-reduce, whose levels overlap in time, is simulated whole once per size and reused.
 // * full: one actor per GPU runs the algorithm with mailboxes, step after step, every message of every
 //   iteration: the reference the fast path is tested against.
 #include "sim/timing.hpp"
