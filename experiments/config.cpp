@@ -345,6 +345,21 @@ void visit_fields(Config& c, Visitor& v) {
           "ring, torus, exponential, one-peer-exponential, ada, ...");
   v.field("algorithm", "torus_shape", a.torus_shape, each_at_least(1, false), "empty: near-square");
   v.field("algorithm", "degree", a.degree, at_least(0), "0: the graph's default");
+  v.field("algorithm", "probability", a.probability, within(0.0, true, 1.0, false),
+          "erdos-renyi edge probability");
+  v.field("algorithm", "global_every", a.global_every, at_least(0), "periodic global averaging; 0: never");
+  v.field("algorithm", "switch_graphs", a.switch_graphs, non_empty(),
+          "graph = switch: stages, comma-separated");
+  v.field("algorithm", "switch_at", a.switch_at, each_at_least(0, true), "graph = switch: stage starts");
+  v.field("algorithm", "ada_ladder", a.ada_ladder, non_empty(),
+          "graph = ada: sparse to dense, comma-separated");
+  v.field("algorithm", "ada_low", a.ada_low, at_least(0.0), "relative consensus distance band: low");
+  v.field("algorithm", "ada_high", a.ada_high, above(0.0), "relative consensus distance band: high");
+  v.field("algorithm", "ada_check_every", a.ada_check_every, at_least(1), "iterations between measurements");
+  v.field("algorithm", "ada_min_dwell", a.ada_min_dwell, at_least(0),
+          "iterations on a rung before leaving it");
+  v.field("algorithm", "ada_patience", a.ada_patience, at_least(1),
+          "checks below the band before going sparser");
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");

@@ -80,6 +80,27 @@ struct AlgorithmConfig {
   std::vector<int> torus_shape;
   /// Neighbours per node for graphs with a free degree; 0 means the graph's own default.
   int degree = 0;
+  /// Edge probability of an erdos-renyi graph.
+  double probability = 0.1;
+  /// Periodic global averaging: every this many iterations the parameters are averaged globally; 0: never.
+  int global_every = 0;
+  /// graph = "switch": the stages' graphs, comma-separated ("allreduce", "global-average" allowed).
+  std::string switch_graphs = "exponential,one-peer-exponential";
+  /// graph = "switch": the iteration at which each stage starts (the first is 0).
+  std::vector<int> switch_at = {0, 250};
+  /// graph = "ada": the ladder from sparse to dense, comma-separated; "global-average" averages the
+  /// parameters every iteration (D-PSGD on the complete graph at the cost of an all-reduce).
+  std::string ada_ladder = "one-peer-exponential,exponential,global-average";
+  /// graph = "ada": below this relative consensus distance Ada goes sparser.
+  double ada_low = 3e-3;
+  /// graph = "ada": above this relative consensus distance Ada goes denser.
+  double ada_high = 8e-3;
+  /// graph = "ada": iterations between measurements of the replicas.
+  int ada_check_every = 10;
+  /// graph = "ada": iterations on a rung before it may be left.
+  int ada_min_dwell = 20;
+  /// graph = "ada": consecutive measurements below ada_low before going sparser.
+  int ada_patience = 3;
 
   friend bool operator==(const AlgorithmConfig&, const AlgorithmConfig&) = default;
 };

@@ -38,18 +38,26 @@ sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Da
   return spec;
 }
 
-topology::GraphSpec graph_spec(const ExperimentConfig& config) {
+namespace {
+
+/// The graph spec of one named graph kind for the configured workers; `key` names the config key it came
+/// from.
+topology::GraphSpec spec_for(const ExperimentConfig& config, const std::string& kind, const char* key) {
   topology::GraphSpec spec;
   try {
-    spec.kind = topology::parse_graph_kind(config.algorithm.graph);
+    spec.kind = topology::parse_graph_kind(kind);
   } catch (const topology::GraphError& e) {
     // Same reason, but named by the config key the user wrote.
     std::string reason = e.what();
     reason.erase(0, e.argument().size() + 2);
-    throw topology::GraphError("algorithm.graph", reason);
+    throw topology::GraphError(
+        key, reason + "; or ada, switch, allreduce, global-average where a policy is allowed");
   }
   spec.nodes = config.train.workers;
   spec.degree = config.algorithm.degree;
+  if (spec.kind == topology::GraphKind::erdos_renyi) {
+    spec.probability = config.algorithm.probability;
+  }
   if (config.algorithm.torus_shape.size() == 2) {
     spec.torus_rows = config.algorithm.torus_shape[0];
     spec.torus_cols = config.algorithm.torus_shape[1];
@@ -61,11 +69,72 @@ topology::GraphSpec graph_spec(const ExperimentConfig& config) {
   return spec;
 }
 
-std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config) {
-  if (config.algorithm.kind == "centralized") {
+/// "a,b,c" -> {"a", "b", "c"}, blanks trimmed.
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    std::string name = text.substr(begin, end - begin);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) {
+      names.push_back(name);
+    }
+    begin = end + 1;
+  }
+  return names;
+}
+
+/// A rung or stage: "allreduce" (of gradients), "global-average" (of parameters) or a graph kind.
+std::unique_ptr<topology::GraphPolicy> simple_policy(const ExperimentConfig& config, const std::string& name,
+                                                     const char* key) {
+  if (name == "allreduce") {
     return std::make_unique<topology::AllReducePolicy>();
   }
-  return std::make_unique<topology::SequencePolicy>(topology::make_graph(graph_spec(config)));
+  if (name == "global-average") {
+    return std::make_unique<topology::GlobalAveragePolicy>();
+  }
+  return std::make_unique<topology::SequencePolicy>(topology::make_graph(spec_for(config, name, key)));
+}
+
+}  // namespace
+
+topology::GraphSpec graph_spec(const ExperimentConfig& config) {
+  return spec_for(config, config.algorithm.graph, "algorithm.graph");
+}
+
+std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config) {
+  const AlgorithmConfig& a = config.algorithm;
+  if (a.kind == "centralized") {
+    return std::make_unique<topology::AllReducePolicy>();
+  }
+  if (a.graph == "ada") {
+    std::vector<std::unique_ptr<topology::GraphPolicy>> ladder;
+    for (const auto& name : split_names(a.ada_ladder)) {
+      ladder.push_back(simple_policy(config, name, "algorithm.ada_ladder"));
+    }
+    topology::AdaOptions options;
+    options.low = a.ada_low;
+    options.high = a.ada_high;
+    options.check_every = a.ada_check_every;
+    options.min_dwell = a.ada_min_dwell;
+    options.patience = a.ada_patience;
+    return std::make_unique<topology::AdaPolicy>(std::move(ladder), options);
+  }
+  if (a.graph == "switch") {
+    std::vector<std::unique_ptr<topology::GraphPolicy>> stages;
+    for (const auto& name : split_names(a.switch_graphs)) {
+      stages.push_back(simple_policy(config, name, "algorithm.switch_graphs"));
+    }
+    return std::make_unique<topology::SwitchPolicy>(
+        std::move(stages), std::vector<std::int64_t>(a.switch_at.begin(), a.switch_at.end()));
+  }
+  auto sequence = topology::make_graph(graph_spec(config));
+  if (a.global_every > 0) {
+    return std::make_unique<topology::PeriodicAveragePolicy>(std::move(sequence), a.global_every);
+  }
+  return std::make_unique<topology::SequencePolicy>(std::move(sequence));
 }
 
 }  // namespace dbench::experiments

@@ -151,7 +151,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   s.gather_batches(t);
   s.last_lr = s.spec.lr.at(t);
   const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
-  if (step.graph == nullptr) {
+  if (step.graph == nullptr && !step.average_parameters) {
     // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
     s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
     allreduce_mean(s.store.grads(), s.threads);
@@ -172,7 +172,9 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (measure) {
     s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
   }
-  if (step.graph != nullptr) {
+  if (step.average_parameters) {
+    allreduce_mean(s.store.params(), s.threads);
+  } else if (step.graph != nullptr) {
     mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
         MixOptions{0, s.threads, true});
     s.store.swap_mixed();
@@ -228,6 +230,26 @@ MetricsRow VirtualReplicas::metrics() {
   row.replica_accuracy_mean /= static_cast<double>(replicas.size());
   row.replica_loss_mean /= static_cast<double>(replicas.size());
   return row;
+}
+
+topology::PolicyObservation VirtualReplicas::observation() {
+  State& s = *state_;
+  if (!s.measured) {
+    s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+  }
+  const ReplicaMetrics& m = *s.measured;
+  topology::PolicyObservation o;
+  o.iteration = s.done;
+  o.consensus_distance = m.consensus_distance;
+  o.train_loss = s.last_train_loss;
+  for (double v : m.norm_variance) {
+    o.norm_variance += v;
+  }
+  for (double norm : m.norms) {
+    o.mean_norm_sq += norm * norm;
+  }
+  o.mean_norm_sq /= static_cast<double>(m.replicas);
+  return o;
 }
 
 ConstReplicaView VirtualReplicas::params() const {
@@ -287,11 +309,10 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
     result.final_test_accuracy = row.test_accuracy;
     result.final_test_loss = row.test_loss;
     result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
-    return topology::PolicyObservation{row.iteration, row.consensus_distance, row.norm_variance,
-                                       row.train_loss};
   };
 
-  std::optional<topology::PolicyObservation> latest = report(replicas.metrics());
+  std::optional<topology::PolicyObservation> latest = replicas.observation();
+  report(replicas.metrics());
   const std::int64_t observe_every = policy.observe_every();
   for (std::int64_t t = 0; t < spec.iterations; ++t) {
     const topology::ScheduleStep step = policy.graph_for(t, latest ? &*latest : nullptr);
@@ -299,8 +320,11 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
     const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
     const bool observe = observe_every > 0 && (t + 1) % observe_every == 0;
     replicas.step(t, step, eval || observe);
+    if (eval || observe) {
+      latest = replicas.observation();
+    }
     if (eval) {
-      latest = report(replicas.metrics());
+      report(replicas.metrics());
     }
     observer.on_iteration(t);
   }

@@ -99,7 +99,9 @@ class VirtualReplicas {
   /// (all-reduce of gradients before the step when step.graph is null). When `measure`, replica statistics
   /// are taken after the local step and before averaging, and kept for the next metrics().
   void step(std::int64_t t, const topology::ScheduleStep& step, bool measure);
-  /// The metrics row of the current state (the replica statistics of the last measured step).
+  /// What a graph policy sees of the current state (the replica statistics of the last measured step).
+  topology::PolicyObservation observation();
+  /// The metrics row of the current state (the replica statistics of the last measured step); consumes them.
   MetricsRow metrics();
   /// Every replica's parameters, [N, P].
   ConstReplicaView params() const;
