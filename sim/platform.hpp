@@ -41,18 +41,18 @@ Fabric parse_fabric(std::string_view name);
 /// A machine of identical nodes, each with gpus_per_node GPUs behind a node switch (NVSwitch, xGMI) and
 /// nics_per_node NICs into the fabric. All bandwidths are per direction (links are full duplex).
 struct PlatformSpec {
-  std::string name = "custom";
-  int gpus_per_node = 1;
+  std::string name = "custom";  ///< preset or calibration file name, for reports
+  int gpus_per_node = 1;        ///< GPUs behind one node switch
   /// One GPU's port into its node's switch (NVLink/NVSwitch, xGMI).
   double gpu_link_bandwidth_Bps = 0.0;
   /// Latency of one GPU port; a GPU-to-GPU message inside a node crosses two.
   double gpu_link_latency_s = 0.0;
-  int nics_per_node = 1;
+  int nics_per_node = 1;  ///< NICs of one node, used together
   /// One NIC; a node's injection bandwidth is nics_per_node times this (traffic spread over the NICs).
   double nic_bandwidth_Bps = 0.0;
   /// Latency of the NIC, crossed once leaving and once entering a node.
   double nic_latency_s = 0.0;
-  Fabric fabric = Fabric::fat_tree;
+  Fabric fabric = Fabric::fat_tree;  ///< how the nodes are connected
   /// Every fabric link (node to switch and switch to switch).
   double switch_bandwidth_Bps = 0.0;
   /// Latency of every fabric link (one hop).

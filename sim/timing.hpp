@@ -40,8 +40,8 @@ AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name);
 
 /// How an iteration's communication is simulated.
 struct TimingOptions {
-  Fidelity fidelity = Fidelity::fast;
-  AllReduceAlgorithm allreduce = AllReduceAlgorithm::ring;
+  Fidelity fidelity = Fidelity::fast;  ///< fast (reused patterns) or full (every message)
+  AllReduceAlgorithm allreduce = AllReduceAlgorithm::ring;  ///< the all-reduce of centralized steps
   /// Gradient bucket for all-reduce overlapped with the backward pass; 0: the whole gradient after it.
   std::int64_t bucket_bytes = 0;
   /// SimGrid options applied to every simulation, e.g. "--cfg=network/model:CM02" or "--log=...".
@@ -115,16 +115,16 @@ class CommSimulator {
 
 /// What to time: a model's compute and its parameters' communication on a platform.
 struct TimingSpec {
-  PlatformSpec platform;
-  int gpus = 1;
-  models::ModelProfile profile;
-  int batch_per_gpu = 32;
-  TimingOptions options;
+  PlatformSpec platform;         ///< the machine
+  int gpus = 1;                  ///< GPUs used, one replica each
+  models::ModelProfile profile;  ///< FLOPs per sample and the parameters every exchange carries
+  int batch_per_gpu = 32;        ///< samples per GPU per iteration
+  TimingOptions options;         ///< fidelity, all-reduce, buckets, SimGrid options
 };
 
 /// One row of trace.csv.
 struct IterationTiming {
-  std::int64_t iteration = 0;
+  std::int64_t iteration = 0;      ///< 0-based
   std::string graph;               ///< as schedule.csv names it
   double compute_s = 0.0;          ///< forward + backward + fixed overhead
   double comm_s = 0.0;             ///< communication not hidden behind compute (all of it without buckets)
@@ -135,7 +135,7 @@ struct IterationTiming {
 
 /// The timing of a whole schedule.
 struct TimingResult {
-  std::vector<IterationTiming> iterations;
+  std::vector<IterationTiming> iterations;        ///< one row per step of the schedule
   double seconds_per_iteration = 0.0;             ///< mean simulated seconds
   double samples_per_second = 0.0;                ///< gpus * batch / seconds_per_iteration
   double single_gpu_seconds_per_iteration = 0.0;  ///< compute alone: one GPU needs no communication
