@@ -140,8 +140,7 @@ void write_checkpoint_part(const fs::path& dir, std::int64_t iteration, const Wo
   w.value(state.best_test_accuracy);
   w.value(state.final_test_accuracy);
   w.value(state.final_test_loss);
-  w.value(static_cast<std::uint8_t>(state.latest.has_value()));
-  w.value(state.latest.value_or(topology::PolicyObservation{}));
+  w.array(state.observations);
   w.array(state.params);
   w.array(state.momentum);
   w.array(state.trace);
@@ -206,11 +205,7 @@ WorkerState read_checkpoint(const fs::path& dir, int rank) {
   s.best_test_accuracy = r.value<double>();
   s.final_test_accuracy = r.value<double>();
   s.final_test_loss = r.value<double>();
-  const bool has_latest = r.value<std::uint8_t>() != 0;
-  const auto latest = r.value<topology::PolicyObservation>();
-  if (has_latest) {
-    s.latest = latest;
-  }
+  s.observations = r.array<topology::PolicyObservation>();
   s.params = r.array<float>();
   s.momentum = r.array<float>();
   s.trace = r.array<StepTrace>();

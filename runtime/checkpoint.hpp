@@ -35,7 +35,9 @@ struct WorkerState {
   double best_test_accuracy = 0.0;
   double final_test_accuracy = 0.0;
   double final_test_loss = 0.0;
-  std::optional<topology::PolicyObservation> latest;  ///< what the graph policy last saw
+  /// Every observation the graph policy was given, in order (a resume replays them into the policy, so that
+  /// a policy with state, such as Ada, continues as if never stopped).
+  std::vector<topology::PolicyObservation> observations;
   std::vector<float> params;
   std::vector<float> momentum;
   std::vector<StepTrace> trace;  ///< this worker's trace so far

@@ -89,13 +89,12 @@ class Worker {
     TrainResult result;
     result.workers = workers_;
     result.parameters = static_cast<std::int64_t>(store_.param_count());
-    std::optional<topology::PolicyObservation> latest;
     std::int64_t t0 = 0;
     if (options_.resume) {
       const WorkerState state = read_checkpoint(options_.checkpoint_dir, rank_);
       restore(state);
-      latest = state.latest;
       t0 = state.iterations_done;
+      replay(policy, t0);
       result.best_test_accuracy = state.best_test_accuracy;
       result.final_test_accuracy = state.final_test_accuracy;
       result.final_test_loss = state.final_test_loss;
@@ -104,7 +103,8 @@ class Worker {
       }
     } else {
       measure_replicas();
-      latest = report(evaluate(), observer, result);
+      observations_.push_back(observation());
+      report(evaluate(), observer, result);
     }
     result.start_iteration = t0;
 
@@ -114,23 +114,27 @@ class Worker {
         // Fault injection: die as abruptly as a crashed node would, mid-run, without a word to the peers.
         std::raise(SIGKILL);
       }
-      const topology::ScheduleStep step = policy.graph_for(t, latest ? &*latest : nullptr);
+      const topology::ScheduleStep step = policy.graph_for(t, &observations_.back());
       if (rank_ == 0) {
         observer.on_schedule(t, step);
       }
       const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
-      StepTrace trace = iterate(t, step, eval);
+      const bool observe = policy.observe_every() > 0 && (t + 1) % policy.observe_every() == 0;
+      StepTrace trace = iterate(t, step, eval || observe);
       trace_.push_back(trace);
       slowest_sum += trace.total_s;
+      if (eval || observe) {
+        observations_.push_back(observation());
+      }
       if (eval) {
-        latest = report(evaluate(), observer, result);
+        report(evaluate(), observer, result);
       }
       if (rank_ == 0) {
         observer.on_iteration(t);
       }
       if (options_.checkpoint_every > 0 &&
           ((t + 1) % options_.checkpoint_every == 0 || t + 1 == spec_.iterations)) {
-        checkpoint(t + 1, latest, result, observer);
+        checkpoint(t + 1, result, observer);
       }
     }
     if (rank_ == 0) {
@@ -211,7 +215,7 @@ class Worker {
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     sim::BatchStats stats;
     gather_batch(t);
-    if (step.graph == nullptr) {
+    if (step.graph == nullptr && !step.average_parameters) {
       // Centralized: the mean gradient, summed in double like the simulator's all-reduce (a sum of a few
       // floats in double is exact, so the order in which MPI adds them does not matter).
       mlp_.train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
@@ -225,7 +229,7 @@ class Worker {
         grads[j] = static_cast<float>(sum_[j] / n);
       }
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
-    } else if (!options_.overlap) {
+    } else if (!options_.overlap || step.graph == nullptr) {
       mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
                           std::span(&stats, 1));
     } else {
@@ -257,7 +261,17 @@ class Worker {
     if (measure) {
       measure_replicas();
     }
-    if (step.graph != nullptr) {
+    if (step.average_parameters) {
+      // Periodic global averaging: every worker takes the mean of the parameters (summed in double).
+      const auto x = store_.replica(0);
+      sum_.assign(x.begin(), x.end());
+      const auto c0 = Clock::now();
+      comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+      comm_s += seconds_since(c0);
+      for (std::size_t j = 0; j < x.size(); ++j) {
+        x[j] = static_cast<float>(sum_[j] / static_cast<double>(workers_));
+      }
+    } else if (step.graph != nullptr) {
       const GossipPlan& plan = plan_for(*step.graph);
       const auto x = store_.replica(0);
       auto mixed = store_.mix_target().row(0);
@@ -312,6 +326,10 @@ class Worker {
     std::copy_n(sums.begin(), count, measured_norms_.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
     comm_.allreduce(std::span<double>(measured_norms_), ReduceOp::sum);
     comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
+    measured_mean_norm_sq_ = 0.0;
+    for (std::size_t t = 0; t < count; ++t) {
+      measured_mean_norm_sq_ += sums[count + t] / n;
+    }
     measured_.clear();
     for (std::size_t t = 0; t < count; ++t) {
       sim::TensorMetrics m;
@@ -375,8 +393,20 @@ class Worker {
     return row;
   }
 
-  topology::PolicyObservation report(const sim::MetricsRow& row, TrainObserver& observer,
-                                     TrainResult& result) {
+  /// What the graph policy sees: the last measured replica statistics (the simulator's observation()).
+  topology::PolicyObservation observation() const {
+    topology::PolicyObservation o;
+    o.iteration = done_;
+    o.train_loss = last_train_loss_;
+    for (const auto& m : measured_) {
+      o.consensus_distance += m.consensus_distance;
+      o.norm_variance += m.norm_variance;
+    }
+    o.mean_norm_sq = measured_mean_norm_sq_;
+    return o;
+  }
+
+  void report(const sim::MetricsRow& row, TrainObserver& observer, TrainResult& result) {
     if (!std::isfinite(row.test_loss)) {
       throw DivergenceError(
           fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; "
@@ -389,11 +419,9 @@ class Worker {
     result.final_test_accuracy = row.test_accuracy;
     result.final_test_loss = row.test_loss;
     result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
-    return {row.iteration, row.consensus_distance, row.norm_variance, row.train_loss};
   }
 
-  void checkpoint(std::int64_t iteration, const std::optional<topology::PolicyObservation>& latest,
-                  const TrainResult& result, const TrainObserver& observer) {
+  void checkpoint(std::int64_t iteration, const TrainResult& result, const TrainObserver& observer) {
     WorkerState s;
     s.run_key = options_.run_key;
     s.rank = rank_;
@@ -405,7 +433,7 @@ class Worker {
     s.best_test_accuracy = result.best_test_accuracy;
     s.final_test_accuracy = result.final_test_accuracy;
     s.final_test_loss = result.final_test_loss;
-    s.latest = latest;
+    s.observations = observations_;
     const auto x = store_.replica(0);
     s.params.assign(x.begin(), x.end());
     const auto m = std::as_const(store_).momentum().row(0);
@@ -445,6 +473,23 @@ class Worker {
     last_train_loss_ = s.last_train_loss;
     done_ = s.iterations_done;
     trace_ = s.trace;
+    observations_ = s.observations;
+    if (observations_.empty()) {
+      throw CheckpointError(
+          fmt::format("{}: the checkpoint holds no policy observation", options_.checkpoint_dir.string()));
+    }
+  }
+
+  /// Feeds the policy the calls of iterations [0, t0) again, each with the observation it saw then: a policy
+  /// is a deterministic function of its calls, so its state is restored exactly.
+  void replay(topology::GraphPolicy& policy, std::int64_t t0) const {
+    std::size_t k = 0;
+    for (std::int64_t t = 0; t < t0; ++t) {
+      while (k + 1 < observations_.size() && observations_[k + 1].iteration <= t) {
+        ++k;
+      }
+      static_cast<void>(policy.graph_for(t, &observations_[k]));
+    }
   }
 
   /// Every worker's trace on every worker (an all-reduce of a table each fills its rows of).
@@ -502,6 +547,8 @@ class Worker {
   std::vector<double> sum_;
   std::vector<sim::TensorMetrics> measured_;
   std::vector<double> measured_norms_;
+  std::vector<topology::PolicyObservation> observations_;  // every one given to the policy, in order
+  double measured_mean_norm_sq_ = 0.0;
   std::vector<StepTrace> trace_;
   std::int64_t done_ = 0;
   double last_lr_ = 0.0;

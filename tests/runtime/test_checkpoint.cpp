@@ -22,7 +22,10 @@ WorkerState sample_state(int rank, std::int64_t iteration) {
   s.last_lr = 0.05;
   s.last_train_loss = 0.7;
   s.best_test_accuracy = 0.8;
-  s.latest = dbench::topology::PolicyObservation{iteration, 0.1, 0.2, 0.3};
+  dbench::topology::PolicyObservation o;
+  o.iteration = iteration;
+  o.norm_variance = 0.2;
+  s.observations = {dbench::topology::PolicyObservation{}, o};
   s.params = {1.0f, -2.5f, 3.25f};
   s.momentum = {0.5f, 0.0f, -1.0f};
   s.trace = {StepTrace{0, 0.1, 0.2, 0.3, 400, 2.3, 0.1}};
@@ -47,8 +50,8 @@ TEST_CASE("runtime::checkpoint: a published checkpoint reads back exactly what e
   CHECK(back.sgd_steps == 20);
   CHECK(back.params == want.params);
   CHECK(back.momentum == want.momentum);
-  REQUIRE(back.latest.has_value());
-  CHECK(back.latest->norm_variance == 0.2);
+  REQUIRE(back.observations.size() == 2);
+  CHECK(back.observations[1].norm_variance == 0.2);
   REQUIRE(back.trace.size() == 1);
   CHECK(back.trace[0].bytes_sent == 400);
   CHECK(back.observer_state == want.observer_state);

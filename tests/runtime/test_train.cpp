@@ -24,12 +24,14 @@ using dbench::runtime::testing::TempDir;
 using dbench::testing::run_dbench;
 
 /// A Fashion-MNIST MLP config for `workers` workers.
-std::string config_text(const std::string& kind, const std::string& graph, int workers, int iterations) {
+/// `algorithm_extra`: more [algorithm] keys, one per line.
+std::string config_text(const std::string& kind, const std::string& graph, int workers, int iterations,
+                        const std::string& algorithm_extra = "") {
   return "name = \"rt\"\nseed = 3\n[train]\nworkers = " + std::to_string(workers) +
          "\nbatch_per_worker = 16\niterations = " + std::to_string(iterations) +
          "\nlr = 0.1\nmomentum = 0.9\neval_every = 50\neval_samples = 1000\nreplica_eval_samples = 128\n"
          "mlp_hidden = [32]\n[algorithm]\nkind = \"" +
-         kind + "\"\ngraph = \"" + graph + "\"\n";
+         kind + "\"\ngraph = \"" + graph + "\"\n" + algorithm_extra;
 }
 
 fs::path write_config(const fs::path& dir, const std::string& text) {
@@ -41,16 +43,23 @@ fs::path write_config(const fs::path& dir, const std::string& text) {
 /// The simulator's virtual replicas after the config's iterations: [workers x P].
 std::vector<std::vector<float>> simulate_params(const std::string& text) {
   const auto config = dbench::experiments::load_config(text);
-  const auto train =
-      dbench::sim::load_dataset(config.train.dataset, dbench::models::Split::train, "", config.seed);
-  const auto test =
-      dbench::sim::load_dataset(config.train.dataset, dbench::models::Split::test, "", config.seed);
+  // Every case trains on Fashion-MNIST: read it once.
+  static const auto train = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
+  static const auto test = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::test, "", 1);
   auto spec = dbench::experiments::numerics_spec(config, train);
   spec.threads = 1;
   auto policy = dbench::experiments::make_policy(config);
   dbench::sim::VirtualReplicas replicas(spec, train, test);
+  // As run_numerics drives a policy: observations at evaluations and every observe_every iterations.
+  auto latest = replicas.observation();
+  const std::int64_t observe_every = policy->observe_every();
   for (std::int64_t t = 0; t < spec.iterations; ++t) {
-    replicas.step(t, policy->graph_for(t, nullptr), false);
+    const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
+    const bool observe = eval || (observe_every > 0 && (t + 1) % observe_every == 0);
+    replicas.step(t, policy->graph_for(t, &latest), observe);
+    if (observe) {
+      latest = replicas.observation();
+    }
   }
   std::vector<std::vector<float>> out;
   const auto params = replicas.params();
@@ -79,18 +88,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-TEST_CASE(
-    "runtime::train: 4 local workers end with the simulator's parameters (centralized, ring, one-peer)") {
+TEST_CASE("runtime::train: 4 local workers end with the simulator's parameters (centralized, gossip, Ada)") {
   struct Case {
     const char* kind;
     const char* graph;
+    const char* extra;
   };
   for (const Case c :
-       {Case{"centralized", "ring"}, Case{"dpsgd", "ring"}, Case{"dpsgd", "one-peer-exponential"}}) {
+       {Case{"centralized", "ring", ""}, Case{"dpsgd", "ring", ""}, Case{"dpsgd", "one-peer-exponential", ""},
+        Case{"dpsgd", "ring", "global_every = 30\n"}, Case{"dpsgd", "ada", ""}}) {
     CAPTURE(c.kind);
     CAPTURE(c.graph);
+    CAPTURE(c.extra);
     TempDir dir;
-    const std::string text = config_text(c.kind, c.graph, 4, 100);
+    const std::string text = config_text(c.kind, c.graph, 4, 100, c.extra);
     const fs::path config = write_config(dir.path(), text);
     const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 100 --out " +
                                 (dir.path() / "out").string());
@@ -164,9 +175,10 @@ TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {
 }
 
 TEST_CASE(
-    "runtime::faults: a killed worker ends the run within 60 s naming it, and a resume reproduces the run") {
+    "runtime::faults: a killed worker ends the run within 60 s naming it, and a resume reproduces the Ada "
+    "run") {
   TempDir dir;
-  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 60));
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ada", 4, 60));
   const std::string common = "train " + config.string() + " --local 4 -q --checkpoint-every 20 ";
   const auto full = run_dbench(common + "--out " + (dir.path() / "full").string());
   INFO(full.output);
@@ -198,6 +210,13 @@ TEST_CASE(
   const std::string m1((std::istreambuf_iterator<char>(full_metrics)), {});
   const std::string m2((std::istreambuf_iterator<char>(cut_metrics)), {});
   CHECK(m1 == m2);
+  // Ada's state came back too: the resumed run chose the same graphs, and Ada did move up its ladder.
+  std::ifstream full_schedule(dir.path() / "full" / "schedule.csv");
+  std::ifstream cut_schedule(dir.path() / "cut" / "schedule.csv");
+  const std::string s1((std::istreambuf_iterator<char>(full_schedule)), {});
+  const std::string s2((std::istreambuf_iterator<char>(cut_schedule)), {});
+  CHECK(s1 == s2);
+  CHECK(s1.find(",exponential\n") != std::string::npos);
 }
 
 TEST_CASE("runtime::faults: when the launcher keeps the job alive, the survivors name the lost worker") {
