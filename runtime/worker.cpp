@@ -11,13 +11,14 @@
 #include <future>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
-#include "sim/batched_mlp.hpp"
 #include "sim/errors.hpp"
+#include "sim/replica_model.hpp"
 #include "sim/replica_store.hpp"
 #include "sim/sgd.hpp"
 
@@ -30,17 +31,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<std::size_t> mlp_widths(const models::ModelSpec& model) {
-  std::vector<std::size_t> widths{static_cast<std::size_t>(model.input_channels) *
-                                  static_cast<std::size_t>(model.input_height) *
-                                  static_cast<std::size_t>(model.input_width)};
-  for (int w : model.mlp_hidden) {
-    widths.push_back(static_cast<std::size_t>(w));
-  }
-  widths.push_back(static_cast<std::size_t>(model.classes));
-  return widths;
-}
-
 /// The simulator's fixed, seeded order of the test set (so that "the first k test samples" are the same).
 std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(size));
@@ -48,6 +38,18 @@ std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
   models::Rng rng(models::derive_seed(seed, {0x7e57}));
   rng.shuffle(std::span<std::int64_t>(order));
   return order;
+}
+
+/// The simulator's replica model of `spec` for one replica, named from the runtime's side when unavailable.
+std::unique_ptr<sim::ReplicaModel> make_net(const models::ModelSpec& spec) {
+  try {
+    return sim::make_replica_model(spec, 1);
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(
+        fmt::format("train.model: '{}' cannot run on dbench train's workers yet: they run the simulator's "
+                    "replica models (mlp, and lenet where built with LibTorch)",
+                    spec.name));
+  }
 }
 
 /// MPI tags are at least 15 bits: iterations wrap (messages between two workers never overtake each other).
@@ -64,8 +66,8 @@ class Worker {
         options_(options),
         rank_(comm.rank()),
         workers_(comm.size()),
-        mlp_(mlp_widths(spec.model), 1),
-        store_(1, mlp_.layout()),
+        net_(make_net(spec.model)),
+        store_(1, net_->layout()),
         sgd_(spec.sgd, 1),
         partition_(train.labels,
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
@@ -78,10 +80,10 @@ class Worker {
     models::gather(test, std::span<const std::int64_t>(order.data(), static_cast<std::size_t>(eval_count)),
                    eval_images_, eval_labels_);
     const auto batch = static_cast<std::size_t>(spec.batch_per_worker);
-    inputs_.resize(batch * mlp_.inputs());
+    inputs_.resize(batch * net_->inputs());
     labels_.resize(batch);
     // Every worker draws the same initial parameters from the same seed as the simulator's replica 0.
-    mlp_.init(store_.replica(0), models::derive_seed(spec.seed, {0x1417}));
+    net_->init(store_.replica(0), models::derive_seed(spec.seed, {0x1417}));
   }
 
   TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
@@ -175,7 +177,7 @@ class Worker {
   }
 
   void gather_batch(std::int64_t t) {
-    const std::size_t in = mlp_.inputs();
+    const std::size_t in = net_->inputs();
     const auto indices = sampler_.batch(t);
     for (std::size_t b = 0; b < indices.size(); ++b) {
       const auto k = static_cast<std::size_t>(position_[static_cast<std::size_t>(indices[b])]);
@@ -204,6 +206,16 @@ class Worker {
     mix_received(plan, self, recv_, out, options_.threads);
   }
 
+  /// The local SGD step on this iteration's batch, fused where the model can (as the simulator does it).
+  void local_step(sim::BatchStats& stats) {
+    const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
+    if (!net_->train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
+                              std::span(&stats, 1))) {
+      net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
+      sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
+    }
+  }
+
   StepTrace iterate(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
     const auto begin = Clock::now();
     const CommCounters before = comm_.counters();
@@ -218,7 +230,7 @@ class Worker {
     if (step.graph == nullptr && !step.average_parameters) {
       // Centralized: the mean gradient, summed in double like the simulator's all-reduce (a sum of a few
       // floats in double is exact, so the order in which MPI adds them does not matter).
-      mlp_.train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
+      net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
       const auto grads = store_.grads().row(0);
       sum_.assign(grads.begin(), grads.end());
       const auto c0 = Clock::now();
@@ -230,8 +242,7 @@ class Worker {
       }
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     } else if (!options_.overlap || step.graph == nullptr) {
-      mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
-                          std::span(&stats, 1));
+      local_step(stats);
     } else {
       // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
       // wait that the computation did not hide counts as communication.
@@ -239,8 +250,7 @@ class Worker {
       const auto x = store_.replica(0);
       snapshot_.assign(x.begin(), x.end());
       auto pending = std::async(std::launch::async, [&] { exchange(plan, snapshot_, t); });
-      mlp_.train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
-                          std::span(&stats, 1));
+      local_step(stats);
       const auto w0 = Clock::now();
       pending.get();
       comm_s += seconds_since(w0);
@@ -364,21 +374,21 @@ class Worker {
     for (std::size_t j = 0; j < average.size(); ++j) {
       average[j] = static_cast<float>(sum_[j] / n);
     }
-    const std::size_t in = mlp_.inputs();
+    const std::size_t in = net_->inputs();
     const std::size_t samples = eval_labels_.size();
     const std::size_t s0 = samples * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(workers_);
     const std::size_t s1 = samples * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(workers_);
     std::array<double, 5> sums{};
     if (s1 > s0) {
       const sim::EvalResult avg =
-          mlp_.evaluate(average, std::span<const float>(eval_images_).subspan(s0 * in, (s1 - s0) * in),
-                        std::span<const std::int32_t>(eval_labels_).subspan(s0, s1 - s0));
+          net_->evaluate(average, std::span<const float>(eval_images_).subspan(s0 * in, (s1 - s0) * in),
+                         std::span<const std::int32_t>(eval_labels_).subspan(s0, s1 - s0));
       sums[0] = avg.loss * static_cast<double>(avg.samples);
       sums[1] = static_cast<double>(avg.correct);
     }
     const sim::EvalResult mine =
-        mlp_.evaluate(x, std::span<const float>(eval_images_.data(), replica_eval_count_ * in),
-                      std::span<const std::int32_t>(eval_labels_.data(), replica_eval_count_));
+        net_->evaluate(x, std::span<const float>(eval_images_.data(), replica_eval_count_ * in),
+                       std::span<const std::int32_t>(eval_labels_.data(), replica_eval_count_));
     sums[2] = mine.accuracy();
     sums[3] = mine.loss;
     comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
@@ -528,7 +538,7 @@ class Worker {
   WorkerOptions options_;
   int rank_;
   int workers_;
-  sim::BatchedMlp mlp_;
+  std::unique_ptr<sim::ReplicaModel> net_;
   sim::ReplicaStore store_;
   sim::Sgd sgd_;
   models::Partition partition_;
@@ -560,12 +570,6 @@ class Worker {
 TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
                          const WorkerOptions& options, TrainObserver& observer) {
-  if (spec.model.name != "mlp") {
-    throw std::invalid_argument(
-        fmt::format("train.model: the runtime's CPU workers train 'mlp' models (the simulator's local-step "
-                    "code); got '{}'",
-                    spec.model.name));
-  }
   if (spec.workers != comm.size()) {
     throw std::invalid_argument(
         fmt::format("train.workers = {} but {} workers were launched; set "

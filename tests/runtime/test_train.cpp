@@ -164,6 +164,21 @@ TEST_CASE("runtime::train: --overlap trains with the exchange beside the local s
   CHECK(rows == 4 * 150);
 }
 
+#if defined(DBENCH_HAVE_TORCH)
+TEST_CASE("runtime::train: workers train LeNet with the simulator's replica model") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ring", 2, 20));
+  const auto run = run_dbench("train " + config.string() + " --local 2 -q --set train.model=lenet --out " +
+                              (dir.path() / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream metrics(dir.path() / "out" / "metrics.csv");
+  std::string header;
+  std::getline(metrics, header);
+  CHECK(header.find("norm_mean:conv1.weight") != std::string::npos);
+}
+#endif
+
 TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("centralized", "ring", 1, 50));
