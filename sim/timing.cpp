@@ -13,10 +13,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <simgrid/s4u.hpp>
-#include <unordered_map>
+#include <utility>
 
 #include "topology/generators.hpp"
 
@@ -575,36 +576,40 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   const bool overlap = spec.options.bucket_bytes > 0;
   const bool reuse = spec.options.fidelity == Fidelity::fast;
 
-  // Per graph of the schedule (and the all-reduce, keyed by nullptr): its timing, computed once.
-  std::unordered_map<const topology::Graph*, CommTiming> seen;
+  // Per graph of the schedule (the all-reduces keyed by nullptr, gradients and parameters apart): its
+  // timing, computed once.
+  std::map<std::pair<const topology::Graph*, bool>, CommTiming> seen;
   TimingResult result;
   result.iterations.reserve(schedule.size());
   double total = 0.0;
   double bytes_sum = 0.0;
   for (std::size_t t = 0; t < schedule.size(); ++t) {
     const topology::ScheduleStep& step = schedule[t];
+    // Only the gradients' all-reduce can run under the backward pass; a parameter average follows the step.
+    const bool overlapped = overlap && step.graph == nullptr && !step.average_parameters;
+    const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
     const CommTiming* comm = nullptr;
     CommTiming fresh;
-    if (const auto it = seen.find(step.graph); reuse && it != seen.end()) {
+    if (const auto it = seen.find(key); reuse && it != seen.end()) {
       comm = &it->second;
     } else {
-      // Averaging over the complete graph (global averaging) is what an all-reduce does, and how it is run.
+      // Averaging over the complete graph is what an all-reduce does, and how it is run.
       const bool everyone = step.graph != nullptr &&
                             step.graph->entries().size() == static_cast<std::size_t>(spec.gpus) * spec.gpus;
-      if (step.graph == nullptr && overlap) {
+      if (overlapped) {
         fresh = simulator.overlapped_allreduce(bytes, backward_s);
       } else if (step.graph == nullptr || everyone) {
         fresh = simulator.allreduce(bytes);
       } else {
         fresh = simulator.gossip(*step.graph, bytes);
       }
-      comm = reuse ? &seen.emplace(step.graph, std::move(fresh)).first->second : &fresh;
+      comm = reuse ? &seen.emplace(key, std::move(fresh)).first->second : &fresh;
     }
     IterationTiming row;
     row.iteration = static_cast<std::int64_t>(t);
     row.graph = step.name;
     row.compute_s = compute_s;
-    if (step.graph == nullptr && overlap) {
+    if (overlapped) {
       // The buckets run under the backward pass; what sticks out past it adds to the iteration.
       row.total_s = compute_s - backward_s + std::max(backward_s, comm->seconds);
       row.comm_s = row.total_s - compute_s;

@@ -146,8 +146,9 @@ struct TimingResult {
   double wall_seconds = 0.0;  ///< how long timing took
 };
 
-/// Times every step of a schedule (step.graph null: all-reduce of the gradients; the complete graph:
-/// all-reduce of the parameters); `per_gpu` keeps each GPU's communication time in the rows.
+/// Times every step of a schedule (step.graph null: an all-reduce, of the gradients or, with
+/// average_parameters or on the complete graph, of the parameters after the step); `per_gpu` keeps each GPU's
+/// communication time in the rows.
 TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
                            bool per_gpu = false);
 

@@ -289,3 +289,23 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
   CHECK(a.seconds_per_iteration == b.seconds_per_iteration);
   CHECK(a.simulations == 1);
 }
+
+TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind the backward pass") {
+  sim::TimingSpec spec;
+  spec.platform = sim::platform_preset("frontier");
+  spec.gpus = 16;
+  spec.profile = resnet50();
+  spec.batch_per_gpu = 64;
+  spec.options.bucket_bytes = 25'000'000;
+  const auto ring = topology::ring(16);
+  topology::ScheduleStep average{"global-average", nullptr};
+  average.average_parameters = true;
+  const std::vector<topology::ScheduleStep> schedule = {
+      {"allreduce", nullptr}, average, {"ring", &ring}, average, {"allreduce", nullptr}};
+  const auto r = sim::time_schedule(spec, schedule);
+  CHECK(r.simulations == 3);  // gradient buckets, the parameters' all-reduce, the ring
+  CHECK(r.iterations[1].total_s > r.iterations[0].total_s);
+  CHECK(r.iterations[1].total_s == doctest::Approx(r.iterations[1].compute_s + r.iterations[1].comm_s));
+  CHECK(r.iterations[3].total_s == r.iterations[1].total_s);
+  CHECK(r.iterations[4].total_s == r.iterations[0].total_s);
+}
