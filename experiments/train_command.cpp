@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -102,15 +103,31 @@ class TrainRecorder final : public runtime::TrainObserver {
     for (std::string line; std::getline(lines, line);) {
       graphs.push_back(line.substr(line.find(',') + 1));
     }
-    trace_ = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,worker,loss,lr\n";
+    // trace.csv has the simulator's columns, one row per iteration: the synchronous step goes at the pace of
+    // its slowest worker, so total_s and compute_s are maxima over workers, comm_s the rest of total_s (the
+    // communication no worker hid), bytes_sent the mean per worker. trace_worker.csv keeps every worker's
+    // row.
+    trace_ = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
+    worker_trace_ = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
     const std::size_t rows = per_worker.empty() ? 0 : per_worker.front().size();
+    double elapsed = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
+      double compute = 0.0;
+      double total = 0.0;
+      double bytes = 0.0;
       for (std::size_t w = 0; w < per_worker.size(); ++w) {
         const runtime::StepTrace& s = per_worker[w][r];
-        const auto t = static_cast<std::size_t>(s.iteration);
-        trace_ += fmt::format("{},{},{},{},{},{},{},{},{}\n", s.iteration, t < graphs.size() ? graphs[t] : "",
-                              s.compute_s, s.comm_s, s.total_s, s.bytes_sent, w, s.loss, s.lr);
+        compute = std::max(compute, s.compute_s);
+        total = std::max(total, s.total_s);
+        bytes += static_cast<double>(s.bytes_sent);
+        worker_trace_ += fmt::format("{},{},{},{},{},{},{},{}\n", s.iteration, w, s.compute_s, s.comm_s,
+                                     s.total_s, s.bytes_sent, s.loss, s.lr);
       }
+      elapsed += total;
+      const std::int64_t t = per_worker.front()[r].iteration;
+      const auto at = static_cast<std::size_t>(t);
+      trace_ += fmt::format("{},{},{},{},{},{},{}\n", t, at < graphs.size() ? graphs[at] : "", compute,
+                            total - compute, total, bytes / static_cast<double>(per_worker.size()), elapsed);
     }
   }
   std::string checkpoint_state() const override {
@@ -141,8 +158,10 @@ class TrainRecorder final : public runtime::TrainObserver {
     return schedule_prefix_.empty() ? recorder_.schedule_csv()
                                     : schedule_prefix_ + without_header(recorder_.schedule_csv());
   }
-  /// trace.csv: one row per iteration and worker.
+  /// trace.csv: one row per iteration, the simulator's columns.
   const std::string& trace_csv() const { return trace_; }
+  /// trace_worker.csv: one row per iteration and worker.
+  const std::string& worker_trace_csv() const { return worker_trace_; }
   /// Gossip messages of the whole run.
   std::int64_t gossip_messages() const { return messages_prefix_ + recorder_.gossip_messages(); }
 
@@ -153,6 +172,7 @@ class TrainRecorder final : public runtime::TrainObserver {
   std::string norms_prefix_;
   std::int64_t messages_prefix_ = 0;
   std::string trace_;
+  std::string worker_trace_;
 };
 
 /// The arguments that make a worker run what this invocation asked for, minus --local.
@@ -247,6 +267,7 @@ void train_on(int rank, const std::function<runtime::Communicator&()>& connect, 
   dir->write_text("schedule.csv", recorder.schedule_csv());
   dir->write_text("replica_norms.csv", recorder.replica_norms_csv());
   dir->write_text("trace.csv", recorder.trace_csv());
+  dir->write_text("trace_worker.csv", recorder.worker_trace_csv());
   nlohmann::json summary;
   summary["name"] = config.name;
   summary["engine"] = "runtime";
