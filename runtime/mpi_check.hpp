@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <cstdio>
+#include <exception>
 #include <string>
 
 #include "runtime/errors.hpp"
@@ -22,7 +24,18 @@ inline void check_mpi(int code, const char* call) {
   throw CommError(std::string(call) + " failed: " + std::string(reason, static_cast<std::size_t>(length)));
 }
 
+/// check_mpi for places that must not throw (destructors): the failure goes to stderr as a warning.
+inline void warn_mpi(int code, const char* call) noexcept {
+  try {
+    check_mpi(code, call);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dbench: warning: %s\n", e.what());
+  }
+}
+
 }  // namespace dbench::runtime::detail
 
 /// Calls an MPI function and throws dbench::runtime::CommError when it does not return MPI_SUCCESS.
 #define DBENCH_MPI_CHECK(call) ::dbench::runtime::detail::check_mpi((call), #call)
+/// DBENCH_MPI_CHECK where throwing is not allowed (destructors): a failure is reported on stderr.
+#define DBENCH_MPI_CHECK_NOTHROW(call) ::dbench::runtime::detail::warn_mpi((call), #call)

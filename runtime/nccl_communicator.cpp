@@ -70,7 +70,7 @@ struct NcclCommunicator::Impl {
   void abort_comm() noexcept {
     if (!aborted && comm != nullptr) {
       aborted = true;
-      static_cast<void>(ncclCommAbort(comm));
+      DBENCH_NCCL_CHECK_NOTHROW(ncclCommAbort(comm));
     }
   }
 
@@ -111,11 +111,11 @@ NcclCommunicator::~NcclCommunicator() {
     if (std::uncaught_exceptions() > 0) {
       s.abort_comm();
     } else {
-      static_cast<void>(ncclCommDestroy(s.comm));
+      DBENCH_NCCL_CHECK_NOTHROW(ncclCommDestroy(s.comm));
     }
   }
   if (s.stream != nullptr) {
-    static_cast<void>(cudaStreamDestroy(s.stream));
+    DBENCH_CUDA_CHECK_NOTHROW(cudaStreamDestroy(s.stream));
   }
 }
 

@@ -15,7 +15,7 @@ namespace {
 class DeviceFloats {
  public:
   explicit DeviceFloats(std::size_t n) : n_(n) { DBENCH_CUDA_CHECK(cudaMalloc(&data_, n * sizeof(float))); }
-  ~DeviceFloats() { static_cast<void>(cudaFree(data_)); }
+  ~DeviceFloats() { DBENCH_CUDA_CHECK_NOTHROW(cudaFree(data_)); }
   DeviceFloats(const DeviceFloats&) = delete;
   DeviceFloats& operator=(const DeviceFloats&) = delete;
   std::span<float> span() { return {data_, n_}; }
