@@ -76,12 +76,14 @@ std::string trace_csv(const sim::TimingResult& timing) {
   return out;
 }
 
-// trace_gpu.csv: each GPU's communication seconds per iteration.
-std::string gpu_trace_csv(const sim::TimingResult& timing) {
-  std::string out = "iteration,gpu,comm_s\n";
+// trace_worker.csv: one row per iteration and GPU, in the columns `dbench train` writes (the numerics keep
+// no per-replica loss per iteration, so loss and lr stay empty).
+std::string worker_trace_csv(const sim::TimingResult& timing) {
+  std::string out = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
   for (const auto& row : timing.iterations) {
     for (std::size_t g = 0; g < row.gpu_comm_s.size(); ++g) {
-      out += fmt::format("{},{},{}\n", row.iteration, g, row.gpu_comm_s[g]);
+      out += fmt::format("{},{},{},{},{},{},,\n", row.iteration, g, row.compute_s, row.gpu_comm_s[g],
+                         row.gpu_total_s[g], row.gpu_bytes_sent[g]);
     }
   }
   return out;
@@ -169,7 +171,7 @@ void run_simulate(const SimulateOptions& options) {
     dir.write_text("schedule.csv", schedule_csv);
     dir.write_text("trace.csv", trace_csv(timing));
     if (options.per_gpu_trace) {
-      dir.write_text("trace_gpu.csv", gpu_trace_csv(timing));
+      dir.write_text("trace_worker.csv", worker_trace_csv(timing));
     }
     summary["final_test_accuracy"] = nullptr;
     add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
@@ -209,7 +211,7 @@ void run_simulate(const SimulateOptions& options) {
   dir.write_text("trace.csv", trace_csv(timing));
   dir.write_text("accuracy_time.csv", accuracy_time_csv(run.rows(), timing));
   if (options.per_gpu_trace) {
-    dir.write_text("trace_gpu.csv", gpu_trace_csv(timing));
+    dir.write_text("trace_worker.csv", worker_trace_csv(timing));
   }
   summary["model"] = config.train.model;
   summary["dataset"] = config.train.dataset;
@@ -255,7 +257,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::IsMember({"fast", "full"}))
       ->capture_default_str();
   cmd->add_flag("--per-gpu-trace", options->per_gpu_trace,
-                "Also write trace_gpu.csv (per GPU, per iteration)");
+                "Also write trace_worker.csv (per GPU, per iteration)");
   cmd->add_option("--cfg", options->simgrid_cfg,
                   "A SimGrid option, e.g. --cfg=network/model:LV08 (repeatable)")
       ->expected(1)

@@ -219,6 +219,34 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Fills a row's per-GPU columns: each GPU's own communication time, and the bytes it sends (gossip: one
+// parameter copy per out-neighbour; an all-reduce: the mean, which is exact for the ring and hierarchical
+// ones, where every GPU sends the same).
+void per_gpu_rows(IterationTiming& row, const CommTiming& comm, const topology::ScheduleStep& step,
+                  bool overlapped, double backward_s, double bytes) {
+  const std::size_t n = comm.gpu_seconds.size();
+  row.gpu_comm_s.resize(n);
+  row.gpu_total_s.resize(n);
+  row.gpu_bytes_sent.assign(n, row.bytes_sent);
+  for (std::size_t g = 0; g < n; ++g) {
+    const double own = comm.gpu_seconds[g];
+    row.gpu_total_s[g] =
+        overlapped ? row.compute_s - backward_s + std::max(backward_s, own) : row.compute_s + own;
+    row.gpu_comm_s[g] = row.gpu_total_s[g] - row.compute_s;
+  }
+  const bool everyone = step.graph != nullptr && step.graph->entries().size() == n * n;
+  if (step.graph != nullptr && !everyone) {
+    std::fill(row.gpu_bytes_sent.begin(), row.gpu_bytes_sent.end(), 0.0);
+    for (int j = 0; j < step.graph->nodes(); ++j) {
+      for (const auto& e : step.graph->row(j)) {
+        if (e.from != j) {
+          row.gpu_bytes_sent[static_cast<std::size_t>(e.from)] += bytes;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 Fidelity parse_fidelity(std::string_view name) {
@@ -619,7 +647,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     }
     row.bytes_sent = comm->bytes_sent_per_gpu;
     if (per_gpu) {
-      row.gpu_comm_s = comm->gpu_seconds;
+      per_gpu_rows(row, *comm, step, overlapped, backward_s, static_cast<double>(bytes));
     }
     total += row.total_s;
     bytes_sum += row.bytes_sent;

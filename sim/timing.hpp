@@ -130,7 +130,9 @@ struct IterationTiming {
   double comm_s = 0.0;             ///< communication not hidden behind compute (all of it without buckets)
   double total_s = 0.0;            ///< the iteration, overlap taken into account
   double bytes_sent = 0.0;         ///< per GPU (mean)
-  std::vector<double> gpu_comm_s;  ///< per GPU communication seconds (kept only when asked for)
+  std::vector<double> gpu_comm_s;  ///< per GPU: communication not hidden behind compute (only when asked for)
+  std::vector<double> gpu_total_s;     ///< per GPU: compute + its communication (only when asked for)
+  std::vector<double> gpu_bytes_sent;  ///< per GPU: bytes it sends (only when asked for)
 };
 
 /// The timing of a whole schedule.

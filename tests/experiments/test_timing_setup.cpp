@@ -121,9 +121,8 @@ TEST_CASE("experiments::read_calibration: a base preset with measured values on 
 TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary with the simulated times") {
   const fs::path out = temp_path("timing-only");
   const auto result = dbench::testing::run_dbench(
-      "simulate --timing-only -q --set train.workers=48 --set train.iterations=12 --set "
-      "algorithm.graph=one-peer-"
-      "exponential --set platform.preset=summit --out \"" +
+      "simulate --timing-only -q --per-gpu-trace --set train.workers=48 --set train.iterations=12 "
+      "--set algorithm.graph=one-peer-exponential --set platform.preset=summit --out \"" +
       out.string() + "\"");
   CAPTURE(result.output);
   REQUIRE(result.status == 0);
@@ -136,6 +135,9 @@ TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary w
   const std::string trace = read_file(out / "trace.csv");
   CHECK(trace.rfind("iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n", 0) == 0);
   CHECK(std::count(trace.begin(), trace.end(), '\n') == 13);
+  const std::string workers = read_file(out / "trace_worker.csv");
+  CHECK(workers.rfind("iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n", 0) == 0);
+  CHECK(std::count(workers.begin(), workers.end(), '\n') == 1 + 12 * 48);
   fs::remove_all(out);
 
   const auto bad = dbench::testing::run_dbench("simulate --timing-only -q --set train.workers=20 --out \"" +

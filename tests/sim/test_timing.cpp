@@ -309,3 +309,23 @@ TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind
   CHECK(r.iterations[3].total_s == r.iterations[1].total_s);
   CHECK(r.iterations[4].total_s == r.iterations[0].total_s);
 }
+
+TEST_CASE("sim::time_schedule: per-GPU rows give each GPU its own bytes and its own time") {
+  sim::TimingSpec spec;
+  spec.platform = homogeneous_star();
+  spec.gpus = 8;
+  spec.profile = resnet50();
+  const auto hub = topology::star(8);
+  const std::vector<topology::ScheduleStep> schedule = {{"star", &hub}};
+  const auto r = sim::time_schedule(spec, schedule, true);
+  const auto& row = r.iterations.at(0);
+  REQUIRE(row.gpu_bytes_sent.size() == 8);
+  const double s = static_cast<double>(spec.profile.parameter_bytes());
+  CHECK(row.gpu_bytes_sent[0] == 7.0 * s);  // the hub sends to every leaf
+  CHECK(row.gpu_bytes_sent[3] == s);
+  // The hub's NIC carries 7 copies each way, so every GPU waits about as long as the hub: the slowest is the
+  // iteration's communication.
+  CHECK(*std::max_element(row.gpu_comm_s.begin(), row.gpu_comm_s.end()) == doctest::Approx(row.comm_s));
+  CHECK(row.gpu_comm_s[0] == doctest::Approx(row.comm_s));
+  CHECK(row.gpu_total_s[3] == doctest::Approx(row.compute_s + row.gpu_comm_s[3]));
+}
