@@ -24,6 +24,12 @@
 #include "runtime/errors.hpp"
 #include "runtime/image_folder.hpp"
 #include "runtime/launcher.hpp"
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+#include "runtime/torch_worker.hpp"
+#endif
+#if defined(DBENCH_RUNTIME_HAVE_NCCL)
+#include "runtime/nccl_communicator.hpp"
+#endif
 #include "runtime/worker.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
@@ -44,6 +50,7 @@ struct TrainOptions {
   double peer_timeout_s = 30.0;
   std::string inject_kill;
   int image_size = 32;
+  std::string device;
   bool quiet = false;
 };
 
@@ -205,6 +212,9 @@ std::vector<std::string> worker_args(const TrainOptions& o) {
     args.insert(args.end(), {"--inject-kill", o.inject_kill});
   }
   args.insert(args.end(), {"--image-size", std::to_string(o.image_size)});
+  if (!o.device.empty()) {
+    args.insert(args.end(), {"--device", o.device});
+  }
   if (o.quiet) {
     args.emplace_back("--quiet");
   }
@@ -224,9 +234,54 @@ void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
   }
 }
 
+/// A LibTorch model on options.device: tensors move through NCCL on a GPU (the GPU of the worker's local rank
+/// unless the device names one), through `host` on the CPU.
+runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models::Dataset& train,
+                                     const models::Dataset& test, topology::GraphPolicy& policy,
+                                     runtime::Communicator& host, int local_rank,
+                                     const runtime::WorkerOptions& w, TrainRecorder& recorder,
+                                     const TrainOptions& options) {
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+  if (options.device.rfind("cuda", 0) == 0) {
+#if defined(DBENCH_RUNTIME_HAVE_NCCL)
+    runtime::NcclOptions nccl_options;
+    nccl_options.local_rank = local_rank;
+    nccl_options.peer_timeout_s = options.peer_timeout_s;
+    const auto colon = options.device.find(':');
+    if (colon != std::string::npos) {
+      nccl_options.device = std::stoi(options.device.substr(colon + 1));
+    }
+    runtime::NcclCommunicator nccl(host, nccl_options);
+    return runtime::train_torch_worker(spec, train, test, policy, host, nccl,
+                                       fmt::format("cuda:{}", nccl.device()), w, recorder);
+#else
+    throw std::invalid_argument("--device cuda: this dbench was built without CUDA and NCCL");
+#endif
+  }
+  if (options.device != "cpu") {
+    throw std::invalid_argument(
+        fmt::format("--device: expected cpu, cuda or cuda:N, got '{}'", options.device));
+  }
+  static_cast<void>(local_rank);
+  return runtime::train_torch_worker(spec, train, test, policy, host, host, "cpu", w, recorder);
+#else
+  static_cast<void>(spec);
+  static_cast<void>(train);
+  static_cast<void>(test);
+  static_cast<void>(policy);
+  static_cast<void>(host);
+  static_cast<void>(local_rank);
+  static_cast<void>(w);
+  static_cast<void>(recorder);
+  throw std::invalid_argument(
+      fmt::format("--device {}: this dbench was built without LibTorch", options.device));
+#endif
+}
+
 /// Trains as worker `rank`; `connect` joins the other workers once the data is loaded (loading takes
 /// uneven time, and joining blocks without the peer timeout that training waits are held to).
-void train_on(int rank, const std::function<runtime::Communicator&()>& connect, const TrainOptions& options) {
+void train_on(int rank, int local_rank, const std::function<runtime::Communicator&()>& connect,
+              const TrainOptions& options) {
   const ExperimentConfig config = options.config.empty()
                                       ? load_config("", options.overrides, "<defaults>")
                                       : load_config_file(options.config, options.overrides);
@@ -259,7 +314,10 @@ void train_on(int rank, const std::function<runtime::Communicator&()>& connect, 
                options.resume ? ", resumed" : "");
   }
   TrainRecorder recorder(spec.iterations, root && !options.quiet);
-  const runtime::TrainResult result = runtime::train_worker(spec, train, test, *policy, comm, w, recorder);
+  const runtime::TrainResult result =
+      options.device.empty()
+          ? runtime::train_worker(spec, train, test, *policy, comm, w, recorder)
+          : train_on_device(spec, train, test, *policy, comm, local_rank, w, recorder, options);
   if (!root) {
     return;
   }
@@ -284,6 +342,7 @@ void train_on(int rank, const std::function<runtime::Communicator&()>& connect, 
   summary["best_test_accuracy"] = result.best_test_accuracy;
   summary["gossip_messages"] = recorder.gossip_messages();
   summary["overlap"] = options.overlap;
+  summary["device"] = options.device.empty() ? "cpu-worker" : options.device;
   summary["seconds_per_iteration"] = result.seconds_per_iteration;
   summary["samples_per_second"] = result.samples_per_second;
   summary["wall_seconds"] = result.wall_seconds;
@@ -318,7 +377,7 @@ void run_train(const TrainOptions& options) {
     std::optional<runtime::MpiCommunicator> comm;
     try {
       train_on(
-          env.world_rank(),
+          env.world_rank(), env.local_rank(),
           [&]() -> runtime::Communicator& {
             return comm.emplace(env, runtime::MpiOptions{options.peer_timeout_s});
           },
@@ -333,7 +392,7 @@ void run_train(const TrainOptions& options) {
 #endif
   runtime::SingleWorkerCommunicator single;
   train_on(
-      0, [&]() -> runtime::Communicator& { return single; }, options);
+      0, 0, [&]() -> runtime::Communicator& { return single; }, options);
 }
 
 }  // namespace
@@ -370,6 +429,10 @@ void add_train_command(CLI::App& app) {
                   "imagenet-folder: images are resized to this many pixels square")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--device", options->device,
+      "Train a LibTorch model on cpu, cuda (the GPU of the local rank, NCCL) or cuda:N instead of the "
+      "simulator's replica model");
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_train(*options); });
 }

@@ -7,7 +7,8 @@
 #   runtime/gpu_check.sh OUT_DIR
 #
 # OUT_DIR receives: gpu.txt (nvidia-smi), configure.log, build.log, gpu-tests.txt and gpu-tests.xml (JUnit),
-# resnet50.txt and resnet50.json, status.txt (one line per step: ok / failed). The exit status is non-zero
+# train-gpu.txt and train-lenet-gpu/ (dbench train --device cuda: a results directory), resnet50.txt and
+# resnet50.json, status.txt (one line per step: ok / failed). The exit status is non-zero
 # when a step failed; later steps still run where they can.
 set -uo pipefail
 
@@ -50,8 +51,8 @@ arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | he
 step configure "$out/configure.log" cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DTorch_DIR="$torch_dir" -DDBENCH_WITH_TORCH=ON -DDBENCH_WITH_CUDA=ON -DDBENCH_WITH_MPI=AUTO \
   -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DDBENCH_BUILD_BENCH=ON
-step build "$out/build.log" cmake --build "$build" -j "$jobs" --target dbench_tests_gpu dbench_tests_runtime \
-  bench_gpu_resnet50
+step build "$out/build.log" cmake --build "$build" -j "$jobs" --target dbench dbench_tests_gpu \
+  dbench_tests_runtime bench_gpu_resnet50
 step gpu-tests "$out/gpu-tests.txt" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 \
   --output-junit "$out/gpu-tests.xml"
 # A skipped gpu test means the GPU was not usable: on a GPU machine that is a failure.
@@ -59,6 +60,10 @@ if grep -q "Skipped" "$out/gpu-tests.txt" 2>/dev/null; then
   echo "gpu-tests skipped-on-a-gpu-machine (see gpu-tests.txt)" | tee -a "$out/status.txt"
   status=1
 fi
+# dbench train on the GPU: LeNet on Fashion-MNIST (installed by ./setup.sh), one worker, NCCL all-reduce.
+step train-gpu "$out/train-gpu.txt" timeout 120 "$build/bin/dbench" train --device cuda -q \
+  --set train.model=lenet --set train.workers=1 --set algorithm.kind=centralized --set train.iterations=300 \
+  --set train.eval_every=100 --out "$out/train-lenet-gpu"
 step resnet50 "$out/resnet50.txt" timeout 150 "$build/bench/bench_gpu_resnet50" --batch 64 --iterations 30 \
   --out "$out/resnet50.json"
 cat "$out/resnet50.txt" 2>/dev/null

@@ -184,6 +184,25 @@ TEST_CASE("runtime::train: workers train LeNet with the simulator's replica mode
   std::getline(metrics, header);
   CHECK(header.find("norm_mean:conv1.weight") != std::string::npos);
 }
+
+TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
+  const auto run = run_dbench("train " + config.string() + " --local 4 -q --device cpu --out " +
+                              (dir.path() / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::ifstream summary(dir.path() / "out" / "summary.json");
+  const std::string text((std::istreambuf_iterator<char>(summary)), {});
+  CHECK(text.find("\"device\": \"cpu\"") != std::string::npos);
+  const auto at = text.find("\"final_test_accuracy\": ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(text.substr(at + 23)) > 0.6);
+  for (const char* file :
+       {"metrics.csv", "schedule.csv", "trace.csv", "trace_worker.csv", "replica_norms.csv"}) {
+    CHECK(fs::exists(dir.path() / "out" / file));
+  }
+}
 #endif
 
 TEST_CASE("runtime::train: a NaN loss ends the run with a divergence error") {

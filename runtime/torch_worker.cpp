@@ -1,0 +1,468 @@
+#include "runtime/torch_worker.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "models/partition.hpp"
+#include "models/rng.hpp"
+#include "models/torch_models.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/gossip.hpp"
+#include "sim/errors.hpp"
+
+namespace dbench::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// A contiguous float tensor's elements as a span (device or host memory, as the tensor lives).
+std::span<float> span_of(torch::Tensor& t) {
+  return {t.data_ptr<float>(), static_cast<std::size_t>(t.numel())};
+}
+
+class TorchWorker {
+ public:
+  TorchWorker(const sim::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
+              Communicator& host, Communicator& tensors, const std::string& device)
+      : spec_(spec),
+        train_(train),
+        test_(test),
+        host_(host),
+        tensors_(tensors),
+        device_(device),
+        rank_(host.rank()),
+        workers_(host.size()),
+        partition_(train.labels,
+                   models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
+        sampler_(partition_, rank_, spec.batch_per_worker) {
+    // Every worker draws the same initial parameters: the same seed before the same constructors.
+    torch::manual_seed(models::derive_seed(spec.seed, {0x1417}));
+    model_ = models::make_torch_model(spec.model);
+    model_->to(device_);
+    params_ = model_->parameters();
+    for (const auto& item : model_->named_parameters()) {
+      names_.push_back(item.key());
+    }
+    count_ = 0;
+    for (const auto& p : params_) {
+      count_ += p.numel();
+    }
+    flat_ = torch::zeros({count_}, torch::TensorOptions(device_));
+    sgd_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(spec.lr.peak)
+                                                            .momentum(spec.sgd.momentum)
+                                                            .nesterov(spec.sgd.nesterov)
+                                                            .weight_decay(spec.sgd.weight_decay));
+  }
+
+  TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
+    const auto start = Clock::now();
+    TrainResult result;
+    result.workers = workers_;
+    result.parameters = count_;
+    topology::PolicyObservation latest = report(evaluate(), observer, result);
+    double slowest_sum = 0.0;
+    for (std::int64_t t = 0; t < spec_.iterations; ++t) {
+      const topology::ScheduleStep step = policy.graph_for(t, &latest);
+      if (rank_ == 0) {
+        observer.on_schedule(t, step);
+      }
+      const auto begin = Clock::now();
+      const std::int64_t before = bytes_sent();
+      const double comm_s = iterate(t, step);
+      const std::int64_t bytes = bytes_sent() - before;
+      const double total_s = seconds_since(begin);
+      slowest_sum += total_s;
+      const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
+      const bool observe = policy.observe_every() > 0 && (t + 1) % policy.observe_every() == 0;
+      if (eval || observe) {
+        const sim::MetricsRow row = evaluate();
+        latest = eval ? report(row, observer, result) : observation(row);
+      }
+      traces_.push_back({t, total_s - comm_s, comm_s, total_s, bytes, last_loss_, last_lr_});
+      if (rank_ == 0) {
+        observer.on_iteration(t);
+      }
+    }
+    if (rank_ == 0) {
+      observer.on_trace(gather_traces());
+    } else {
+      gather_traces();
+    }
+    result.iterations = spec_.iterations;
+    std::array<double, 1> worst{slowest_sum};
+    host_.allreduce(std::span<double>(worst), ReduceOp::max);
+    result.seconds_per_iteration =
+        worst[0] / static_cast<double>(std::max<std::int64_t>(1, spec_.iterations));
+    result.samples_per_second = static_cast<double>(workers_) * spec_.batch_per_worker /
+                                std::max(1e-12, result.seconds_per_iteration);
+    result.wall_seconds = seconds_since(start);
+    return result;
+  }
+
+ private:
+  /// Payload bytes sent so far through both communicators.
+  std::int64_t bytes_sent() const {
+    return tensors_.counters().bytes_sent + (&host_ == &tensors_ ? 0 : host_.counters().bytes_sent);
+  }
+
+  /// The batch of iteration t on the device.
+  std::pair<torch::Tensor, torch::Tensor> batch(std::int64_t t) {
+    const auto indices = sampler_.batch(t);
+    std::vector<float> images;
+    std::vector<std::int32_t> labels;
+    models::gather(train_, indices, images, labels);
+    return to_device(images, labels, static_cast<std::int64_t>(indices.size()));
+  }
+
+  std::pair<torch::Tensor, torch::Tensor> to_device(const std::vector<float>& images,
+                                                    const std::vector<std::int32_t>& labels, std::int64_t n) {
+    // Copies (also on the CPU, where to() would otherwise alias the caller's vectors).
+    auto x = torch::from_blob(const_cast<float*>(images.data()),
+                              {n, train_.channels, train_.height, train_.width}, torch::kFloat32)
+                 .to(device_, torch::kFloat32, false, true);
+    auto y = torch::from_blob(const_cast<std::int32_t*>(labels.data()), {n}, torch::kInt32)
+                 .to(device_, torch::kLong, false, true);
+    return {x, y};
+  }
+
+  /// flat_ = the parameters (or their gradients), back to back in named_parameters() order.
+  void flatten(bool grads) {
+    torch::NoGradGuard no_grad;
+    std::int64_t offset = 0;
+    for (auto& p : params_) {
+      const auto n = p.numel();
+      flat_.slice(0, offset, offset + n).copy_((grads ? p.grad() : p).reshape({n}));
+      offset += n;
+    }
+  }
+
+  /// The parameters (or gradients) = `from`, in flatten()'s layout.
+  void unflatten(const torch::Tensor& from, bool grads) {
+    torch::NoGradGuard no_grad;
+    std::int64_t offset = 0;
+    for (auto& p : params_) {
+      const auto n = p.numel();
+      (grads ? p.mutable_grad() : p).copy_(from.slice(0, offset, offset + n).view_as(p));
+      offset += n;
+    }
+  }
+
+  /// Work queued on the device is done before another stream (NCCL's) reads or writes the buffers.
+  void sync() {
+    if (device_.is_cuda()) {
+      torch::cuda::synchronize();
+    }
+  }
+
+  /// Every worker's flat_ summed into every worker's flat_, then divided by the worker count.
+  double mean_over_workers() {
+    sync();
+    const auto c0 = Clock::now();
+    tensors_.allreduce(span_of(flat_), ReduceOp::sum);
+    const double seconds = seconds_since(c0);
+    flat_.div_(static_cast<double>(workers_));
+    return seconds;
+  }
+
+  /// One iteration; returns the seconds spent communicating.
+  double iterate(std::int64_t t, const topology::ScheduleStep& step) {
+    double comm_s = 0.0;
+    last_lr_ = spec_.lr.at(t);
+    for (auto& group : sgd_->param_groups()) {
+      static_cast<torch::optim::SGDOptions&>(group.options()).lr(last_lr_);
+    }
+    model_->train();
+    auto [x, y] = batch(t);
+    sgd_->zero_grad();
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
+    loss.backward();
+    last_loss_ = loss.item<double>();
+    if (step.graph == nullptr && !step.average_parameters) {
+      flatten(true);
+      comm_s += mean_over_workers();
+      unflatten(flat_, true);
+    }
+    sgd_->step();
+    std::array<double, 1> losses{last_loss_};
+    const auto l0 = Clock::now();
+    host_.allreduce(std::span<double>(losses), ReduceOp::sum);
+    comm_s += seconds_since(l0);
+    if (!std::isfinite(losses[0])) {
+      throw DivergenceError(fmt::format(
+          "training diverged at iteration {}: a worker's loss is {}; lower train.lr", t, losses[0]));
+    }
+    mean_loss_ = losses[0] / static_cast<double>(workers_);
+    if (step.average_parameters) {
+      flatten(false);
+      comm_s += mean_over_workers();
+      unflatten(flat_, false);
+    } else if (step.graph != nullptr) {
+      comm_s += gossip(*step.graph, t);
+    }
+    done_ = t + 1;
+    return comm_s;
+  }
+
+  /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
+  double gossip(const topology::Graph& graph, std::int64_t t) {
+    auto it = plans_.find(&graph);
+    if (it == plans_.end()) {
+      if (graph.nodes() != workers_) {
+        throw sim::ShapeError(
+            fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
+      }
+      it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
+    }
+    const GossipPlan& plan = it->second;
+    flatten(false);
+    const auto peers = static_cast<std::int64_t>(plan.in_peers.size());
+    if (!received_.defined() || received_.size(0) != peers) {
+      received_ = torch::zeros({peers, count_}, torch::TensorOptions(device_));
+    }
+    std::vector<SendBuffer> sends;
+    std::vector<RecvBuffer> recvs;
+    for (int peer : plan.out_peers) {
+      sends.push_back({peer, span_of(flat_)});
+    }
+    for (std::int64_t k = 0; k < peers; ++k) {
+      torch::Tensor row = received_[k];
+      recvs.push_back({plan.in_peers[static_cast<std::size_t>(k)], span_of(row)});
+    }
+    sync();
+    const auto c0 = Clock::now();
+    tensors_.exchange(sends, recvs, static_cast<int>(t % 32768));
+    const double seconds = seconds_since(c0);
+    double sum = 0.0;
+    for (float w : plan.weight) {
+      sum += w;
+    }
+    const double scale =
+        std::abs(sum - 1.0) <= 4.0 * static_cast<double>(plan.weight.size()) * 0x1.0p-24 ? 1.0 : sum;
+    torch::Tensor delta = torch::zeros_like(flat_);
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < plan.weight.size(); ++k) {
+      if (k != plan.self_term) {
+        delta.add_(received_[static_cast<std::int64_t>(next++)] - flat_, plan.weight[k]);
+      }
+    }
+    unflatten(flat_ * scale + delta, false);
+    return seconds;
+  }
+
+  /// The averaged model on this worker's slice of the evaluation set, every replica on the fixed subset, and
+  /// the replica statistics; collective.
+  sim::MetricsRow evaluate() {
+    torch::NoGradGuard no_grad;
+    sim::MetricsRow row;
+    row.iteration = done_;
+    row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
+    row.lr = last_lr_;
+    row.train_loss = done_ == 0 ? std::nan("") : mean_loss_;
+    const auto n = static_cast<double>(workers_);
+    flatten(false);
+    torch::Tensor mine = flat_.clone();
+    mean_over_workers();
+    torch::Tensor average = flat_.clone();
+    // Per tensor: norm, norm^2 and squared distance to the average, summed over workers.
+    const std::size_t count = params_.size();
+    std::vector<double> sums(3 * count, 0.0);
+    std::int64_t offset = 0;
+    for (std::size_t t = 0; t < count; ++t) {
+      const auto size = params_[t].numel();
+      const torch::Tensor x = mine.slice(0, offset, offset + size).to(torch::kFloat64);
+      const torch::Tensor a = average.slice(0, offset, offset + size).to(torch::kFloat64);
+      const double sq = x.pow(2).sum().item<double>();
+      sums[t] = std::sqrt(sq);
+      sums[count + t] = sq;
+      sums[2 * count + t] = (x - a).pow(2).sum().item<double>();
+      offset += size;
+    }
+    // Every worker's norms, [workers x tensors], for replica_norms.csv.
+    row.replica_norms.assign(static_cast<std::size_t>(workers_) * count, 0.0);
+    std::copy_n(sums.begin(), count, row.replica_norms.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
+    host_.allreduce(std::span<double>(row.replica_norms), ReduceOp::sum);
+    host_.allreduce(std::span<double>(sums), ReduceOp::sum);
+    mean_norm_sq_ = 0.0;
+    for (std::size_t t = 0; t < count; ++t) {
+      sim::TensorMetrics m;
+      m.name = names_[t];
+      m.norm_mean = sums[t] / n;
+      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
+      m.consensus_distance = sums[2 * count + t] / n;
+      row.norm_variance += m.norm_variance;
+      row.consensus_distance += m.consensus_distance;
+      mean_norm_sq_ += sums[count + t] / n;
+      row.tensors.push_back(m);
+    }
+
+    // The averaged model on a slice of the evaluation set, then this replica on the fixed subset.
+    model_->eval();
+    const std::int64_t samples =
+        spec_.eval_samples > 0 ? std::min(spec_.eval_samples, test_.size) : test_.size;
+    const std::int64_t s0 = samples * rank_ / workers_;
+    const std::int64_t s1 = samples * (rank_ + 1) / workers_;
+    std::array<double, 4> totals{};
+    unflatten(average, false);
+    const auto [avg_loss, avg_correct] = score(s0, s1);
+    totals[0] = avg_loss;
+    totals[1] = avg_correct;
+    unflatten(mine, false);
+    const std::int64_t subset = std::min(spec_.replica_eval_samples, samples);
+    const auto [own_loss, own_correct] = score(0, subset);
+    const double own_accuracy = subset > 0 ? own_correct / static_cast<double>(subset) : 0.0;
+    totals[2] = own_accuracy;
+    totals[3] = subset > 0 ? own_loss / static_cast<double>(subset) : 0.0;
+    host_.allreduce(std::span<double>(totals), ReduceOp::sum);
+    std::array<double, 2> extremes{-own_accuracy, own_accuracy};
+    host_.allreduce(std::span<double>(extremes), ReduceOp::max);
+    row.test_loss = totals[0] / static_cast<double>(samples);
+    row.test_accuracy = totals[1] / static_cast<double>(samples);
+    row.replica_accuracy_mean = totals[2] / n;
+    row.replica_loss_mean = totals[3] / n;
+    row.replica_accuracy_min = -extremes[0];
+    row.replica_accuracy_max = extremes[1];
+    return row;
+  }
+
+  /// Summed loss and correct predictions over test samples [s0, s1) of the fixed evaluation order.
+  std::pair<double, double> score(std::int64_t s0, std::int64_t s1) {
+    if (order_.empty()) {
+      order_.resize(static_cast<std::size_t>(test_.size));
+      std::iota(order_.begin(), order_.end(), 0);
+      models::Rng rng(models::derive_seed(spec_.seed, {0x7e57}));
+      rng.shuffle(std::span<std::int64_t>(order_));
+    }
+    double loss = 0.0;
+    double correct = 0.0;
+    constexpr std::int64_t kChunk = 512;
+    std::vector<float> images;
+    std::vector<std::int32_t> labels;
+    for (std::int64_t b = s0; b < s1; b += kChunk) {
+      const std::int64_t e = std::min(s1, b + kChunk);
+      models::gather(test_,
+                     std::span<const std::int64_t>(order_).subspan(static_cast<std::size_t>(b),
+                                                                   static_cast<std::size_t>(e - b)),
+                     images, labels);
+      auto [x, y] = to_device(images, labels, e - b);
+      const torch::Tensor logits = model_->forward(x);
+      loss += torch::nn::functional::cross_entropy(
+                  logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                  .item<double>();
+      correct += logits.argmax(1).eq(y).sum().item<double>();
+    }
+    return {loss, correct};
+  }
+
+  topology::PolicyObservation observation(const sim::MetricsRow& row) const {
+    topology::PolicyObservation o;
+    o.iteration = row.iteration;
+    o.consensus_distance = row.consensus_distance;
+    o.norm_variance = row.norm_variance;
+    o.train_loss = row.train_loss;
+    o.mean_norm_sq = mean_norm_sq_;
+    return o;
+  }
+
+  topology::PolicyObservation report(const sim::MetricsRow& row, TrainObserver& observer,
+                                     TrainResult& result) {
+    if (!std::isfinite(row.test_loss)) {
+      throw DivergenceError(fmt::format(
+          "training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
+          row.iteration, row.test_loss));
+    }
+    if (rank_ == 0) {
+      observer.on_metrics(row);
+    }
+    result.final_test_accuracy = row.test_accuracy;
+    result.final_test_loss = row.test_loss;
+    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+    return observation(row);
+  }
+
+  /// Every worker's trace (a table each fills its rows of, summed over the host communicator).
+  std::vector<std::vector<StepTrace>> gather_traces() {
+    constexpr std::size_t kFields = 7;
+    const std::size_t rows = traces_.size();
+    std::vector<double> table(static_cast<std::size_t>(workers_) * rows * kFields, 0.0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      double* out = &table[(static_cast<std::size_t>(rank_) * rows + r) * kFields];
+      const StepTrace& s = traces_[r];
+      out[0] = static_cast<double>(s.iteration);
+      out[1] = s.compute_s;
+      out[2] = s.comm_s;
+      out[3] = s.total_s;
+      out[4] = s.loss;
+      out[5] = s.lr;
+      out[6] = static_cast<double>(s.bytes_sent);
+    }
+    host_.allreduce(std::span<double>(table), ReduceOp::sum);
+    std::vector<std::vector<StepTrace>> all(static_cast<std::size_t>(workers_));
+    for (std::size_t w = 0; w < all.size(); ++w) {
+      for (std::size_t r = 0; r < rows; ++r) {
+        const double* in = &table[(w * rows + r) * kFields];
+        all[w].push_back({static_cast<std::int64_t>(in[0]), in[1], in[2], in[3],
+                          static_cast<std::int64_t>(in[6]), in[4], in[5]});
+      }
+    }
+    return all;
+  }
+
+  sim::NumericsSpec spec_;
+  const models::Dataset& train_;
+  const models::Dataset& test_;
+  Communicator& host_;
+  Communicator& tensors_;
+  torch::Device device_;
+  int rank_;
+  int workers_;
+  models::Partition partition_;
+  models::BatchSampler sampler_;
+  std::shared_ptr<models::Classifier> model_;
+  std::vector<torch::Tensor> params_;
+  std::vector<std::string> names_;
+  std::int64_t count_ = 0;
+  torch::Tensor flat_;
+  torch::Tensor received_;
+  std::unique_ptr<torch::optim::SGD> sgd_;
+  std::unordered_map<const topology::Graph*, GossipPlan> plans_;
+  std::vector<std::int64_t> order_;
+  std::vector<StepTrace> traces_;
+  std::int64_t done_ = 0;
+  double last_lr_ = 0.0;
+  double last_loss_ = 0.0;
+  double mean_loss_ = 0.0;
+  double mean_norm_sq_ = 0.0;
+};
+
+}  // namespace
+
+TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+                               const models::Dataset& test, topology::GraphPolicy& policy, Communicator& host,
+                               Communicator& tensors, const std::string& device, const WorkerOptions& options,
+                               TrainObserver& observer) {
+  if (options.overlap || options.checkpoint_every > 0 || options.resume || options.kill_rank >= 0) {
+    throw std::invalid_argument(
+        "--device: --overlap, --checkpoint-every, --resume and --inject-kill are the CPU worker's (without "
+        "--device)");
+  }
+  if (spec.workers != host.size()) {
+    throw std::invalid_argument(
+        fmt::format("train.workers = {} but {} workers were launched", spec.workers, host.size()));
+  }
+  TorchWorker worker(spec, train, test, host, tensors, device);
+  return worker.run(policy, observer);
+}
+
+}  // namespace dbench::runtime
