@@ -25,21 +25,21 @@ struct StepTrace {
 
 /// Everything a worker needs to continue exactly where it stopped.
 struct WorkerState {
-  std::string run_key;  ///< identifies the config; a resume with another config is refused
-  int rank = 0;         ///< the worker
-  int workers = 1;      ///< workers of the run
-  std::int64_t iterations_done = 0;
-  std::uint64_t sgd_steps = 0;  ///< steps taken by the optimizer (momentum initialised after the first)
-  double last_lr = 0.0;
-  double last_train_loss = 0.0;
-  double best_test_accuracy = 0.0;
-  double final_test_accuracy = 0.0;
-  double final_test_loss = 0.0;
+  std::string run_key;               ///< identifies the config; a resume with another config is refused
+  int rank = 0;                      ///< the worker
+  int workers = 1;                   ///< workers of the run
+  std::int64_t iterations_done = 0;  ///< the run continues with this iteration
+  std::uint64_t sgd_steps = 0;       ///< steps taken by the optimizer (momentum initialised after the first)
+  double last_lr = 0.0;              ///< learning rate of the last iteration (for the next metrics row)
+  double last_train_loss = 0.0;      ///< mean batch loss of the last iteration
+  double best_test_accuracy = 0.0;   ///< best evaluation so far
+  double final_test_accuracy = 0.0;  ///< last evaluation so far
+  double final_test_loss = 0.0;      ///< last evaluation so far
   /// Every observation the graph policy was given, in order (a resume replays them into the policy, so that
   /// a policy with state, such as Ada, continues as if never stopped).
   std::vector<topology::PolicyObservation> observations;
-  std::vector<float> params;
-  std::vector<float> momentum;
+  std::vector<float> params;     ///< this worker's parameters
+  std::vector<float> momentum;   ///< this worker's SGD momentum buffer
   std::vector<StepTrace> trace;  ///< this worker's trace so far
   std::string observer_state;    ///< rank 0: the results recorded so far (opaque here)
 };

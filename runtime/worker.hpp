@@ -51,16 +51,16 @@ class TrainObserver : public sim::NumericsObserver {
 
 /// The outcome of a run as one worker saw it (metrics are the same on every worker).
 struct TrainResult {
-  std::int64_t iterations = 0;
-  std::int64_t start_iteration = 0;  ///< > 0 when resumed
-  int workers = 0;
-  std::int64_t parameters = 0;  ///< per worker
-  double final_test_accuracy = 0.0;
-  double final_test_loss = 0.0;
-  double best_test_accuracy = 0.0;
+  std::int64_t iterations = 0;         ///< iterations of the whole run
+  std::int64_t start_iteration = 0;    ///< > 0 when resumed
+  int workers = 0;                     ///< workers of the run
+  std::int64_t parameters = 0;         ///< per worker
+  double final_test_accuracy = 0.0;    ///< the averaged model at the last evaluation
+  double final_test_loss = 0.0;        ///< the averaged model at the last evaluation
+  double best_test_accuracy = 0.0;     ///< the best evaluation of the run
   double seconds_per_iteration = 0.0;  ///< measured: mean over iterations of the slowest worker's total_s
   double samples_per_second = 0.0;
-  double wall_seconds = 0.0;
+  double wall_seconds = 0.0;  ///< this process's run, including evaluations and checkpoints
 };
 
 /// Trains this worker's replica for spec.iterations iterations in step with its peers; spec.workers must be
