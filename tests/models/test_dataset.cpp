@@ -12,11 +12,11 @@
 
 #include "models/dataset.hpp"
 #include "models/errors.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dm = dbench::models;
 namespace fs = std::filesystem;
-using dbench::models::testing::TempDir;
+using dbench::testing::TempDir;
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "runtime/checkpoint.hpp"
 #include "runtime/errors.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -36,7 +36,7 @@ WorkerState sample_state(int rank, std::int64_t iteration) {
 }  // namespace
 
 TEST_CASE("runtime::checkpoint: a published checkpoint reads back exactly what each worker wrote") {
-  dbench::runtime::testing::TempDir dir;
+  dbench::testing::TempDir dir;
   for (int r = 0; r < 2; ++r) {
     write_checkpoint_part(dir.path(), 20, sample_state(r, 20));
   }
@@ -58,7 +58,7 @@ TEST_CASE("runtime::checkpoint: a published checkpoint reads back exactly what e
 }
 
 TEST_CASE("runtime::checkpoint: an unpublished newer checkpoint leaves the last complete one in place") {
-  dbench::runtime::testing::TempDir dir;
+  dbench::testing::TempDir dir;
   for (int r = 0; r < 2; ++r) {
     write_checkpoint_part(dir.path(), 20, sample_state(r, 20));
   }
@@ -81,7 +81,7 @@ TEST_CASE("runtime::checkpoint: an unpublished newer checkpoint leaves the last 
 }
 
 TEST_CASE("runtime::checkpoint: a missing or damaged checkpoint is a CheckpointError naming the file") {
-  dbench::runtime::testing::TempDir dir;
+  dbench::testing::TempDir dir;
   CHECK_THROWS_AS(read_checkpoint(dir.path(), 0), CheckpointError);
   write_checkpoint_part(dir.path(), 10, sample_state(0, 10));
   publish_checkpoint(dir.path(), 10);

@@ -9,12 +9,12 @@
 #include "models/errors.hpp"
 #include "runtime/image_folder.hpp"
 #include "support/run_dbench.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using dbench::runtime::testing::TempDir;
+using dbench::testing::TempDir;
 
 /// Solid-colour images: class "blue" (0 in sorted order) and "red" (1), `per_class` of each per split.
 void write_folder(const fs::path& root, int per_class, int size) {

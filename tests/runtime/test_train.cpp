@@ -16,12 +16,12 @@
 #include "runtime/checkpoint.hpp"
 #include "sim/numerics.hpp"
 #include "support/run_dbench.hpp"
-#include "temp_dir.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-using dbench::runtime::testing::TempDir;
+using dbench::testing::TempDir;
 using dbench::testing::run_dbench;
 
 /// A Fashion-MNIST MLP config for `workers` workers.

@@ -7,13 +7,14 @@
 #include <stdexcept>
 #include <string>
 
-namespace dbench::runtime::testing {
+namespace dbench::testing {
 
-/// A directory under the system temp dir, unique to this process.
+/// A fresh directory under the system temp dir, removed with its contents at scope exit.
 class TempDir {
  public:
   TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "dbench-runtime-XXXXXX").string();
+    std::string pattern = (std::filesystem::temp_directory_path() / "dbench-test-XXXXXX").string();
+    // mkdtemp gives each concurrently running test process its own directory.
     if (mkdtemp(pattern.data()) == nullptr) {
       throw std::runtime_error("cannot create a temporary directory under " +
                                std::filesystem::temp_directory_path().string());
@@ -34,4 +35,4 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-}  // namespace dbench::runtime::testing
+}  // namespace dbench::testing
