@@ -25,6 +25,7 @@ packages=(
   libsimgrid-dev                      # network and compute model of the simulator
   libtorch-dev libopenblas-dev libopenblas0-pthread  # models; OpenBLAS instead of the 10x slower reference BLAS
   zlib1g-dev                          # reads the gzipped IDX data sets
+  libjpeg-dev                         # decodes ImageNet-style JPEG folders
   libopenmpi-dev openmpi-bin          # real workers and CPU transport
   libboost-graph-dev libeigen3-dev libspectra-dev    # graph algorithms and spectra
   libfmt-dev doctest-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
