@@ -16,6 +16,7 @@
 #include "models/torch_models.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
+#include "runtime/trace_gather.hpp"
 #include "sim/errors.hpp"
 
 namespace dbench::runtime {
@@ -391,32 +392,9 @@ class TorchWorker {
     return observation(row);
   }
 
-  /// Every worker's trace (a table each fills its rows of, summed over the host communicator).
+  /// Every worker's trace on every worker.
   std::vector<std::vector<StepTrace>> gather_traces() {
-    constexpr std::size_t kFields = 7;
-    const std::size_t rows = traces_.size();
-    std::vector<double> table(static_cast<std::size_t>(workers_) * rows * kFields, 0.0);
-    for (std::size_t r = 0; r < rows; ++r) {
-      double* out = &table[(static_cast<std::size_t>(rank_) * rows + r) * kFields];
-      const StepTrace& s = traces_[r];
-      out[0] = static_cast<double>(s.iteration);
-      out[1] = s.compute_s;
-      out[2] = s.comm_s;
-      out[3] = s.total_s;
-      out[4] = s.loss;
-      out[5] = s.lr;
-      out[6] = static_cast<double>(s.bytes_sent);
-    }
-    host_.allreduce(std::span<double>(table), ReduceOp::sum);
-    std::vector<std::vector<StepTrace>> all(static_cast<std::size_t>(workers_));
-    for (std::size_t w = 0; w < all.size(); ++w) {
-      for (std::size_t r = 0; r < rows; ++r) {
-        const double* in = &table[(w * rows + r) * kFields];
-        all[w].push_back({static_cast<std::int64_t>(in[0]), in[1], in[2], in[3],
-                          static_cast<std::int64_t>(in[6]), in[4], in[5]});
-      }
-    }
-    return all;
+    return runtime::gather_traces(host_, rank_, workers_, traces_);
   }
 
   sim::NumericsSpec spec_;
