@@ -19,4 +19,10 @@ void add_train_command(CLI::App& app);
 /// Adds `dbench config`: validates a config with its overrides and prints or writes the resolved TOML.
 void add_config_command(CLI::App& app);
 
+/// Adds `dbench sweep`: a grid of simulator runs, in parallel and resumable, then the analysis and report.
+void add_sweep_command(CLI::App& app);
+
+/// Adds `dbench report`: report.html and report.md with plots for a sweep or a single run's directory.
+void add_report_command(CLI::App& app);
+
 }  // namespace dbench::experiments
