@@ -297,7 +297,7 @@ CsvTable parse_csv(std::string_view text, std::string_view source) {
   return table;
 }
 
-std::span<const std::string_view> summary_columns() {
+std::span<const std::string_view> required_summary_columns() {
   static constexpr std::array<std::string_view, 28> kColumns = {
       "run",
       "status",
@@ -333,34 +333,34 @@ std::span<const std::string_view> summary_columns() {
 
 namespace {
 
-// The numeric columns of the contract and where each lands in a SweepRun.
+// The numeric columns of the contract and where each lands in a SummaryRow.
 struct NumberColumn {
   std::string_view name;
-  double SweepRun::*member;
+  double SummaryRow::*member;
 };
 
 constexpr std::array<NumberColumn, 21> kNumberColumns = {{
-    {"seed", &SweepRun::seed},
-    {"final_test_accuracy", &SweepRun::final_test_accuracy},
-    {"best_test_accuracy", &SweepRun::best_test_accuracy},
-    {"final_test_loss", &SweepRun::final_test_loss},
-    {"iterations", &SweepRun::iterations},
-    {"edges", &SweepRun::edges},
-    {"mean_degree", &SweepRun::mean_degree},
-    {"spectral_gap", &SweepRun::spectral_gap},
-    {"norm_variance_mean", &SweepRun::norm_variance_mean},
-    {"norm_variance_final", &SweepRun::norm_variance_final},
-    {"consensus_distance_mean", &SweepRun::consensus_distance_mean},
-    {"consensus_distance_final", &SweepRun::consensus_distance_final},
-    {"target_accuracy", &SweepRun::target_accuracy},
-    {"iterations_to_target", &SweepRun::iterations_to_target},
-    {"simulated_time_to_target_s", &SweepRun::simulated_time_to_target_s},
-    {"seconds_per_iteration", &SweepRun::seconds_per_iteration},
-    {"samples_per_second", &SweepRun::samples_per_second},
-    {"scaling_efficiency", &SweepRun::scaling_efficiency},
-    {"bytes_per_gpu_per_iteration", &SweepRun::bytes_per_gpu_per_iteration},
-    {"bytes_per_gpu", &SweepRun::bytes_per_gpu},
-    {"simulated_seconds", &SweepRun::simulated_seconds},
+    {"seed", &SummaryRow::seed},
+    {"final_test_accuracy", &SummaryRow::final_test_accuracy},
+    {"best_test_accuracy", &SummaryRow::best_test_accuracy},
+    {"final_test_loss", &SummaryRow::final_test_loss},
+    {"iterations", &SummaryRow::iterations},
+    {"edges", &SummaryRow::edges},
+    {"mean_degree", &SummaryRow::mean_degree},
+    {"spectral_gap", &SummaryRow::spectral_gap},
+    {"norm_variance_mean", &SummaryRow::norm_variance_mean},
+    {"norm_variance_final", &SummaryRow::norm_variance_final},
+    {"consensus_distance_mean", &SummaryRow::consensus_distance_mean},
+    {"consensus_distance_final", &SummaryRow::consensus_distance_final},
+    {"target_accuracy", &SummaryRow::target_accuracy},
+    {"iterations_to_target", &SummaryRow::iterations_to_target},
+    {"simulated_time_to_target_s", &SummaryRow::simulated_time_to_target_s},
+    {"seconds_per_iteration", &SummaryRow::seconds_per_iteration},
+    {"samples_per_second", &SummaryRow::samples_per_second},
+    {"scaling_efficiency", &SummaryRow::scaling_efficiency},
+    {"bytes_per_gpu_per_iteration", &SummaryRow::bytes_per_gpu_per_iteration},
+    {"bytes_per_gpu", &SummaryRow::bytes_per_gpu},
+    {"simulated_seconds", &SummaryRow::simulated_seconds},
 }};
 
 double parse_number(const std::string& field, std::string_view source, std::size_t line,
@@ -386,9 +386,9 @@ double parse_number(const std::string& field, std::string_view source, std::size
 
 }  // namespace
 
-std::vector<SweepRun> parse_summary_csv(std::string_view text, std::string_view source) {
+std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_view source) {
   const CsvTable table = parse_csv(text, source);
-  for (std::string_view name : summary_columns()) {
+  for (std::string_view name : required_summary_columns()) {
     if (table.column(name) < 0) {
       throw AnalysisError(fmt::format("{} lacks the column '{}'", source, name));
     }
@@ -396,12 +396,12 @@ std::vector<SweepRun> parse_summary_csv(std::string_view text, std::string_view 
   const auto text_column = [&](std::string_view name) {
     return static_cast<std::size_t>(table.column(name));
   };
-  std::set<std::string_view> contract(summary_columns().begin(), summary_columns().end());
-  std::vector<SweepRun> runs;
+  std::set<std::string_view> contract(required_summary_columns().begin(), required_summary_columns().end());
+  std::vector<SummaryRow> runs;
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     const auto& row = table.rows[r];
     const std::size_t line = r + 2;
-    SweepRun run;
+    SummaryRow run;
     run.run = row[text_column("run")];
     run.status = row[text_column("status")];
     run.label = row[text_column("label")];
@@ -444,8 +444,8 @@ std::string_view verdict_name(Verdict verdict) {
   return "inconclusive here";
 }
 
-std::vector<const SweepRun*> runs_at(const std::vector<SweepRun>& runs, int workers) {
-  std::vector<const SweepRun*> selected;
+std::vector<const SummaryRow*> runs_at(const std::vector<SummaryRow>& runs, int workers) {
+  std::vector<const SummaryRow*> selected;
   for (const auto& run : runs) {
     if (run.done() && (workers == 0 || run.workers == workers)) {
       selected.push_back(&run);
@@ -457,50 +457,50 @@ std::vector<const SweepRun*> runs_at(const std::vector<SweepRun>& runs, int work
 namespace {
 
 template <typename Value>
-std::vector<double> column_of(const std::vector<const SweepRun*>& runs, Value value) {
+std::vector<double> column_of(const std::vector<const SummaryRow*>& runs, Value value) {
   std::vector<double> out;
   out.reserve(runs.size());
-  for (const SweepRun* run : runs) {
+  for (const SummaryRow* run : runs) {
     out.push_back(value(*run));
   }
   return out;
 }
 
-std::vector<double> member_of(const std::vector<const SweepRun*>& runs, double SweepRun::*member) {
-  return column_of(runs, [member](const SweepRun& r) { return r.*member; });
+std::vector<double> member_of(const std::vector<const SummaryRow*>& runs, double SummaryRow::*member) {
+  return column_of(runs, [member](const SummaryRow& r) { return r.*member; });
 }
 
-GroupStats group_stats(const std::vector<const SweepRun*>& runs) {
+GroupStats group_stats(const std::vector<const SummaryRow*>& runs) {
   GroupStats g;
-  const SweepRun& first = *runs.front();
+  const SummaryRow& first = *runs.front();
   g.label = first.label;
   g.algorithm = first.algorithm;
   g.graph = first.graph;
   g.workers = first.workers;
   g.runs = runs.size();
-  g.target_accuracy = spread(member_of(runs, &SweepRun::target_accuracy)).mean;
-  g.final_accuracy = spread(member_of(runs, &SweepRun::final_test_accuracy));
-  g.best_accuracy = spread(member_of(runs, &SweepRun::best_test_accuracy));
-  g.iterations_to_target = spread(member_of(runs, &SweepRun::iterations_to_target));
+  g.target_accuracy = spread(member_of(runs, &SummaryRow::target_accuracy)).mean;
+  g.final_accuracy = spread(member_of(runs, &SummaryRow::final_test_accuracy));
+  g.best_accuracy = spread(member_of(runs, &SummaryRow::best_test_accuracy));
+  g.iterations_to_target = spread(member_of(runs, &SummaryRow::iterations_to_target));
   g.reached_target = g.iterations_to_target.n;
-  g.simulated_time_to_target_s = spread(member_of(runs, &SweepRun::simulated_time_to_target_s));
-  g.bytes_per_gpu = spread(member_of(runs, &SweepRun::bytes_per_gpu));
-  g.bytes_per_gpu_per_iteration = spread(member_of(runs, &SweepRun::bytes_per_gpu_per_iteration));
-  g.edges = spread(member_of(runs, &SweepRun::edges));
-  g.spectral_gap = spread(member_of(runs, &SweepRun::spectral_gap));
-  g.norm_variance_mean = spread(member_of(runs, &SweepRun::norm_variance_mean));
-  g.norm_variance_final = spread(member_of(runs, &SweepRun::norm_variance_final));
-  g.consensus_distance_mean = spread(member_of(runs, &SweepRun::consensus_distance_mean));
-  g.samples_per_second = spread(member_of(runs, &SweepRun::samples_per_second));
-  g.scaling_efficiency = spread(member_of(runs, &SweepRun::scaling_efficiency));
-  g.seconds_per_iteration = spread(member_of(runs, &SweepRun::seconds_per_iteration));
+  g.simulated_time_to_target_s = spread(member_of(runs, &SummaryRow::simulated_time_to_target_s));
+  g.bytes_per_gpu = spread(member_of(runs, &SummaryRow::bytes_per_gpu));
+  g.bytes_per_gpu_per_iteration = spread(member_of(runs, &SummaryRow::bytes_per_gpu_per_iteration));
+  g.edges = spread(member_of(runs, &SummaryRow::edges));
+  g.spectral_gap = spread(member_of(runs, &SummaryRow::spectral_gap));
+  g.norm_variance_mean = spread(member_of(runs, &SummaryRow::norm_variance_mean));
+  g.norm_variance_final = spread(member_of(runs, &SummaryRow::norm_variance_final));
+  g.consensus_distance_mean = spread(member_of(runs, &SummaryRow::consensus_distance_mean));
+  g.samples_per_second = spread(member_of(runs, &SummaryRow::samples_per_second));
+  g.scaling_efficiency = spread(member_of(runs, &SummaryRow::scaling_efficiency));
+  g.seconds_per_iteration = spread(member_of(runs, &SummaryRow::seconds_per_iteration));
   return g;
 }
 
-AccuracyCorrelation correlate(const std::vector<const SweepRun*>& runs, std::string quantity,
-                              double SweepRun::*member, bool log_for_pearson) {
+AccuracyCorrelation correlate(const std::vector<const SummaryRow*>& runs, std::string quantity,
+                              double SummaryRow::*member, bool log_for_pearson) {
   AccuracyCorrelation c;
-  const std::vector<double> accuracy = member_of(runs, &SweepRun::final_test_accuracy);
+  const std::vector<double> accuracy = member_of(runs, &SummaryRow::final_test_accuracy);
   const std::vector<double> values = member_of(runs, member);
   std::vector<double> pearson_values = values;
   if (log_for_pearson) {
@@ -515,20 +515,20 @@ AccuracyCorrelation correlate(const std::vector<const SweepRun*>& runs, std::str
   return c;
 }
 
-ScaleAnalysis analyze_scale(const std::vector<SweepRun>& runs, int workers) {
+ScaleAnalysis analyze_scale(const std::vector<SummaryRow>& runs, int workers) {
   const auto at = runs_at(runs, workers);
   ScaleAnalysis s;
   s.workers = workers;
   s.runs = at.size();
-  s.edges = correlate(at, "edges", &SweepRun::edges, true);
-  s.norm_variance_mean = correlate(at, "norm_variance_mean", &SweepRun::norm_variance_mean, false);
-  s.norm_variance_final = correlate(at, "norm_variance_final", &SweepRun::norm_variance_final, false);
-  s.spectral_gap = correlate(at, "spectral_gap", &SweepRun::spectral_gap, false);
-  const std::vector<double> accuracy = member_of(at, &SweepRun::final_test_accuracy);
+  s.edges = correlate(at, "edges", &SummaryRow::edges, true);
+  s.norm_variance_mean = correlate(at, "norm_variance_mean", &SummaryRow::norm_variance_mean, false);
+  s.norm_variance_final = correlate(at, "norm_variance_final", &SummaryRow::norm_variance_final, false);
+  s.spectral_gap = correlate(at, "spectral_gap", &SummaryRow::spectral_gap, false);
+  const std::vector<double> accuracy = member_of(at, &SummaryRow::final_test_accuracy);
   const std::vector<double> log_edges =
-      column_of(at, [](const SweepRun& r) { return r.edges > 0.0 ? std::log10(r.edges) : kUndefined; });
+      column_of(at, [](const SummaryRow& r) { return r.edges > 0.0 ? std::log10(r.edges) : kUndefined; });
   s.accuracy_vs_log10_edges = fit_line(log_edges, accuracy);
-  s.accuracy_vs_norm_variance_mean = fit_line(member_of(at, &SweepRun::norm_variance_mean), accuracy);
+  s.accuracy_vs_norm_variance_mean = fit_line(member_of(at, &SummaryRow::norm_variance_mean), accuracy);
   return s;
 }
 
@@ -629,8 +629,8 @@ Observation scalability_observation(const SweepAnalysis& a) {
   }
   o.evidence += fmt::format("; mean scaling efficiency {:.3f} -> {:.3f}", spread(small_efficiency).mean,
                             spread(large_efficiency).mean);
-  const std::vector<const SweepRun*> decentralized = [&] {
-    std::vector<const SweepRun*> out;
+  const std::vector<const SummaryRow*> decentralized = [&] {
+    std::vector<const SummaryRow*> out;
     for (const auto& run : a.runs) {
       if (!run.centralized() && !run.adaptive()) {
         out.push_back(&run);
@@ -639,8 +639,8 @@ Observation scalability_observation(const SweepAnalysis& a) {
     return out;
   }();
   const Correlation trend =
-      spearman(column_of(decentralized, [](const SweepRun& r) { return static_cast<double>(r.workers); }),
-               member_of(decentralized, &SweepRun::final_test_accuracy));
+      spearman(column_of(decentralized, [](const SummaryRow& r) { return static_cast<double>(r.workers); }),
+               member_of(decentralized, &SummaryRow::final_test_accuracy));
   o.evidence += fmt::format("; decentralized accuracy against workers: {}", format_correlation(trend, "rho"));
   if ((accuracy_falls || gap_widens) && efficiency_falls) {
     o.verdict = Verdict::holds;
@@ -723,7 +723,7 @@ AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
 
 }  // namespace
 
-SweepAnalysis analyze_sweep(const std::vector<SweepRun>& rows) {
+SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
   SweepAnalysis a;
   for (const auto& run : rows) {
     if (run.done()) {
@@ -758,7 +758,7 @@ SweepAnalysis analyze_sweep(const std::vector<SweepRun>& rows) {
   }
   for (int workers : a.scales) {
     for (const auto& label : a.labels) {
-      std::vector<const SweepRun*> members;
+      std::vector<const SummaryRow*> members;
       for (const auto& run : a.runs) {
         if (run.workers == workers && run.label == label) {
           members.push_back(&run);

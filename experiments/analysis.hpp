@@ -89,7 +89,7 @@ CsvTable parse_csv(std::string_view text, std::string_view source);
 
 /// One row of a sweep's summary.csv. Numbers are NaN where the field is empty (e.g. a pending run, or a
 /// target that was never reached).
-struct SweepRun {
+struct SummaryRow {
   std::string run;        ///< folder name under runs/
   std::string status;     ///< done | failed | pending
   std::string label;      ///< the group a run belongs to, e.g. "ring" or "ada"; seeds are averaged per label
@@ -129,11 +129,11 @@ struct SweepRun {
 };
 
 /// The columns every summary.csv starts with, in order (the sweep's contract).
-std::span<const std::string_view> summary_columns();
+std::span<const std::string_view> required_summary_columns();
 
 /// Parses a sweep's summary.csv. Throws AnalysisError naming `source` and a missing column, an unknown
 /// status or a field that is not a number.
-std::vector<SweepRun> parse_summary_csv(std::string_view text, std::string_view source);
+std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_view source);
 
 /// The runs of one label at one scale, averaged over seeds.
 struct GroupStats {
@@ -223,7 +223,7 @@ struct SweepAnalysis {
   std::size_t done = 0;
   std::size_t failed = 0;
   std::size_t pending = 0;
-  std::vector<SweepRun> runs;       ///< the done runs
+  std::vector<SummaryRow> runs;     ///< the done runs
   std::vector<int> scales;          ///< distinct workers values, ascending
   std::vector<std::string> labels;  ///< centralized labels first, Ada last, the rest in order of appearance
   std::vector<GroupStats> groups;   ///< by scale, then in the order of `labels`
@@ -233,9 +233,9 @@ struct SweepAnalysis {
 };
 
 /// Analyzes the rows of a summary.csv. Throws AnalysisError when no run is done.
-SweepAnalysis analyze_sweep(const std::vector<SweepRun>& rows);
+SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows);
 
 /// The done runs among `runs` at `workers` (all scales when workers is 0).
-std::vector<const SweepRun*> runs_at(const std::vector<SweepRun>& runs, int workers);
+std::vector<const SummaryRow*> runs_at(const std::vector<SummaryRow>& runs, int workers);
 
 }  // namespace dbench::experiments

@@ -16,7 +16,7 @@ using namespace dbench::experiments;
 
 std::string header() {
   std::string line;
-  for (std::string_view column : summary_columns()) {
+  for (std::string_view column : required_summary_columns()) {
     line += line.empty() ? "" : ",";
     line += column;
   }
