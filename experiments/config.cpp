@@ -360,6 +360,9 @@ void visit_fields(Config& c, Visitor& v) {
           "iterations on a rung before leaving it");
   v.field("algorithm", "ada_patience", a.ada_patience, at_least(1),
           "checks below the band before going sparser");
+  v.field("algorithm", "ada_start", a.ada_start, non_empty(), "sparsest | densest | a ladder name");
+  v.field("algorithm", "ada_cost_aware", a.ada_cost_aware, any_bool(),
+          "keep only rungs no denser rung beats on simulated time");
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");

@@ -90,7 +90,7 @@ struct AlgorithmConfig {
   std::vector<int> switch_at = {0, 250};
   /// graph = "ada": the ladder from sparse to dense, comma-separated; "global-average" averages the
   /// parameters every iteration (D-PSGD on the complete graph at the cost of an all-reduce).
-  std::string ada_ladder = "one-peer-exponential,exponential,global-average";
+  std::string ada_ladder = "one-peer-exponential,global-average";
   /// graph = "ada": below this relative consensus distance Ada goes sparser.
   double ada_low = 3e-3;
   /// graph = "ada": above this relative consensus distance Ada goes denser.
@@ -101,6 +101,11 @@ struct AlgorithmConfig {
   int ada_min_dwell = 20;
   /// graph = "ada": consecutive measurements below ada_low before going sparser.
   int ada_patience = 3;
+  /// graph = "ada": the rung of iteration 0: "sparsest", "densest" or one of the ladder's names.
+  std::string ada_start = "sparsest";
+  /// graph = "ada": drop every rung that a denser rung beats on simulated seconds per iteration on the
+  /// configured [platform] (timing_model at timing_batch_per_gpu), so Ada optimises time to accuracy.
+  bool ada_cost_aware = false;
 
   friend bool operator==(const AlgorithmConfig&, const AlgorithmConfig&) = default;
 };

@@ -2,6 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "experiments/timing_setup.hpp"
+#include "sim/timing.hpp"
+
 namespace dbench::experiments {
 
 sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train) {
@@ -98,6 +106,75 @@ std::unique_ptr<topology::GraphPolicy> simple_policy(const ExperimentConfig& con
   return std::make_unique<topology::SequencePolicy>(topology::make_graph(spec_for(config, name, key)));
 }
 
+/// Simulated seconds per iteration of one rung on the configured platform, over 16 iterations (enough for
+/// every period of the families at the usual scales; identical graphs are simulated once).
+double rung_seconds(const ExperimentConfig& config, const std::string& name) {
+  auto rung = simple_policy(config, name, "algorithm.ada_ladder");
+  std::vector<topology::ScheduleStep> steps;
+  for (std::int64_t t = 0; t < 16; ++t) {
+    steps.push_back(rung->graph_for(t, nullptr));
+  }
+  sim::TimingSpec spec;
+  spec.platform = platform_spec(config);
+  spec.gpus = config.train.workers;
+  spec.profile = timing_profile(config);
+  spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
+  spec.options = timing_options(config);
+  return sim::time_schedule(spec, steps, false).seconds_per_iteration;
+}
+
+std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
+  const AlgorithmConfig& a = config.algorithm;
+  std::vector<std::string> names = split_names(a.ada_ladder);
+  if (names.empty()) {
+    throw topology::GraphError("algorithm.ada_ladder", "needs at least one graph");
+  }
+  // The start is resolved on the ladder as written, then carried over the rungs that cost-awareness keeps.
+  std::size_t start = 0;
+  if (a.ada_start == "densest") {
+    start = names.size() - 1;
+  } else if (a.ada_start != "sparsest") {
+    const auto it = std::find(names.begin(), names.end(), a.ada_start);
+    if (it == names.end()) {
+      throw topology::GraphError(
+          "algorithm.ada_start",
+          fmt::format("'{}' is neither sparsest, densest nor a rung of ada_ladder ({})", a.ada_start,
+                      a.ada_ladder));
+    }
+    start = static_cast<std::size_t>(it - names.begin());
+  }
+  std::vector<bool> keep(names.size(), true);
+  if (a.ada_cost_aware) {
+    // A rung is worth having only if it is cheaper than every denser one: a denser and no slower rung mixes
+    // better at no cost in time, so Ada would only lose time on it.
+    double cheapest_denser = std::numeric_limits<double>::infinity();
+    for (std::size_t i = names.size(); i-- > 0;) {
+      const double seconds = rung_seconds(config, names[i]);
+      keep[i] = seconds < cheapest_denser;
+      cheapest_denser = std::min(cheapest_denser, seconds);
+    }
+  }
+  std::vector<std::unique_ptr<topology::GraphPolicy>> ladder;
+  int start_rung = -1;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (!keep[i]) {
+      continue;
+    }
+    if (start_rung < 0 && i >= start) {
+      start_rung = static_cast<int>(ladder.size());
+    }
+    ladder.push_back(simple_policy(config, names[i], "algorithm.ada_ladder"));
+  }
+  topology::AdaOptions options;
+  options.low = a.ada_low;
+  options.high = a.ada_high;
+  options.check_every = a.ada_check_every;
+  options.min_dwell = a.ada_min_dwell;
+  options.patience = a.ada_patience;
+  options.start_rung = start_rung;
+  return std::make_unique<topology::AdaPolicy>(std::move(ladder), options);
+}
+
 }  // namespace
 
 topology::GraphSpec graph_spec(const ExperimentConfig& config) {
@@ -110,17 +187,7 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
     return std::make_unique<topology::AllReducePolicy>();
   }
   if (a.graph == "ada") {
-    std::vector<std::unique_ptr<topology::GraphPolicy>> ladder;
-    for (const auto& name : split_names(a.ada_ladder)) {
-      ladder.push_back(simple_policy(config, name, "algorithm.ada_ladder"));
-    }
-    topology::AdaOptions options;
-    options.low = a.ada_low;
-    options.high = a.ada_high;
-    options.check_every = a.ada_check_every;
-    options.min_dwell = a.ada_min_dwell;
-    options.patience = a.ada_patience;
-    return std::make_unique<topology::AdaPolicy>(std::move(ladder), options);
+    return make_ada(config);
   }
   if (a.graph == "switch") {
     std::vector<std::unique_ptr<topology::GraphPolicy>> stages;
