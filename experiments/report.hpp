@@ -1,19 +1,33 @@
 #pragma once
 
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace dbench::experiments {
 
+/// A report that cannot be written: the directory is neither a sweep nor a run, an input is missing or
+/// malformed, or gnuplot is missing or failed. The message names the path or the tool.
+class ReportError : public std::runtime_error {
+ public:
+  /// Wraps a complete, user-facing message.
+  explicit ReportError(const std::string& message) : std::runtime_error(message) {}
+};
+
 /// What `write_report` produced.
 struct ReportResult {
-  std::filesystem::path html;      ///< report.html, self-contained (plots inline as SVG)
-  std::filesystem::path markdown;  ///< report.md, plots referenced from plots/
-  int plots = 0;                   ///< number of plots written
+  std::filesystem::path html;           ///< report.html, self-contained (plots inline as SVG)
+  std::filesystem::path markdown;       ///< report.md, plots referenced from plots/
+  int plots = 0;                        ///< number of plots written
+  bool sweep = false;                   ///< a sweep's report (false: a single run's)
+  std::vector<std::string> plot_names;  ///< each plot is plots/<name>.svg
 };
 
 /// Writes report.html, report.md and plots/ into `dir`: a sweep's directory (summary.csv and runs/) or a
-/// single run's results directory (summary.json and metrics.csv). Throws std::runtime_error naming what is
-/// missing or malformed.
+/// single run's results directory (summary.json and metrics.csv). Plots are drawn by gnuplot. Everything is
+/// staged first and moved into place at the end, so a failed report leaves existing report files as they
+/// were. Throws ReportError or AnalysisError naming what is missing or malformed.
 ReportResult write_report(const std::filesystem::path& dir);
 
 }  // namespace dbench::experiments
