@@ -572,10 +572,11 @@ Observation scalability_observation(const SweepAnalysis& a) {
   o.rule = fmt::format(
       "From the smallest to the largest scale, over the static decentralized labels present at both: holds "
       "if "
-      "their mean final accuracy falls by at least {0:g} pp or their gap to centralized training widens by "
-      "at "
-      "least {0:g} pp, and the mean scaling efficiency falls by at least {1:g}; does not hold if none of the "
-      "three happens; otherwise, or with one scale, inconclusive",
+      "their mean final accuracy falls, or their gap to centralized training widens, by more than the "
+      "threshold max({0:g} pp, twice the largest seed standard deviation among the groups compared), and the "
+      "mean scaling efficiency falls by at least {1:g}; does not hold if none of the three happens and the "
+      "threshold is {0:g} pp (seeds agree well enough for a {0:g} pp change to show); otherwise, or with one "
+      "scale, inconclusive",
       kMaterialPp, kMaterialEfficiency);
   if (a.scales.size() < 2) {
     o.evidence = fmt::format("one scale only ({} workers)", a.scales.empty() ? 0 : a.scales.front());
@@ -585,6 +586,12 @@ Observation scalability_observation(const SweepAnalysis& a) {
   const int large = a.scales.back();
   std::vector<double> small_accuracy, large_accuracy, small_efficiency, large_efficiency;
   std::vector<std::string> labels;
+  double seed_spread_pp = 0.0;  // largest seed standard deviation among the groups compared
+  const auto note_spread = [&](const GroupStats& g) {
+    if (std::isfinite(g.final_accuracy.stddev)) {
+      seed_spread_pp = std::max(seed_spread_pp, 100.0 * g.final_accuracy.stddev);
+    }
+  };
   for (const auto& label : a.labels) {
     const GroupStats* s = find_group(a.groups, label, small);
     const GroupStats* l = find_group(a.groups, label, large);
@@ -597,36 +604,45 @@ Observation scalability_observation(const SweepAnalysis& a) {
       small_accuracy.push_back(s->final_accuracy.mean);
       large_accuracy.push_back(l->final_accuracy.mean);
       labels.push_back(label);
+      note_spread(*s);
+      note_spread(*l);
     }
   }
   if (labels.empty()) {
     o.evidence = fmt::format("no static decentralized label ran at both {} and {} workers", small, large);
     return o;
   }
-  const double accuracy_change_pp = 100.0 * (spread(large_accuracy).mean - spread(small_accuracy).mean);
-  const double efficiency_change = spread(large_efficiency).mean - spread(small_efficiency).mean;
-  const bool accuracy_falls = accuracy_change_pp <= -kMaterialPp;
-  const bool efficiency_falls = efficiency_change <= -kMaterialEfficiency;
-  o.evidence =
-      fmt::format("{} -> {} workers, labels {}: decentralized accuracy {:.2f}% -> {:.2f}% ({:+.2f} pp)",
-                  small, large, fmt::join(labels, ", "), 100.0 * spread(small_accuracy).mean,
-                  100.0 * spread(large_accuracy).mean, accuracy_change_pp);
-  bool gap_widens = false;
   const auto centralized = std::find_if(a.labels.begin(), a.labels.end(), [&](const std::string& label) {
     const GroupStats* s = find_group(a.groups, label, small);
     const GroupStats* l = find_group(a.groups, label, large);
     return s != nullptr && l != nullptr && s->centralized();
   });
   if (centralized != a.labels.end()) {
+    note_spread(*find_group(a.groups, *centralized, small));
+    note_spread(*find_group(a.groups, *centralized, large));
+  }
+  const double threshold_pp = std::max(kMaterialPp, 2.0 * seed_spread_pp);
+  const double accuracy_change_pp = 100.0 * (spread(large_accuracy).mean - spread(small_accuracy).mean);
+  const double efficiency_change = spread(large_efficiency).mean - spread(small_efficiency).mean;
+  const bool accuracy_falls = accuracy_change_pp < -threshold_pp;
+  const bool efficiency_falls = efficiency_change <= -kMaterialEfficiency;
+  o.evidence =
+      fmt::format("{} -> {} workers, labels {}: decentralized accuracy {:.2f}% -> {:.2f}% ({:+.2f} pp)",
+                  small, large, fmt::join(labels, ", "), 100.0 * spread(small_accuracy).mean,
+                  100.0 * spread(large_accuracy).mean, accuracy_change_pp);
+  bool gap_widens = false;
+  if (centralized != a.labels.end()) {
     const double small_gap_pp = 100.0 * (find_group(a.groups, *centralized, small)->final_accuracy.mean -
                                          spread(small_accuracy).mean);
     const double large_gap_pp = 100.0 * (find_group(a.groups, *centralized, large)->final_accuracy.mean -
                                          spread(large_accuracy).mean);
-    gap_widens = large_gap_pp - small_gap_pp >= kMaterialPp;
+    gap_widens = large_gap_pp - small_gap_pp > threshold_pp;
     o.evidence += fmt::format("; gap to {} {:.2f} pp -> {:.2f} pp", *centralized, small_gap_pp, large_gap_pp);
   } else {
     o.evidence += "; no centralized label at both scales (gap not measured)";
   }
+  o.evidence += fmt::format("; threshold {:.2f} pp (largest seed standard deviation {:.2f} pp)", threshold_pp,
+                            seed_spread_pp);
   o.evidence += fmt::format("; mean scaling efficiency {:.3f} -> {:.3f}", spread(small_efficiency).mean,
                             spread(large_efficiency).mean);
   const std::vector<const SummaryRow*> decentralized = [&] {
@@ -644,7 +660,7 @@ Observation scalability_observation(const SweepAnalysis& a) {
   o.evidence += fmt::format("; decentralized accuracy against workers: {}", format_correlation(trend, "rho"));
   if ((accuracy_falls || gap_widens) && efficiency_falls) {
     o.verdict = Verdict::holds;
-  } else if (!accuracy_falls && !gap_widens && !efficiency_falls) {
+  } else if (!accuracy_falls && !gap_widens && !efficiency_falls && threshold_pp == kMaterialPp) {
     o.verdict = Verdict::does_not_hold;
   }
   return o;

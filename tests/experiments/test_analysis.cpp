@@ -304,6 +304,37 @@ TEST_CASE("experiments::analysis: contrary and thin evidence give 'does not hold
     r.accuracy = 0.8 + 0.01 * seed;
     flat += csv_row(r);
   }
+
+  // Two scales where nothing changes: with seeds that agree, observation 1 does not hold; with seeds 6 pp
+  // apart, a 1 pp change could not show, so it is inconclusive.
+  const auto unchanged = [](double seed_offset) {
+    std::string rows = header();
+    for (const int workers : {16, 64}) {
+      for (const char* label : {"centralized", "ring"}) {
+        for (int seed = 1; seed <= 2; ++seed) {
+          Row r;
+          r.label = label;
+          r.algorithm = r.label == "centralized" ? "centralized" : "dpsgd";
+          r.graph = r.label == "centralized" ? "allreduce" : "ring";
+          r.workers = workers;
+          r.seed = seed;
+          r.edges = r.label == "centralized" ? workers * (workers - 1) / 2.0 : workers;
+          r.accuracy = 0.8 + (seed == 1 ? -seed_offset : seed_offset);
+          r.efficiency = 0.95;
+          rows += csv_row(r);
+        }
+      }
+    }
+    return analyze_sweep(parse_summary_csv(rows, "summary.csv")).observations[0];
+  };
+  const Observation steady = unchanged(0.001);
+  CAPTURE(steady.evidence);
+  CHECK(steady.verdict == Verdict::does_not_hold);
+  const Observation noisy = unchanged(0.03);
+  CAPTURE(noisy.evidence);
+  CHECK(noisy.verdict == Verdict::inconclusive);
+  CHECK(noisy.evidence.find("threshold 8.49 pp") != std::string::npos);
+
   const SweepAnalysis thin = analyze_sweep(parse_summary_csv(flat, "summary.csv"));
   CHECK(thin.observations[1].verdict == Verdict::inconclusive);
   CHECK(thin.observations[1].evidence.find("constant") != std::string::npos);
