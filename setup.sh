@@ -30,6 +30,7 @@ packages=(
   libboost-graph-dev libeigen3-dev libspectra-dev    # graph algorithms and spectra
   libfmt-dev doctest-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   gnuplot-nox                         # plots in reports
+  chromium                            # headless browser of the report render test (tests/experiments/test_report.cpp)
   dataset-fashion-mnist               # the real data set of the quickstart and the tests
 )
 
