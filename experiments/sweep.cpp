@@ -369,6 +369,13 @@ std::string explain_key_error(const std::string& what, const SweepConfig& sweep,
   return fmt::format("{}: run {}: {}", sweep.source, run.id, what);
 }
 
+// The config with cost-aware Ada off: its policy has the same name and checks the same rungs, without the
+// timing simulations that pick rungs (seconds per run at 1008 GPUs, which the sweep's checks need not spend).
+ExperimentConfig without_timing(ExperimentConfig config) {
+  config.algorithm.ada_cost_aware = false;
+  return config;
+}
+
 /// "a,b,c" -> {"a", "b", "c"}, blanks trimmed.
 std::vector<std::string> split_names(const std::string& text) {
   std::vector<std::string> names;
@@ -796,7 +803,7 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep) {
     }
     try {
       // What `dbench simulate` checks before it trains: the graph or policy, and the platform.
-      make_policy(run.config);
+      make_policy(without_timing(run.config));
       platform_spec(run.config);
       timing_profile(run.config);
       timing_options(run.config);
@@ -900,7 +907,7 @@ RunSummary pending_summary(const ExperimentConfig& config) {
   summary.workers = config.train.workers;
   summary.seed = config.seed;
   try {
-    summary.graph = make_policy(config)->name();
+    summary.graph = make_policy(without_timing(config))->name();
   } catch (const std::exception&) {
     summary.graph = config.algorithm.graph;
   }

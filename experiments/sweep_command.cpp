@@ -237,13 +237,16 @@ class Children {
   }
 
  private:
-  // ResultsDir stages a run in runs/.<id>.<role>-<pid>-<random>; a killed child cannot remove its own.
+  // ResultsDir stages a run in runs/.<id>.<role>-<pid>-<8 hex digits>; a killed child cannot remove its own.
   void remove_staging(pid_t pid) const {
     std::error_code ec;
     const std::string tag = fmt::format("-{}-", pid);
+    constexpr std::size_t kRandomDigits = 8;
     for (const auto& entry : fs::directory_iterator(out_ / "runs", ec)) {
       const std::string name = entry.path().filename().string();
-      if (name.starts_with(".") && name.find(tag) != std::string::npos) {
+      const bool staged_by_pid = name.starts_with(".") && name.size() > tag.size() + kRandomDigits &&
+                                 name.compare(name.size() - kRandomDigits - tag.size(), tag.size(), tag) == 0;
+      if (staged_by_pid) {
         fs::remove_all(entry.path(), ec);
       }
     }
@@ -469,6 +472,10 @@ void run_sweep(const SweepOptions& options) {
       if (signal == SIGINT || signal == SIGTERM) {
         const auto stopped = children.stop_all();
         progress.close();
+        for (const std::size_t r : stopped) {
+          append_to_log(out / "logs" / (runs[r].id + ".log"),
+                        fmt::format("dbench sweep: stopped ({})", signal == SIGINT ? "SIGINT" : "SIGTERM"));
+        }
         throw std::runtime_error(fmt::format(
             "interrupted by {}: stopped {} running run{}; finished runs are kept, the same command resumes",
             signal == SIGINT ? "SIGINT" : "SIGTERM", stopped.size(), stopped.size() == 1 ? "" : "s"));
