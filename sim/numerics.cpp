@@ -24,6 +24,18 @@
 namespace dbench::sim {
 namespace {
 
+/// Whether W = 11^T / n: every node averages everyone with equal weights (the complete graph's weights).
+bool is_uniform_complete(const topology::Graph& graph) {
+  const auto n = static_cast<std::size_t>(graph.nodes());
+  const auto entries = graph.entries();
+  if (entries.size() != n * n) {
+    return false;
+  }
+  const double uniform = 1.0 / static_cast<double>(n);
+  return std::all_of(entries.begin(), entries.end(),
+                     [&](const topology::MixingEntry& e) { return std::abs(e.weight - uniform) <= 1e-12; });
+}
+
 /// The sparse rows of a graph in the float form the mixing kernel reads.
 MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
   const auto offsets = graph.offsets();
@@ -172,7 +184,8 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (measure) {
     s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
   }
-  if (step.average_parameters) {
+  if (step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph))) {
+    // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
     allreduce_mean(s.store.params(), s.threads);
   } else if (step.graph != nullptr) {
     mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
