@@ -348,7 +348,8 @@ struct PlotSpec {
   bool log_x = false;
   bool log_y = false;
   std::vector<Series> series{};
-  std::vector<double> xtics{};  // where x tics go; empty: gnuplot's choice
+  std::vector<double> xtics{};                 // where x tics go; empty: gnuplot's choice
+  std::pair<double, double> xrange{0.0, 0.0};  // empty (lo >= hi): gnuplot's autoscale
 };
 
 // Colour-blind-safe colours (Okabe-Ito first), one per label in the order the report lists labels.
@@ -411,7 +412,7 @@ class Plots {
       script += fmt::format(
           "reset\nset terminal svg size 760,460 dynamic font 'sans,11' background rgb 'white'\n"
           "set termoption noenhanced\nset output {}\nset title {}\nset xlabel {}\nset ylabel {}\n"
-          "set grid\nset key below\n",
+          "set grid\nset key below\nset offsets 0, 0, graph 0.05, graph 0.05\n",
           gnuplot_quote((plots_dir / (spec.name + ".svg")).string()), gnuplot_quote(spec.title),
           gnuplot_quote(spec.xlabel), gnuplot_quote(spec.ylabel));
       if (spec.log_x) {
@@ -419,6 +420,9 @@ class Plots {
       }
       if (spec.log_y) {
         script += "set logscale y\nset format y '%.0e'\n";
+      }
+      if (spec.xrange.first < spec.xrange.second) {
+        script += fmt::format("set xrange [{:.17g}:{:.17g}]\n", spec.xrange.first, spec.xrange.second);
       }
       if (!spec.xtics.empty()) {
         script += fmt::format("set xtics ({})\n", fmt::join(spec.xtics, ", "));
@@ -796,6 +800,9 @@ class SweepReport {
     accuracy.log_x = throughput.log_x = throughput.log_y = efficiency.log_x = true;
     for (auto* spec : {&accuracy, &throughput, &efficiency}) {
       spec->xtics.assign(a_.scales.begin(), a_.scales.end());
+      // Autoscale would stretch a log axis to the next power of ten; leave a margin around the scales
+      // instead.
+      spec->xrange = {a_.scales.front() / 1.4, a_.scales.back() * 1.4};
     }
     for (const auto& label : a_.labels) {
       Series acc = label_series(label);
