@@ -202,6 +202,13 @@ TEST_CASE("experiments::report: a run's results directory gets the smaller repor
   CHECK(markdown.find("final\\_test\\_accuracy") != std::string::npos);
   CHECK(markdown.find("on 8 workers") != std::string::npos);
   CHECK(rendered_plots(dir / "report.html", temp.path()) == 4);
+
+  // dbench train writes no accuracy_time.csv: the clock comes from trace.csv's elapsed_s instead.
+  fs::remove(dir / "accuracy_time.csv");
+  const auto measured = dbench::experiments::write_report(dir);
+  CHECK(measured.plots == 4);
+  CHECK(std::find(measured.plot_names.begin(), measured.plot_names.end(), "accuracy-time") !=
+        measured.plot_names.end());
 }
 
 TEST_CASE(
