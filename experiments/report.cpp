@@ -1215,10 +1215,14 @@ class Staging {
 
 }  // namespace
 
-ReportResult write_report(const fs::path& dir) {
+ReportResult write_report(const fs::path& given) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw ReportError(fmt::format("{} is not a directory", dir.string()));
+  if (!fs::is_directory(given, ec)) {
+    throw ReportError(fmt::format("{} is not a directory", given.string()));
+  }
+  fs::path dir = fs::absolute(given).lexically_normal();
+  if (!dir.has_filename()) {
+    dir = dir.parent_path();  // "." and "results/sweep/" name folders whose names title the report
   }
   const bool sweep = fs::exists(dir / "summary.csv");
   const bool run = fs::exists(dir / "summary.json") && fs::exists(dir / "metrics.csv");
