@@ -92,7 +92,7 @@ struct AlgorithmConfig {
   /// parameters every iteration (D-PSGD on the complete graph at the cost of an all-reduce).
   std::string ada_ladder = "one-peer-exponential,global-average";
   /// graph = "ada": below this relative consensus distance Ada goes sparser.
-  double ada_low = 3e-3;
+  double ada_low = 1e-3;
   /// graph = "ada": above this relative consensus distance Ada goes denser.
   double ada_high = 8e-3;
   /// graph = "ada": iterations between measurements of the replicas.

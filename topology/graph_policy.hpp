@@ -111,7 +111,7 @@ class SwitchPolicy final : public GraphPolicy {
 struct AdaOptions {
   /// Relative consensus distance band: above `high` Ada goes one rung denser, below `low` (for `patience`
   /// consecutive checks) one rung sparser.
-  double low = 3e-3;
+  double low = 1e-3;
   double high = 8e-3;
   std::int64_t check_every = 10;  ///< iterations between observations
   std::int64_t min_dwell = 20;    ///< iterations on a rung before Ada may leave it
