@@ -25,4 +25,10 @@ void add_sweep_command(CLI::App& app);
 /// Adds `dbench report`: report.html and report.md with plots for a sweep or a single run's directory.
 void add_report_command(CLI::App& app);
 
+/// Adds `dbench calibrate`: micro-benchmarks on real workers, fitted into calibration files for the simulator.
+void add_calibrate_command(CLI::App& app);
+
+/// Adds `dbench validate`: a config run by the runtime and by the calibrated simulator, compared per case.
+void add_validate_command(CLI::App& app);
+
 }  // namespace dbench::experiments

@@ -1,0 +1,348 @@
+// `dbench calibrate [CONFIG] --local N`: micro-benchmarks on N real workers (one MPI rank each, or under
+// mpirun across nodes) — the local training step per model and batch size, point-to-point, concurrent
+// exchanges and all-reduce over message sizes — fitted into a calibration the simulator's platforms accept.
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "experiments/commands.hpp"
+#include "experiments/config.hpp"
+#include "experiments/sim_setup.hpp"
+#include "models/model_profile.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/launcher.hpp"
+#include "sim/numerics.hpp"
+#include "sim/replica_model.hpp"
+#include "sim/replica_store.hpp"
+#include "sim/sgd.hpp"
+#include "validation/calibration.hpp"
+#if defined(DBENCH_RUNTIME_HAVE_MPI)
+#include "runtime/mpi_communicator.hpp"
+#endif
+
+namespace dbench::experiments {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct CalibrateOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string out;
+  int local = 0;
+  std::vector<std::string> models{"mlp", "lenet"};
+  std::vector<int> batches{8, 16, 32, 64};
+  std::vector<double> sizes{256, 4096, 16384, 65536, 131072, 262144, 524288, 1048576};
+  int repeats = 20;
+  bool quiet = false;
+};
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// Times `body` on every worker at once, `repeats` times after two untimed runs: each repetition starts
+/// together (an all-reduce as barrier) and counts as its slowest worker, as a synchronous step does; returns
+/// the median repetition.
+double slowest_median(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
+  std::vector<double> times;
+  std::array<double, 1> token{0.0};
+  for (int r = -2; r < repeats; ++r) {
+    comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
+    const auto start = Clock::now();
+    body();
+    std::array<double, 1> elapsed{seconds_since(start)};
+    comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
+    if (r >= 0) {
+      times.push_back(elapsed[0]);
+    }
+  }
+  return median(times);
+}
+
+/// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
+/// batch size, every worker on its own batches of the training set.
+validation::ModelCalibration time_compute(const ExperimentConfig& base, const models::Dataset& train,
+                                          const std::string& model, const CalibrateOptions& o,
+                                          runtime::Communicator& comm) {
+  ExperimentConfig config = base;
+  config.train.model = model;
+  config.train.workers = comm.size();
+  const sim::NumericsSpec spec = numerics_spec(config, train);
+  const auto net = sim::make_replica_model(spec.model, 1);
+  sim::ReplicaStore store(1, net->layout());
+  sim::Sgd sgd(spec.sgd, 1);
+  net->init(store.replica(0), 1);
+  const models::ModelProfile profile = models::model_profile(spec.model);
+  validation::ModelCalibration result;
+  result.model = model;
+  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
+  std::vector<float> inputs;
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> indices;
+  for (const int batch : o.batches) {
+    std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
+    const auto b = static_cast<std::size_t>(batch);
+    const double seconds = slowest_median(comm, o.repeats, [&] {
+      // A fresh batch each step, gathered as the workers gather theirs.
+      indices.resize(b);
+      for (auto& i : indices) {
+        i = next++ % train.size;
+      }
+      models::gather(train, indices, inputs, labels);
+      sim::BatchStats stats;
+      if (!net->train_sgd_step(store.params(), inputs, labels, b, sgd, 0.01, store.momentum(),
+                               std::span(&stats, 1))) {
+        net->train_step(store.params(), inputs, labels, b, store.grads(), std::span(&stats, 1));
+        sgd.step(0.01, store.params(), store.grads(), store.momentum());
+      }
+    });
+    result.batches.push_back(batch);
+    result.seconds.push_back(seconds);
+  }
+  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
+  return result;
+}
+
+/// Half a ping-pong round trip between ranks 0 and 1 (the others wait): one message on an idle link.
+validation::LinkCalibration time_point_to_point(runtime::Communicator& comm, const CalibrateOptions& o) {
+  validation::LinkCalibration link;
+  link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
+  for (const double bytes : o.sizes) {
+    std::vector<float> buffer(static_cast<std::size_t>(bytes) / sizeof(float), 1.0f);
+    const double round_trip = slowest_median(comm, o.repeats, [&] {
+      if (comm.rank() == 0) {
+        comm.send(buffer, 1, 7);
+        comm.recv(buffer, 1, 7);
+      } else if (comm.rank() == 1) {
+        comm.recv(buffer, 0, 7);
+        comm.send(buffer, 0, 7);
+      }
+    });
+    link.bytes.push_back(bytes);
+    link.seconds.push_back(round_trip / 2.0);
+  }
+  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
+  return link;
+}
+
+/// Every worker sends to the next and receives from the previous at once (a ring's gossip round).
+validation::LinkCalibration time_exchange(runtime::Communicator& comm, const CalibrateOptions& o) {
+  validation::LinkCalibration link;
+  link.pattern = "exchange (every worker sends to the next and receives from the previous, at once)";
+  const int n = comm.size();
+  const int next = (comm.rank() + 1) % n;
+  const int previous = (comm.rank() + n - 1) % n;
+  for (const double bytes : o.sizes) {
+    const auto count = static_cast<std::size_t>(bytes) / sizeof(float);
+    std::vector<float> out(count, 1.0f);
+    std::vector<float> in(count, 0.0f);
+    const std::array<runtime::SendBuffer, 1> sends{runtime::SendBuffer{next, out}};
+    const std::array<runtime::RecvBuffer, 1> recvs{runtime::RecvBuffer{previous, in}};
+    link.bytes.push_back(bytes);
+    link.seconds.push_back(slowest_median(comm, o.repeats, [&] { comm.exchange(sends, recvs, 9); }));
+  }
+  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
+  return link;
+}
+
+/// All-reduce (sum) of doubles over every worker, the way centralized training sums its gradients.
+validation::LinkCalibration time_allreduce(runtime::Communicator& comm, const CalibrateOptions& o) {
+  validation::LinkCalibration link;
+  link.pattern = "all-reduce (sum of doubles over every worker)";
+  for (const double bytes : o.sizes) {
+    std::vector<double> data(std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(double)), 1.0);
+    link.bytes.push_back(static_cast<double>(data.size() * sizeof(double)));
+    link.seconds.push_back(slowest_median(
+        comm, o.repeats, [&] { comm.allreduce(std::span<double>(data), runtime::ReduceOp::sum); }));
+  }
+  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
+  return link;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) {
+    throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
+  }
+}
+
+std::string host_name() {
+  std::array<char, 256> name{};
+  return ::gethostname(name.data(), name.size()) == 0 ? std::string(name.data()) : std::string("unknown");
+}
+
+void print_summary(const validation::Calibration& c, const std::filesystem::path& out) {
+  fmt::print("calibration of {} workers on {}\n", c.workers, c.host);
+  for (const auto& m : c.models) {
+    fmt::print("  compute {:6}: {:.3e} FLOP/s, overhead {:.3e} s (R^2 {:.4f}, largest residual {:.1f} %)\n",
+               m.model, m.fit.flops_per_s, m.fit.overhead_s, m.fit.line.r_squared,
+               100.0 * m.fit.line.max_relative_residual);
+  }
+  for (const auto* l : {&c.point_to_point, &c.exchange, &c.allreduce}) {
+    fmt::print("  {}:\n    alpha {:.3e} s, beta {:.3e} B/s (R^2 {:.4f}, largest residual {:.1f} %)\n",
+               l->pattern, l->fit.alpha_s, l->fit.bandwidth_Bps, l->fit.line.r_squared,
+               100.0 * l->fit.line.max_relative_residual);
+  }
+  fmt::print("  all-reduce of one double: {:.3e} s\nresults: {}\n", c.small_allreduce_s, out.string());
+}
+
+void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
+  if (comm.size() < 2) {
+    throw std::invalid_argument("calibrate: needs at least 2 workers (--local N or mpirun -n N)");
+  }
+  const ExperimentConfig config =
+      o.config.empty() ? load_config("", o.overrides, "<defaults>") : load_config_file(o.config, o.overrides);
+  const std::filesystem::path out =
+      o.out.empty() ? std::filesystem::path(fmt::format("results/calibration-{}", comm.size()))
+                    : std::filesystem::path(o.out);
+  const bool root = comm.rank() == 0;
+  const auto train =
+      sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
+  validation::Calibration c;
+  c.workers = comm.size();
+  c.host = host_name();
+  for (const auto& model : o.models) {
+    if (root && !o.quiet) {
+      fmt::print(stderr, "calibrate: {} step at batch sizes", model);
+      for (const int b : o.batches) {
+        fmt::print(stderr, " {}", b);
+      }
+      fmt::print(stderr, "\n");
+    }
+    c.models.push_back(time_compute(config, train, model, o, comm));
+  }
+  if (root && !o.quiet) {
+    fmt::print(stderr, "calibrate: point-to-point, exchange and all-reduce over {} sizes\n", o.sizes.size());
+  }
+  c.point_to_point = time_point_to_point(comm, o);
+  c.exchange = time_exchange(comm, o);
+  c.allreduce = time_allreduce(comm, o);
+  std::array<double, 1> one{1.0};
+  c.small_allreduce_s = slowest_median(
+      comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
+  if (!root) {
+    return;
+  }
+  std::filesystem::create_directories(out);
+  write_file(out / "calibration.json", validation::to_json(c).dump(2) + "\n");
+  for (const auto& m : c.models) {
+    write_file(out / fmt::format("{}.toml", m.model), validation::platform_toml(c, m));
+  }
+  if (!o.quiet) {
+    print_summary(c, out);
+  }
+}
+
+std::vector<std::string> worker_args(const CalibrateOptions& o) {
+  std::vector<std::string> args{"calibrate"};
+  if (!o.config.empty()) {
+    args.push_back(o.config);
+  }
+  for (const auto& s : o.overrides) {
+    args.insert(args.end(), {"--set", s});
+  }
+  const auto join = [](const auto& values) {
+    std::string s;
+    for (const auto& v : values) {
+      s += (s.empty() ? "" : ",") + fmt::format("{}", v);
+    }
+    return s;
+  };
+  args.insert(args.end(), {"--models", join(o.models), "--batches", join(o.batches), "--sizes", join(o.sizes),
+                           "--repeats", std::to_string(o.repeats)});
+  if (!o.out.empty()) {
+    args.insert(args.end(), {"--out", o.out});
+  }
+  if (o.quiet) {
+    args.emplace_back("--quiet");
+  }
+  return args;
+}
+
+void run_calibrate(const CalibrateOptions& o) {
+  if (o.local > 0) {
+    const int status = runtime::run_command(
+        runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o)));
+    if (status != 0) {
+      throw runtime::LaunchError(fmt::format(
+          "calibrate: {} local workers failed (launcher exit status {}); the workers' messages above name "
+          "the cause",
+          o.local, status));
+    }
+    return;
+  }
+#if defined(DBENCH_RUNTIME_HAVE_MPI)
+  if (runtime::MpiEnvironment::launched_by_mpi()) {
+    runtime::MpiEnvironment env(nullptr, nullptr);
+    std::optional<runtime::MpiCommunicator> comm;
+    try {
+      comm.emplace(env, runtime::MpiOptions{});
+      calibrate_on(*comm, o);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(
+          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), e.what()));
+    }
+    return;
+  }
+#endif
+  throw std::invalid_argument(
+      "calibrate: needs at least 2 workers: --local N, or run under mpirun -n N (with MPI built in)");
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto options = std::make_shared<CalibrateOptions>();
+  auto* cmd = app.add_subcommand("calibrate",
+                                 "Micro-benchmarks on real workers (--local N, or mpirun -n N dbench "
+                                 "calibrate) fitted into a calibration "
+                                 "file per model for platform.preset");
+  cmd->add_option("config", options->config,
+                  "Experiment config for the data set and model shapes; without one, the embedded defaults");
+  cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--out", options->out,
+                  "Directory for calibration.json and <model>.toml (default: results/calibration-<N>)");
+  cmd->add_option("--local", options->local, "Start this many local workers through mpirun")
+      ->check(CLI::Range(2, 4096));
+  cmd->add_option("--models", options->models, "Models whose training step is timed")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--batches", options->batches, "Batch sizes the step is timed at (at least two)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--sizes", options->sizes, "Message sizes in bytes (at least two)")
+      ->delimiter(',')
+      ->check(CLI::Range(8.0, 1e9))
+      ->capture_default_str();
+  cmd->add_option("--repeats", options->repeats, "Timed repetitions per measurement (the median is kept)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
+  cmd->callback([options] { run_calibrate(*options); });
+}
+
+}  // namespace dbench::experiments

@@ -1,0 +1,233 @@
+// `dbench validate CONFIG --local N`: the same config run by the runtime on N real workers and by the
+// simulator on the calibrated platform of this machine, per algorithm and graph; writes the comparison
+// (validation.json with max_relative_error, .md, .csv), the accuracy curves of both side by side and plots.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "experiments/commands.hpp"
+#include "experiments/config.hpp"
+#include "runtime/errors.hpp"
+#include "runtime/launcher.hpp"
+#include "validation/comparison.hpp"
+
+namespace dbench::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::string out;
+  int local = 4;
+  std::string calibration;
+  std::vector<std::string> algorithms{"centralized", "ring", "exponential", "one-peer-exponential"};
+  std::int64_t warmup = 5;
+  int repeats = 20;
+  bool quiet = false;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(fmt::format("{}: cannot read", path.string()));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) {
+    throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
+  }
+}
+
+/// Runs `dbench args...` as a child process; throws naming what failed.
+void run_dbench(std::vector<std::string> args, const std::string& what) {
+  args.insert(args.begin(), runtime::current_executable());
+  const int status = runtime::run_command(args);
+  if (status != 0) {
+    throw std::runtime_error(
+        fmt::format("validate: {} failed (exit status {}); its messages above name the cause", what, status));
+  }
+}
+
+/// The [algorithm] overrides of one case: "centralized" or a D-PSGD graph.
+std::vector<std::string> case_overrides(const std::string& algorithm) {
+  if (algorithm == "centralized") {
+    return {"algorithm.kind=centralized"};
+  }
+  return {"algorithm.kind=dpsgd", "algorithm.graph=" + algorithm};
+}
+
+std::vector<std::string> with_sets(std::vector<std::string> args, const std::vector<std::string>& sets) {
+  for (const auto& s : sets) {
+    args.insert(args.end(), {"--set", s});
+  }
+  return args;
+}
+
+/// The platform file of `model` in a calibration: the directory's <model>.toml, or the file itself.
+fs::path platform_file(const fs::path& calibration, const std::string& model) {
+  const fs::path file = fs::is_directory(calibration) ? calibration / (model + ".toml") : calibration;
+  if (!fs::exists(file)) {
+    throw std::invalid_argument(fmt::format(
+        "--calibration: {} does not exist (dbench calibrate --models {} writes it)", file.string(), model));
+  }
+  return fs::absolute(file);
+}
+
+/// Draws measured against simulated seconds per iteration and the accuracy curves with gnuplot, when present.
+void plot(const fs::path& out, const std::vector<validation::ValidationCase>& cases) {
+  std::string points;
+  double top = 0.0;
+  for (const auto& c : cases) {
+    points += fmt::format("{} {} \"{}/{}\"\n", c.measured.total_s, c.simulated.total_s, c.algorithm, c.graph);
+    top = std::max({top, c.measured.total_s, c.simulated.total_s});
+  }
+  write_file(out / "validation_points.dat", points);
+  std::string script = fmt::format(
+      "set terminal svg size 720,540 dynamic enhanced background rgb 'white'\n"
+      "set output '{}'\n"
+      "set title 'Seconds per iteration: simulated against measured'\n"
+      "set xlabel 'measured s/iteration'\nset ylabel 'simulated s/iteration'\n"
+      "set xrange [0:{}]\nset yrange [0:{}]\nset key top left\n"
+      "plot x title 'simulated = measured' lc rgb 'gray', 1.15*x title '+15 %' dt 2 lc rgb 'gray', "
+      "0.85*x title '-15 %' dt 2 lc rgb 'gray', '{}' using 1:2 with points pt 7 title 'cases', "
+      "'' using 1:2:3 with labels offset 1,0.5 left font ',8' notitle\n",
+      (out / "validation.svg").string(), 1.1 * top, 1.1 * top, (out / "validation_points.dat").string());
+  script += fmt::format(
+      "set output '{}'\nset title 'Test accuracy: runtime (lines) and numerics (points)'\n"
+      "set xlabel 'iteration'\nset ylabel 'test accuracy'\nset autoscale\nset key bottom right\n"
+      "set datafile separator ','\nplot ",
+      (out / "accuracy.svg").string());
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const std::string name = fmt::format("{}/{}", cases[i].algorithm, cases[i].graph);
+    script += fmt::format(
+        "{}'{}' using 1:(strcol(2) eq '{}' ? $3 : 1/0) every ::1 with lines lc {} title '{} runtime', "
+        "'' using 1:(strcol(2) eq '{}' ? $4 : 1/0) every ::1 with points lc {} title '{} numerics'",
+        i == 0 ? "" : ", ", (out / "accuracy.csv").string(), name, i + 1, name, name, i + 1, name);
+  }
+  script += "\n";
+  write_file(out / "plots.gp", script);
+  try {
+    if (runtime::run_command({"gnuplot", (out / "plots.gp").string()}) != 0) {
+      fmt::print(stderr, "validate: gnuplot failed; the plots are missing (script: plots.gp)\n");
+    }
+  } catch (const runtime::LaunchError&) {
+    fmt::print(stderr, "validate: gnuplot not found; the plots are missing (script: plots.gp)\n");
+  }
+}
+
+void run_validate(const ValidateOptions& o) {
+  const ExperimentConfig config = load_config_file(o.config, o.overrides);
+  const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
+                                     : fs::path(o.out);
+  fs::create_directories(out / "runs");
+  const std::string& model = config.train.model;
+  fs::path calibration = o.calibration;
+  if (calibration.empty()) {
+    calibration = out / "calibration";
+    if (!o.quiet) {
+      fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
+    }
+    run_dbench(with_sets({"calibrate", o.config, "--local", std::to_string(o.local), "--models", model,
+                          "--repeats", std::to_string(o.repeats), "--out", calibration.string(), "--quiet"},
+                         o.overrides),
+               "dbench calibrate");
+  }
+  const fs::path platform = platform_file(calibration, model);
+  std::vector<validation::ValidationCase> cases;
+  for (const auto& algorithm : o.algorithms) {
+    const fs::path dir = out / "runs" / algorithm;
+    std::vector<std::string> sets = o.overrides;
+    for (const auto& s : case_overrides(algorithm)) {
+      sets.push_back(s);
+    }
+    if (!o.quiet) {
+      fmt::print(stderr, "validate: {} on {} workers: runtime, then simulator\n", algorithm, o.local);
+    }
+    run_dbench(with_sets({"train", o.config, "--local", std::to_string(o.local), "--out",
+                          (dir / "runtime").string(), "--quiet"},
+                         sets),
+               fmt::format("dbench train ({})", algorithm));
+    std::vector<std::string> sim_sets = sets;
+    for (const auto& s : {fmt::format("train.workers={}", o.local), "platform.preset=" + platform.string(),
+                          "platform.timing_model=" + model,
+                          fmt::format("platform.timing_batch_per_gpu={}", config.train.batch_per_worker)}) {
+      sim_sets.push_back(s);
+    }
+    run_dbench(with_sets({"simulate", o.config, "--out", (dir / "simulate").string(), "--quiet"}, sim_sets),
+               fmt::format("dbench simulate ({})", algorithm));
+
+    validation::ValidationCase c;
+    c.algorithm = algorithm == "centralized" ? "centralized" : "dpsgd";
+    c.graph = algorithm == "centralized" ? "all-reduce" : algorithm;
+    c.model = model;
+    c.workers = o.local;
+    c.measured = validation::median_parts(read_file(dir / "runtime" / "trace.csv"), o.warmup);
+    c.simulated = validation::median_parts(read_file(dir / "simulate" / "trace.csv"), o.warmup);
+    const std::string runtime_metrics = read_file(dir / "runtime" / "metrics.csv");
+    const std::string numerics_metrics = read_file(dir / "simulate" / "metrics.csv");
+    c.iterations = validation::csv_column(runtime_metrics, "iteration");
+    c.runtime_accuracy = validation::csv_column(runtime_metrics, "test_accuracy");
+    c.numerics_accuracy = validation::csv_column(numerics_metrics, "test_accuracy");
+    cases.push_back(std::move(c));
+  }
+  const auto json = validation::validation_json(cases);
+  write_file(out / "validation.json", json.dump(2) + "\n");
+  const std::string table = validation::validation_markdown(cases);
+  write_file(out / "validation.md", fmt::format("# Validation: {} on {} workers\n\nCalibration: {}\n\n{}",
+                                                config.name, o.local, platform.string(), table));
+  write_file(out / "validation.csv", validation::validation_csv(cases));
+  write_file(out / "accuracy.csv", validation::accuracy_csv(cases));
+  plot(out, cases);
+  fmt::print("{}\nlargest accuracy difference between runtime and numerics: {}\nresults: {}\n", table,
+             json.at("max_accuracy_difference").dump(), out.string());
+}
+
+}  // namespace
+
+void add_validate_command(CLI::App& app) {
+  auto options = std::make_shared<ValidateOptions>();
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "Run a config on local workers and in the calibrated simulator, per algorithm and graph, and compare "
+      "seconds per iteration and accuracy curves (validation.json, .md, .csv, plots)");
+  cmd->add_option("config", options->config, "Experiment config (TOML)")->required();
+  cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--out", options->out, "Results directory (default: results/validation-<name>-<N>)");
+  cmd->add_option("--local", options->local, "Local workers (mpirun) of the runtime runs")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
+  cmd->add_option(
+      "--calibration", options->calibration,
+      "Calibration directory (dbench calibrate --out) or platform file; default: calibrate first");
+  cmd->add_option("--algorithms", options->algorithms,
+                  "Cases: centralized and D-PSGD graphs (ring, exponential, one-peer-exponential, ...)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--warmup", options->warmup, "Iterations left out of the medians at the start")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--repeats", options->repeats, "Repetitions per micro-benchmark when calibrating")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
+  cmd->callback([options] { run_validate(*options); });
+}
+
+}  // namespace dbench::experiments

@@ -1,0 +1,156 @@
+#include "validation/calibration.hpp"
+
+#include <fmt/core.h>
+
+#include <stdexcept>
+
+namespace dbench::validation {
+namespace {
+
+nlohmann::json line_json(const LineFit& line) {
+  return {{"intercept", line.intercept},
+          {"slope", line.slope},
+          {"residuals", line.residuals},
+          {"rms_residual", line.rms_residual},
+          {"max_relative_residual", line.max_relative_residual},
+          {"r_squared", line.r_squared}};
+}
+
+LineFit line_from(const nlohmann::json& j) {
+  LineFit line;
+  line.intercept = j.at("intercept").get<double>();
+  line.slope = j.at("slope").get<double>();
+  line.residuals = j.at("residuals").get<std::vector<double>>();
+  line.rms_residual = j.at("rms_residual").get<double>();
+  line.max_relative_residual = j.at("max_relative_residual").get<double>();
+  line.r_squared = j.at("r_squared").get<double>();
+  return line;
+}
+
+nlohmann::json link_json(const LinkCalibration& link) {
+  return {{"pattern", link.pattern},
+          {"bytes", link.bytes},
+          {"seconds", link.seconds},
+          {"alpha_s", link.fit.alpha_s},
+          {"bandwidth_Bps", link.fit.bandwidth_Bps},
+          {"fit", line_json(link.fit.line)}};
+}
+
+LinkCalibration link_from(const nlohmann::json& j) {
+  LinkCalibration link;
+  link.pattern = j.at("pattern").get<std::string>();
+  link.bytes = j.at("bytes").get<std::vector<double>>();
+  link.seconds = j.at("seconds").get<std::vector<double>>();
+  link.fit.alpha_s = j.at("alpha_s").get<double>();
+  link.fit.bandwidth_Bps = j.at("bandwidth_Bps").get<double>();
+  link.fit.line = line_from(j.at("fit"));
+  return link;
+}
+
+std::string residual_lines(const std::vector<double>& x, const std::vector<double>& y, const LineFit& line,
+                           const char* x_name) {
+  std::string out;
+  for (std::size_t i = 0; i < x.size() && i < line.residuals.size(); ++i) {
+    out +=
+        fmt::format("#   {} {:>10g}: measured {:.4e} s, fitted {:.4e} s, residual {:+.2f} %\n", x_name, x[i],
+                    y[i], y[i] - line.residuals[i], y[i] != 0.0 ? 100.0 * line.residuals[i] / y[i] : 0.0);
+  }
+  return out;
+}
+
+}  // namespace
+
+const ModelCalibration& model_calibration(const Calibration& calibration, const std::string& model) {
+  std::string known;
+  for (const auto& m : calibration.models) {
+    if (m.model == model) {
+      return m;
+    }
+    known += (known.empty() ? "" : ", ") + m.model;
+  }
+  throw std::invalid_argument(fmt::format(
+      "calibration: model '{}' was not calibrated (calibrated: {}); run dbench calibrate --models {}", model,
+      known.empty() ? "none" : known, model));
+}
+
+double port_latency_s(const AlphaBetaFit& exchange) {
+  return exchange.alpha_s / 2.0;
+}
+
+std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
+  const AlphaBetaFit& link = c.exchange.fit;
+  std::string out;
+  out += fmt::format(
+      "# Platform of {} workers on {} for {}, fitted by dbench calibrate from micro-benchmarks on the real\n"
+      "# workers. One node of {} GPUs (the workers), its intra-node links fitted to concurrent exchanges.\n",
+      c.workers, c.host, m.model, c.workers);
+  out += "base = \"custom\"\n";
+  out += fmt::format("gpus_per_node = {}\n", c.workers);
+  out += fmt::format("gpu_flops_per_s = {:.6e}\n", m.fit.flops_per_s);
+  out += "# The step's fixed cost plus the one-double all-reduce every iteration of dbench train pays.\n";
+  out += fmt::format("iteration_overhead_s = {:.6e}\n", m.fit.overhead_s + c.small_allreduce_s);
+  out += "# A message between two workers crosses two GPU ports: latency alpha / 2 on each.\n";
+  out += fmt::format("intra_node_latency_s = {:.6e}\n", port_latency_s(link));
+  out += fmt::format("intra_node_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
+  out += "# One node: the NIC and fabric carry no traffic; they only need valid values.\n";
+  out += "fabric = \"star\"\n";
+  out += fmt::format("nic_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
+  out += "nic_latency_s = 0.0\n";
+  out += fmt::format("switch_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
+  out += "switch_latency_s = 0.0\n";
+  out += "\n# Fits (least squares, weighted by 1/measured^2), their inputs and residuals:\n";
+  out += fmt::format("# compute {}: seconds = {:.4e} + batch * {:.4e} FLOP / {:.4e} FLOP/s (R^2 {:.4f})\n",
+                     m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
+  out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
+  out += fmt::format("# per-iteration all-reduce of one double: {:.4e} s\n", c.small_allreduce_s);
+  for (const LinkCalibration* l : {&c.exchange, &c.point_to_point, &c.allreduce}) {
+    out += fmt::format("# {}: seconds = {:.4e} + bytes / {:.4e} B/s (R^2 {:.4f})\n", l->pattern,
+                       l->fit.alpha_s, l->fit.bandwidth_Bps, l->fit.line.r_squared);
+    out += residual_lines(l->bytes, l->seconds, l->fit.line, "bytes");
+  }
+  return out;
+}
+
+nlohmann::json to_json(const Calibration& c) {
+  nlohmann::json models = nlohmann::json::array();
+  for (const auto& m : c.models) {
+    models.push_back({{"model", m.model},
+                      {"flops_per_sample", m.flops_per_sample},
+                      {"batches", m.batches},
+                      {"seconds", m.seconds},
+                      {"overhead_s", m.fit.overhead_s},
+                      {"flops_per_s", m.fit.flops_per_s},
+                      {"fit", line_json(m.fit.line)}});
+  }
+  return {{"workers", c.workers},
+          {"host", c.host},
+          {"models", models},
+          {"point_to_point", link_json(c.point_to_point)},
+          {"exchange", link_json(c.exchange)},
+          {"allreduce", link_json(c.allreduce)},
+          {"small_allreduce_s", c.small_allreduce_s}};
+}
+
+Calibration calibration_from_json(const nlohmann::json& j) {
+  Calibration c;
+  c.workers = j.at("workers").get<int>();
+  c.host = j.at("host").get<std::string>();
+  for (const auto& mj : j.at("models")) {
+    ModelCalibration m;
+    m.model = mj.at("model").get<std::string>();
+    m.flops_per_sample = mj.at("flops_per_sample").get<double>();
+    m.batches = mj.at("batches").get<std::vector<double>>();
+    m.seconds = mj.at("seconds").get<std::vector<double>>();
+    m.fit.overhead_s = mj.at("overhead_s").get<double>();
+    m.fit.flops_per_s = mj.at("flops_per_s").get<double>();
+    m.fit.line = line_from(mj.at("fit"));
+    c.models.push_back(std::move(m));
+  }
+  c.point_to_point = link_from(j.at("point_to_point"));
+  c.exchange = link_from(j.at("exchange"));
+  c.allreduce = link_from(j.at("allreduce"));
+  c.small_allreduce_s = j.at("small_allreduce_s").get<double>();
+  return c;
+}
+
+}  // namespace dbench::validation

@@ -1,0 +1,63 @@
+// A calibration of "this machine" from micro-benchmarks on its real workers: the measurements, their fits,
+// and the platform file the simulator reads (experiments::read_calibration) for one model.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "validation/fits.hpp"
+
+namespace dbench::validation {
+
+/// One model's local training step (forward, backward, SGD) timed at several batch sizes while every worker
+/// computes at once (so workers sharing cores and memory bandwidth slow each other as they do in training).
+struct ModelCalibration {
+  std::string model;              ///< "mlp", "lenet", ...
+  double flops_per_sample = 0.0;  ///< forward + backward, ModelProfile's convention
+  std::vector<double> batches;    ///< batch sizes measured
+  std::vector<double> seconds;    ///< per batch: median over repetitions of the slowest worker's step
+  ComputeFit fit;                 ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
+};
+
+/// One communication pattern timed over message sizes and its alpha-beta fit.
+struct LinkCalibration {
+  std::string pattern;          ///< what was timed, e.g. "ping-pong between ranks 0 and 1"
+  std::vector<double> bytes;    ///< message sizes (per worker)
+  std::vector<double> seconds;  ///< per size: median over repetitions of the slowest worker
+  AlphaBetaFit fit;             ///< seconds = alpha_s + bytes / bandwidth_Bps
+};
+
+/// Everything `dbench calibrate` measured and fitted on N workers of one machine.
+struct Calibration {
+  int workers = 0;   ///< workers that ran together (the platform's GPUs per node)
+  std::string host;  ///< where it ran
+  std::vector<ModelCalibration> models;
+  LinkCalibration point_to_point;  ///< two workers, the others idle: the link alone
+  /// Every worker sends to the next and receives from the previous at once: the link class the platform's
+  /// intra-node links take their latency and bandwidth from (training's messages are concurrent).
+  LinkCalibration exchange;
+  LinkCalibration allreduce;  ///< all-reduce of doubles over every worker, as centralized training sums
+  /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check).
+  double small_allreduce_s = 0.0;
+};
+
+/// Looks up a model's calibration; throws std::invalid_argument naming the calibrated models.
+const ModelCalibration& model_calibration(const Calibration& calibration, const std::string& model);
+
+/// The platform file for `model`, in the format experiments::read_calibration reads: one node of
+/// `workers` GPUs (base "custom", star fabric), the model's fitted rate, its overhead plus the per-iteration
+/// all-reduce as iteration_overhead_s, and the exchange fit as the intra-node links (a message crosses two
+/// GPU ports: latency alpha/2 each). Fitted values and residuals follow as comments.
+std::string platform_toml(const Calibration& calibration, const ModelCalibration& model);
+
+/// The whole calibration (measurements, fits, residuals) as JSON.
+nlohmann::json to_json(const Calibration& calibration);
+
+/// Reads to_json's output back (the measurements and fits).
+Calibration calibration_from_json(const nlohmann::json& json);
+
+/// Latency of one GPU port of the platform: a message between two GPUs of a node crosses two.
+double port_latency_s(const AlphaBetaFit& exchange);
+
+}  // namespace dbench::validation

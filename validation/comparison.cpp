@@ -1,0 +1,202 @@
+#include "validation/comparison.hpp"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace dbench::validation {
+namespace {
+
+std::vector<std::string_view> split(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= line.size(); ++i) {
+    if (i == line.size() || line[i] == ',') {
+      fields.push_back(line.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return fields;
+}
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
+    std::string_view line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (!line.empty()) {
+      lines.push_back(line);
+    }
+    start = end + 1;
+  }
+  return lines;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string case_name(const ValidationCase& c) {
+  return fmt::format("{}/{}", c.algorithm, c.graph);
+}
+
+}  // namespace
+
+std::vector<double> csv_column(std::string_view csv, std::string_view column) {
+  const auto lines = lines_of(csv);
+  if (lines.empty()) {
+    throw std::invalid_argument("csv: empty text, no header");
+  }
+  const auto header = split(lines.front());
+  const auto it = std::find(header.begin(), header.end(), column);
+  if (it == header.end()) {
+    throw std::invalid_argument(fmt::format("csv: no column '{}'", column));
+  }
+  const auto index = static_cast<std::size_t>(it - header.begin());
+  std::vector<double> values;
+  for (std::size_t r = 1; r < lines.size(); ++r) {
+    const auto fields = split(lines[r]);
+    if (index >= fields.size()) {
+      throw std::invalid_argument(fmt::format("csv: row {} has no '{}' field", r, column));
+    }
+    const std::string field(fields[index]);
+    values.push_back(field.empty() ? std::numeric_limits<double>::quiet_NaN() : std::stod(field));
+  }
+  return values;
+}
+
+PartTimes median_parts(std::string_view trace_csv, std::int64_t warmup) {
+  const auto tail = [&](std::string_view column) {
+    auto v = csv_column(trace_csv, column);
+    const auto skip = static_cast<std::size_t>(std::max<std::int64_t>(0, warmup));
+    if (v.size() <= skip) {
+      throw std::invalid_argument(
+          fmt::format("trace.csv: {} rows, none left after {} warm-up iterations", v.size(), skip));
+    }
+    return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(skip), v.end());
+  };
+  PartTimes parts;
+  parts.total_s = median(tail("total_s"));
+  parts.compute_s = median(tail("compute_s"));
+  parts.comm_s = median(tail("comm_s"));
+  return parts;
+}
+
+double relative_error(double simulated, double measured) {
+  if (measured == 0.0) {
+    return simulated == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  }
+  return std::abs(simulated - measured) / std::abs(measured);
+}
+
+double accuracy_difference(const ValidationCase& c) {
+  if (c.runtime_accuracy.size() != c.numerics_accuracy.size()) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = 0.0;
+  for (std::size_t i = 0; i < c.runtime_accuracy.size(); ++i) {
+    worst = std::max(worst, std::abs(c.runtime_accuracy[i] - c.numerics_accuracy[i]));
+  }
+  return worst;
+}
+
+nlohmann::json validation_json(std::span<const ValidationCase> cases) {
+  nlohmann::json rows = nlohmann::json::array();
+  double worst = 0.0;
+  double worst_accuracy = 0.0;
+  const auto parts = [](const PartTimes& p) {
+    return nlohmann::json{
+        {"seconds_per_iteration", p.total_s}, {"compute_s", p.compute_s}, {"comm_s", p.comm_s}};
+  };
+  // JSON has no infinity: an unmatched accuracy curve is reported as null.
+  const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  for (const auto& c : cases) {
+    const double total = relative_error(c.simulated.total_s, c.measured.total_s);
+    const double accuracy = accuracy_difference(c);
+    worst = std::max(worst, total);
+    worst_accuracy = std::max(worst_accuracy, accuracy);
+    rows.push_back({{"case", case_name(c)},
+                    {"algorithm", c.algorithm},
+                    {"graph", c.graph},
+                    {"model", c.model},
+                    {"workers", c.workers},
+                    {"measured", parts(c.measured)},
+                    {"simulated", parts(c.simulated)},
+                    {"relative_error",
+                     {{"seconds_per_iteration", number(total)},
+                      {"compute_s", number(relative_error(c.simulated.compute_s, c.measured.compute_s))},
+                      {"comm_s", number(relative_error(c.simulated.comm_s, c.measured.comm_s))}}},
+                    {"accuracy_difference", number(accuracy)},
+                    {"evaluations", c.runtime_accuracy.size()}});
+  }
+  return {{"cases", rows},
+          {"max_relative_error", number(worst)},
+          {"max_accuracy_difference", number(worst_accuracy)}};
+}
+
+std::string validation_markdown(std::span<const ValidationCase> cases) {
+  std::string out =
+      "| case | model | workers | measured s/it | simulated s/it | error | measured compute s | simulated "
+      "compute s | error | measured comm s | simulated comm s | error | accuracy difference |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  double worst = 0.0;
+  for (const auto& c : cases) {
+    const double total = relative_error(c.simulated.total_s, c.measured.total_s);
+    worst = std::max(worst, total);
+    out += fmt::format(
+        "| {} | {} | {} | {:.3e} | {:.3e} | {:.1f} % | {:.3e} | {:.3e} | {:.1f} % | {:.3e} | {:.3e} | {:.1f} "
+        "% "
+        "| {:.2e} |\n",
+        case_name(c), c.model, c.workers, c.measured.total_s, c.simulated.total_s, 100.0 * total,
+        c.measured.compute_s, c.simulated.compute_s,
+        100.0 * relative_error(c.simulated.compute_s, c.measured.compute_s), c.measured.comm_s,
+        c.simulated.comm_s, 100.0 * relative_error(c.simulated.comm_s, c.measured.comm_s),
+        accuracy_difference(c));
+  }
+  out += fmt::format("\nLargest relative error of seconds per iteration: {:.1f} %\n", 100.0 * worst);
+  return out;
+}
+
+std::string validation_csv(std::span<const ValidationCase> cases) {
+  std::string out =
+      "case,algorithm,graph,model,workers,measured_s,simulated_s,relative_error,measured_compute_s,"
+      "simulated_compute_s,compute_relative_error,measured_comm_s,simulated_comm_s,comm_relative_error,"
+      "accuracy_difference\n";
+  for (const auto& c : cases) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", case_name(c), c.algorithm, c.graph,
+                       c.model, c.workers, c.measured.total_s, c.simulated.total_s,
+                       relative_error(c.simulated.total_s, c.measured.total_s), c.measured.compute_s,
+                       c.simulated.compute_s, relative_error(c.simulated.compute_s, c.measured.compute_s),
+                       c.measured.comm_s, c.simulated.comm_s,
+                       relative_error(c.simulated.comm_s, c.measured.comm_s), accuracy_difference(c));
+  }
+  return out;
+}
+
+std::string accuracy_csv(std::span<const ValidationCase> cases) {
+  std::string out = "iteration,case,runtime_test_accuracy,numerics_test_accuracy\n";
+  for (const auto& c : cases) {
+    const std::size_t n =
+        std::min({c.iterations.size(), c.runtime_accuracy.size(), c.numerics_accuracy.size()});
+    for (std::size_t i = 0; i < n; ++i) {
+      out += fmt::format("{},{},{},{}\n", c.iterations[i], case_name(c), c.runtime_accuracy[i],
+                         c.numerics_accuracy[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace dbench::validation
