@@ -60,23 +60,27 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Times `body` on every worker at once, `repeats` times after two untimed runs: each repetition starts
-/// together (an all-reduce as barrier) and counts as its slowest worker, as a synchronous step does; returns
-/// the median repetition.
-double slowest_median(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
-  std::vector<double> times;
+/// Seconds per call of `body` when every worker calls it `repeats` times back to back, as a run's
+/// iterations follow each other: a round starts together (an all-reduce as barrier) and lasts until its
+/// slowest worker is done, so workers that share cores and memory bandwidth pay for each other (a worker
+/// descheduled before its call counts too). The median of several rounds, after an untimed one.
+double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
+  constexpr int kRounds = 5;
+  std::vector<double> rounds;
   std::array<double, 1> token{0.0};
-  for (int r = -2; r < repeats; ++r) {
+  for (int k = -1; k < kRounds; ++k) {
     comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
     const auto start = Clock::now();
-    body();
+    for (int r = 0; r < repeats; ++r) {
+      body();
+    }
     std::array<double, 1> elapsed{seconds_since(start)};
     comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
-    if (r >= 0) {
-      times.push_back(elapsed[0]);
+    if (k >= 0) {
+      rounds.push_back(elapsed[0] / repeats);
     }
   }
-  return median(times);
+  return median(rounds);
 }
 
 /// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
@@ -102,7 +106,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   for (const int batch : o.batches) {
     std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
     const auto b = static_cast<std::size_t>(batch);
-    const double seconds = slowest_median(comm, o.repeats, [&] {
+    const double seconds = seconds_per_call(comm, o.repeats, [&] {
       // A fresh batch each step, gathered as the workers gather theirs.
       indices.resize(b);
       for (auto& i : indices) {
@@ -115,6 +119,10 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
         net->train_step(store.params(), inputs, labels, b, store.grads(), std::span(&stats, 1));
         sgd.step(0.01, store.params(), store.grads(), store.momentum());
       }
+      // Every iteration of dbench train ends its step with this all-reduce (the divergence check): it keeps
+      // the workers in step, and its cost lands in the fitted overhead.
+      std::array<double, 1> loss{static_cast<double>(stats.loss)};
+      comm.allreduce(std::span<double>(loss), runtime::ReduceOp::sum);
     });
     result.batches.push_back(batch);
     result.seconds.push_back(seconds);
@@ -129,7 +137,7 @@ validation::LinkCalibration time_point_to_point(runtime::Communicator& comm, con
   link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
   for (const double bytes : o.sizes) {
     std::vector<float> buffer(static_cast<std::size_t>(bytes) / sizeof(float), 1.0f);
-    const double round_trip = slowest_median(comm, o.repeats, [&] {
+    const double round_trip = seconds_per_call(comm, o.repeats, [&] {
       if (comm.rank() == 0) {
         comm.send(buffer, 1, 7);
         comm.recv(buffer, 1, 7);
@@ -148,7 +156,7 @@ validation::LinkCalibration time_point_to_point(runtime::Communicator& comm, con
 /// Every worker sends to the next and receives from the previous at once (a ring's gossip round).
 validation::LinkCalibration time_exchange(runtime::Communicator& comm, const CalibrateOptions& o) {
   validation::LinkCalibration link;
-  link.pattern = "exchange (every worker sends to the next and receives from the previous, at once)";
+  link.pattern = "exchange (every worker sends to the next, receives from the previous and mixes, at once)";
   const int n = comm.size();
   const int next = (comm.rank() + 1) % n;
   const int previous = (comm.rank() + n - 1) % n;
@@ -159,7 +167,14 @@ validation::LinkCalibration time_exchange(runtime::Communicator& comm, const Cal
     const std::array<runtime::SendBuffer, 1> sends{runtime::SendBuffer{next, out}};
     const std::array<runtime::RecvBuffer, 1> recvs{runtime::RecvBuffer{previous, in}};
     link.bytes.push_back(bytes);
-    link.seconds.push_back(slowest_median(comm, o.repeats, [&] { comm.exchange(sends, recvs, 9); }));
+    std::vector<float> mixed(count, 0.0f);
+    link.seconds.push_back(seconds_per_call(comm, o.repeats, [&] {
+      comm.exchange(sends, recvs, 9);
+      // A CPU worker's received message costs it a pass over memory as well: the mixing that follows.
+      for (std::size_t i = 0; i < count; ++i) {
+        mixed[i] = 0.5f * out[i] + 0.5f * in[i];
+      }
+    }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;
@@ -172,7 +187,7 @@ validation::LinkCalibration time_allreduce(runtime::Communicator& comm, const Ca
   for (const double bytes : o.sizes) {
     std::vector<double> data(std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(double)), 1.0);
     link.bytes.push_back(static_cast<double>(data.size() * sizeof(double)));
-    link.seconds.push_back(slowest_median(
+    link.seconds.push_back(seconds_per_call(
         comm, o.repeats, [&] { comm.allreduce(std::span<double>(data), runtime::ReduceOp::sum); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
@@ -204,7 +219,8 @@ void print_summary(const validation::Calibration& c, const std::filesystem::path
                l->pattern, l->fit.alpha_s, l->fit.bandwidth_Bps, l->fit.line.r_squared,
                100.0 * l->fit.line.max_relative_residual);
   }
-  fmt::print("  all-reduce of one double: {:.3e} s\nresults: {}\n", c.small_allreduce_s, out.string());
+  fmt::print("  all-reduce of one double (in the fitted overheads): {:.3e} s\nresults: {}\n",
+             c.small_allreduce_s, out.string());
 }
 
 void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
@@ -239,7 +255,7 @@ void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
   c.exchange = time_exchange(comm, o);
   c.allreduce = time_allreduce(comm, o);
   std::array<double, 1> one{1.0};
-  c.small_allreduce_s = slowest_median(
+  c.small_allreduce_s = seconds_per_call(
       comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
   if (!root) {
     return;

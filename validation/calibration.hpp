@@ -10,8 +10,9 @@
 
 namespace dbench::validation {
 
-/// One model's local training step (forward, backward, SGD) timed at several batch sizes while every worker
-/// computes at once (so workers sharing cores and memory bandwidth slow each other as they do in training).
+/// One model's local training step (forward, backward, SGD, the per-iteration all-reduce of the loss) timed
+/// at several batch sizes while every worker computes at once (so workers sharing cores and memory bandwidth
+/// slow each other as they do in training).
 struct ModelCalibration {
   std::string model;              ///< "mlp", "lenet", ...
   double flops_per_sample = 0.0;  ///< forward + backward, ModelProfile's convention
@@ -34,11 +35,13 @@ struct Calibration {
   std::string host;  ///< where it ran
   std::vector<ModelCalibration> models;
   LinkCalibration point_to_point;  ///< two workers, the others idle: the link alone
-  /// Every worker sends to the next and receives from the previous at once: the link class the platform's
-  /// intra-node links take their latency and bandwidth from (training's messages are concurrent).
+  /// Every worker sends to the next, receives from the previous and mixes what it received, at once: the link
+  /// class the platform's intra-node links take their latency and bandwidth from (training's messages are
+  /// concurrent, and on CPU workers the receiver's pass over the message is part of its cost).
   LinkCalibration exchange;
   LinkCalibration allreduce;  ///< all-reduce of doubles over every worker, as centralized training sums
-  /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check).
+  /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check); the
+  /// step's timing includes it, so it is part of each model's fitted overhead. Reported for reference.
   double small_allreduce_s = 0.0;
 };
 
@@ -46,8 +49,8 @@ struct Calibration {
 const ModelCalibration& model_calibration(const Calibration& calibration, const std::string& model);
 
 /// The platform file for `model`, in the format experiments::read_calibration reads: one node of
-/// `workers` GPUs (base "custom", star fabric), the model's fitted rate, its overhead plus the per-iteration
-/// all-reduce as iteration_overhead_s, and the exchange fit as the intra-node links (a message crosses two
+/// `workers` GPUs (base "custom", star fabric), the model's fitted rate, its fitted overhead as
+/// iteration_overhead_s, and the exchange fit as the intra-node links (a message crosses two
 /// GPU ports: latency alpha/2 each). Fitted values and residuals follow as comments.
 std::string platform_toml(const Calibration& calibration, const ModelCalibration& model);
 

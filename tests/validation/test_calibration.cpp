@@ -1,0 +1,85 @@
+// Calibration files: what dbench calibrate writes is what the simulator's platform loader reads.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "experiments/timing_setup.hpp"
+#include "sim/platform.hpp"
+#include "support/temp_dir.hpp"
+#include "validation/calibration.hpp"
+
+namespace {
+
+using namespace dbench;
+
+validation::LinkCalibration link(const std::string& pattern, double alpha, double beta) {
+  validation::LinkCalibration l;
+  l.pattern = pattern;
+  l.bytes = {1024, 65536, 1048576};
+  for (const double b : l.bytes) {
+    l.seconds.push_back(alpha + b / beta);
+  }
+  l.fit = validation::fit_alpha_beta(l.bytes, l.seconds);
+  return l;
+}
+
+validation::Calibration example() {
+  validation::Calibration c;
+  c.workers = 4;
+  c.host = "test-host";
+  validation::ModelCalibration m;
+  m.model = "mlp";
+  m.flops_per_sample = 3e5;
+  m.batches = {8, 16, 32};
+  for (const double b : m.batches) {
+    m.seconds.push_back(2e-5 + b * m.flops_per_sample / 1.5e10);
+  }
+  m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
+  c.models.push_back(m);
+  c.point_to_point = link("ping-pong", 1e-6, 2e10);
+  c.exchange = link("exchange", 4e-6, 6e9);
+  c.allreduce = link("all-reduce", 8e-6, 1e9);
+  c.small_allreduce_s = 5e-6;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("validation::platform_toml: read_calibration reads back the fitted platform") {
+  const testing::TempDir dir;
+  const validation::Calibration c = example();
+  const auto file = dir.path() / "mlp.toml";
+  std::ofstream(file) << validation::platform_toml(c, c.models.front());
+  const sim::PlatformSpec p = experiments::read_calibration(file);
+  CHECK(p.name == "mlp");
+  CHECK(p.gpus_per_node == 4);
+  CHECK(p.gpu_flops_per_s == doctest::Approx(1.5e10).epsilon(1e-5));
+  CHECK(p.iteration_overhead_s == doctest::Approx(2e-5).epsilon(1e-5));
+  // A message crosses two GPU ports: the exchange's alpha split over them.
+  CHECK(p.gpu_link_latency_s == doctest::Approx(2e-6).epsilon(1e-5));
+  CHECK(p.gpu_link_bandwidth_Bps == doctest::Approx(6e9).epsilon(1e-5));
+  CHECK(p.fabric == sim::Fabric::star);
+  CHECK_NOTHROW(sim::validate(p, 4));
+  // One node: the simulated compute is the fitted model.
+  models::ModelProfile profile;
+  profile.forward_flops_per_sample = 1e5;
+  profile.backward_flops_per_sample = 2e5;
+  CHECK(sim::compute_seconds(profile, 16, p) == doctest::Approx(2e-5 + 16 * 3e5 / 1.5e10).epsilon(1e-5));
+}
+
+TEST_CASE("validation::to_json: the calibration round-trips with its residuals") {
+  const validation::Calibration c = example();
+  const validation::Calibration back = validation::calibration_from_json(validation::to_json(c));
+  CHECK(back.workers == 4);
+  CHECK(back.host == "test-host");
+  REQUIRE(back.models.size() == 1);
+  CHECK(back.models[0].fit.flops_per_s == doctest::Approx(c.models[0].fit.flops_per_s));
+  CHECK(back.models[0].fit.line.residuals.size() == 3);
+  CHECK(back.exchange.fit.bandwidth_Bps == doctest::Approx(6e9));
+  CHECK(back.allreduce.seconds == c.allreduce.seconds);
+  CHECK(&validation::model_calibration(back, "mlp") == &back.models[0]);
+  CHECK_THROWS_WITH_AS(validation::model_calibration(back, "lenet"), doctest::Contains("calibrated: mlp"),
+                       std::invalid_argument);
+}

@@ -1,0 +1,81 @@
+// The comparison of measured and simulated runs: medians of a trace, relative errors, the tables.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "validation/comparison.hpp"
+
+namespace {
+
+using namespace dbench::validation;
+
+ValidationCase make_case(const std::string& graph, double measured, double simulated) {
+  ValidationCase c;
+  c.algorithm = graph == "all-reduce" ? "centralized" : "dpsgd";
+  c.graph = graph;
+  c.model = "mlp";
+  c.workers = 4;
+  c.measured = {measured, measured / 2, measured / 2};
+  c.simulated = {simulated, simulated / 4, 3 * simulated / 4};
+  c.iterations = {0, 10};
+  c.runtime_accuracy = {0.1, 0.5};
+  c.numerics_accuracy = {0.1, 0.5};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("validation::median_parts: medians of trace.csv's columns after the warm-up") {
+  const std::string trace =
+      "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n"
+      "0,ring,9,9,18,0,18\n"
+      "1,ring,1,2,3,0,21\n"
+      "2,ring,2,3,5,0,26\n"
+      "3,ring,3,100,103,0,129\n";
+  const PartTimes p = median_parts(trace, 1);
+  CHECK(p.compute_s == 2.0);
+  CHECK(p.comm_s == 3.0);
+  CHECK(p.total_s == 5.0);
+  CHECK_THROWS_AS(median_parts(trace, 4), std::invalid_argument);
+  CHECK_THROWS_AS(median_parts("iteration,total_s\n0,1\n", 0), std::invalid_argument);
+  CHECK(csv_column(trace, "iteration") == std::vector<double>{0, 1, 2, 3});
+}
+
+TEST_CASE("validation::relative_error: |simulated - measured| / measured") {
+  CHECK(relative_error(1.1, 1.0) == doctest::Approx(0.1));
+  CHECK(relative_error(0.8, 1.0) == doctest::Approx(0.2));
+  CHECK(relative_error(0.0, 0.0) == 0.0);
+  CHECK(std::isinf(relative_error(1.0, 0.0)));
+}
+
+TEST_CASE("validation::validation_json: per-case errors and the largest as max_relative_error") {
+  std::vector<ValidationCase> cases{make_case("all-reduce", 1.0, 1.1), make_case("ring", 2.0, 1.6)};
+  cases[1].numerics_accuracy[1] = 0.5 + 1e-7;
+  const auto json = validation_json(cases);
+  REQUIRE(json.at("cases").size() == 2);
+  CHECK(json.at("max_relative_error").get<double>() == doctest::Approx(0.2));
+  CHECK(json.at("max_accuracy_difference").get<double>() == doctest::Approx(1e-7));
+  const auto& ring = json.at("cases")[1];
+  CHECK(ring.at("case") == "dpsgd/ring");
+  CHECK(ring.at("measured").at("seconds_per_iteration").get<double>() == 2.0);
+  CHECK(ring.at("simulated").at("comm_s").get<double>() == doctest::Approx(1.2));
+  CHECK(ring.at("relative_error").at("compute_s").get<double>() == doctest::Approx(0.6));
+  // Accuracy curves of different lengths cannot be compared: null, not a number.
+  cases[0].numerics_accuracy.push_back(0.7);
+  CHECK(validation_json(cases).at("max_accuracy_difference").is_null());
+}
+
+TEST_CASE("validation::validation_markdown and validation_csv: one row per case, the columns named") {
+  const std::vector<ValidationCase> cases{make_case("all-reduce", 1.0, 1.1), make_case("ring", 2.0, 1.6)};
+  const std::string md = validation_markdown(cases);
+  CHECK(md.find("| centralized/all-reduce | mlp | 4 |") != std::string::npos);
+  CHECK(md.find("| dpsgd/ring | mlp | 4 |") != std::string::npos);
+  CHECK(md.find("20.0 %") != std::string::npos);
+  const std::string csv = validation_csv(cases);
+  CHECK(csv.rfind("case,algorithm,graph,model,workers,measured_s,simulated_s,relative_error,", 0) == 0);
+  CHECK(csv_column(csv, "relative_error")[1] == doctest::Approx(0.2));
+  const std::string accuracy = accuracy_csv(cases);
+  CHECK(csv_column(accuracy, "runtime_test_accuracy").size() == 4);
+}

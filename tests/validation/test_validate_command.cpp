@@ -1,0 +1,71 @@
+// dbench calibrate and dbench validate end to end on 4 local workers, with a small MLP config.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "experiments/timing_setup.hpp"
+#include "support/run_dbench.hpp"
+#include "support/temp_dir.hpp"
+#include "validation/comparison.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("validation::validate: calibrate then validate on 4 local workers writes well-formed tables") {
+  const dbench::testing::TempDir dir;
+  const fs::path config = dir.path() / "config.toml";
+  std::ofstream(config)
+      << "name = \"v\"\nseed = 2\n[train]\nmodel = \"mlp\"\nworkers = 4\nbatch_per_worker = 16\n"
+         "iterations = 24\nlr = 0.05\neval_every = 12\neval_samples = 500\n"
+         "replica_eval_samples = 64\nmlp_hidden = [32]\n[algorithm]\nkind = \"dpsgd\"\n"
+         "graph = \"ring\"\n";
+  const fs::path calibration = dir.path() / "calibration";
+  const auto calibrate =
+      dbench::testing::run_dbench("calibrate \"" + config.string() +
+                                  "\" --local 4 --models mlp --batches 8,32 --sizes 1024,65536,262144 " +
+                                  "--repeats 3 --quiet --out \"" + calibration.string() + "\"");
+  INFO(calibrate.output);
+  REQUIRE(calibrate.status == 0);
+  CHECK_NOTHROW(dbench::experiments::read_calibration(calibration / "mlp.toml"));
+  const auto fits = nlohmann::json::parse(read(calibration / "calibration.json"));
+  CHECK(fits.at("workers") == 4);
+  CHECK(fits.at("exchange").at("fit").at("residuals").size() == 3);
+
+  const fs::path out = dir.path() / "validation";
+  const auto validate = dbench::testing::run_dbench(
+      "validate \"" + config.string() + "\" --local 4 --algorithms centralized,one-peer-exponential " +
+      "--warmup 2 --quiet --calibration \"" + calibration.string() + "\" --out \"" + out.string() + "\"");
+  INFO(validate.output);
+  REQUIRE(validate.status == 0);
+  const auto json = nlohmann::json::parse(read(out / "validation.json"));
+  REQUIRE(json.at("cases").size() == 2);
+  CHECK(json.at("max_relative_error").get<double>() >= 0.0);
+  double worst = 0.0;
+  for (const auto& c : json.at("cases")) {
+    CHECK(c.at("measured").at("seconds_per_iteration").get<double>() > 0.0);
+    CHECK(c.at("simulated").at("seconds_per_iteration").get<double>() > 0.0);
+    worst = std::max(worst, c.at("relative_error").at("seconds_per_iteration").get<double>());
+    // Same config and seed: the runtime's and the numerics' accuracy curves agree to float tolerance.
+    CHECK(c.at("evaluations").get<int>() == 3);
+    CHECK(c.at("accuracy_difference").get<double>() <= 1e-6);
+  }
+  CHECK(json.at("max_relative_error").get<double>() == doctest::Approx(worst));
+  const std::string csv = read(out / "validation.csv");
+  CHECK(dbench::validation::csv_column(csv, "simulated_s").size() == 2);
+  CHECK(read(out / "validation.md").find("| dpsgd/one-peer-exponential | mlp | 4 |") != std::string::npos);
+  CHECK(dbench::validation::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
+}
