@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "experiments/config_text.hpp"
+
 namespace dbench::experiments {
 namespace {
 
@@ -38,54 +40,6 @@ constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", 
 template <class T>
 using Check = std::function<std::string(const T&)>;
 
-// Optimal-string-alignment distance: Levenshtein plus adjacent transpositions, the commonest typo.
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) {
-    d[i][0] = i;
-  }
-  for (std::size_t j = 0; j <= b.size(); ++j) {
-    d[0][j] = j;
-  }
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// The closest candidate within a typo's reach (a third of the word, at least one edit), if any; ties go to
-// the longer common prefix, since typos are rarer at the start of a word ("resnet" means "resnet20").
-template <class Range>
-std::optional<std::string> closest(std::string_view word, const Range& candidates) {
-  const auto common_prefix = [word](std::string_view candidate) {
-    std::size_t n = 0;
-    while (n < word.size() && n < candidate.size() && word[n] == candidate[n]) {
-      ++n;
-    }
-    return n;
-  };
-  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
-  std::optional<std::string> best;
-  std::size_t best_distance = limit + 1;
-  std::size_t best_prefix = 0;
-  for (const auto& candidate : candidates) {
-    const std::size_t distance = edit_distance(word, candidate);
-    const std::size_t prefix = common_prefix(candidate);
-    if (distance < best_distance || (distance == best_distance && prefix > best_prefix)) {
-      best_distance = distance;
-      best_prefix = prefix;
-      best = std::string(candidate);
-    }
-  }
-  return best;
-}
-
 std::string join(std::span<const std::string_view> words) {
   std::string out;
   for (const auto word : words) {
@@ -93,52 +47,6 @@ std::string join(std::span<const std::string_view> words) {
     out += word;
   }
   return out;
-}
-
-// A TOML basic string ("..."), the form users write and error messages quote.
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string format_double(double value) {
-  // Shortest text that reads back to the same double; TOML wants a '.' or an exponent in a float.
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".eEn") == std::string::npos) {
-    text += ".0";
-  }
-  return text;
 }
 
 // "integer 5", "string \"abc\"": what a user wrote, for type errors.
@@ -195,13 +103,13 @@ Check<int> at_least(int min) {
 
 Check<double> at_least(double min) {
   return [min](const double& v) {
-    return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, format_double(v));
+    return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, toml_double(v));
   };
 }
 
 Check<double> above(double min) {
   return [min](const double& v) {
-    return v > min ? std::string() : fmt::format("must be > {}, got {}", min, format_double(v));
+    return v > min ? std::string() : fmt::format("must be > {}, got {}", min, toml_double(v));
   };
 }
 
@@ -211,7 +119,7 @@ Check<double> within(double min, bool min_open, double max, bool max_open) {
     const bool ok = (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
     return ok ? std::string()
               : fmt::format("must be in {}{}, {}{}, got {}", min_open ? "(" : "[", min, max,
-                            max_open ? ")" : "]", format_double(v));
+                            max_open ? ")" : "]", toml_double(v));
   };
 }
 
@@ -222,7 +130,7 @@ Check<std::string> one_of(const std::array<std::string_view, N>& allowed) {
       return std::string();
     }
     std::string reason = fmt::format("must be one of {}; got {}", join(allowed), toml_string(v));
-    if (const auto guess = closest(v, allowed)) {
+    if (const auto guess = closest_name(v, allowed)) {
       reason += fmt::format(" (did you mean '{}'?)", *guess);
     }
     return reason;
@@ -295,7 +203,7 @@ Check<std::string> preset_or_file() {
     std::string reason =
         fmt::format("must be one of {}, or a calibration file path ending in .toml or .json; got {}",
                     join(kPresets), toml_string(v));
-    if (const auto guess = closest(v, kPresets)) {
+    if (const auto guess = closest_name(v, kPresets)) {
       reason += fmt::format(" (did you mean '{}'?)", *guess);
     }
     return reason;
@@ -655,7 +563,7 @@ class Writer {
  private:
   static std::string format(const std::string& v) { return toml_string(v); }
   static std::string format(bool v) { return v ? "true" : "false"; }
-  static std::string format(double v) { return format_double(v); }
+  static std::string format(double v) { return toml_double(v); }
   static std::string format(int v) { return std::to_string(v); }
   static std::string format(std::uint64_t v) { return std::to_string(v); }
   static std::string format(const std::vector<int>& values) {
@@ -747,7 +655,7 @@ void check_unknown_keys(const toml::table& root, const std::map<std::string, Kin
     }
     if (!is_section(name)) {
       std::string reason = node.is_table() ? "unknown section" : "unknown key";
-      auto guess = closest(name, top_names);
+      auto guess = closest_name(name, top_names);
       if (!guess) {
         guess = suggest_elsewhere(name);
       }
@@ -779,7 +687,7 @@ void check_unknown_keys(const toml::table& root, const std::map<std::string, Kin
       }
       std::string reason = "unknown key";
       std::optional<std::string> guess;
-      if (auto near = closest(leaf, section_keys)) {
+      if (auto near = closest_name(leaf, section_keys)) {
         guess = full_key(name, *near);
       } else {
         guess = suggest_elsewhere(leaf);

@@ -77,23 +77,6 @@ topology::GraphSpec spec_for(const ExperimentConfig& config, const std::string& 
   return spec;
 }
 
-/// "a,b,c" -> {"a", "b", "c"}, blanks trimmed.
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    std::string name = text.substr(begin, end - begin);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (!name.empty()) {
-      names.push_back(name);
-    }
-    begin = end + 1;
-  }
-  return names;
-}
-
 /// A rung or stage: "allreduce" (of gradients), "global-average" (of parameters) or a graph kind.
 std::unique_ptr<topology::GraphPolicy> simple_policy(const ExperimentConfig& config, const std::string& name,
                                                      const char* key) {
@@ -114,13 +97,7 @@ double rung_seconds(const ExperimentConfig& config, const std::string& name) {
   for (std::int64_t t = 0; t < 16; ++t) {
     steps.push_back(rung->graph_for(t, nullptr));
   }
-  sim::TimingSpec spec;
-  spec.platform = platform_spec(config);
-  spec.gpus = config.train.workers;
-  spec.profile = timing_profile(config);
-  spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
-  spec.options = timing_options(config);
-  return sim::time_schedule(spec, steps, false).seconds_per_iteration;
+  return sim::time_schedule(timing_spec(config), steps, false).seconds_per_iteration;
 }
 
 std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
@@ -176,6 +153,22 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> names;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    std::string name = text.substr(begin, end - begin);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) {
+      names.push_back(name);
+    }
+    begin = end + 1;
+  }
+  return names;
+}
 
 topology::GraphSpec graph_spec(const ExperimentConfig& config) {
   return spec_for(config, config.algorithm.graph, "algorithm.graph");

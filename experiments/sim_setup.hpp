@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "experiments/config.hpp"
 #include "models/dataset.hpp"
@@ -16,6 +18,9 @@ sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Da
 
 /// The graph spec of [algorithm] for `workers` nodes; throws naming algorithm.graph on an unknown graph.
 topology::GraphSpec graph_spec(const ExperimentConfig& config);
+
+/// "a,b,c" -> {"a", "b", "c"}, blanks trimmed (ladders and stages of [algorithm]).
+std::vector<std::string> split_names(const std::string& text);
 
 /// All-reduce for centralized training, the configured graph or family for D-PSGD.
 std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config);

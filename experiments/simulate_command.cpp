@@ -129,12 +129,7 @@ void run_simulate(const SimulateOptions& options) {
                                       ? load_config("", options.overrides, "<defaults>")
                                       : load_config_file(options.config, options.overrides);
   // The platform is checked before anything runs: a bad [platform] fails before minutes of training.
-  sim::TimingSpec timing_spec;
-  timing_spec.platform = platform_spec(config);
-  timing_spec.gpus = config.train.workers;
-  timing_spec.profile = timing_profile(config);
-  timing_spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
-  timing_spec.options = timing_options(config);
+  sim::TimingSpec timing_spec = experiments::timing_spec(config);
   timing_spec.options.fidelity = sim::parse_fidelity(options.fidelity);
   for (const auto& cfg : options.simgrid_cfg) {
     timing_spec.options.simgrid_args.push_back("--cfg=" + cfg);

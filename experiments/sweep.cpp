@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "experiments/analysis.hpp"
+#include "experiments/config_text.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "topology/analysis.hpp"
@@ -35,97 +37,6 @@ constexpr std::string_view kAlgorithmAxis = "algorithm";
 
 // Beyond this many runs a grid is almost certainly a mistake (and would take weeks).
 constexpr std::size_t kMaxRuns = 100'000;
-
-constexpr std::array<std::string_view, 28> kSummaryColumns = {
-    "run",
-    "status",
-    "label",
-    "algorithm",
-    "graph",
-    "workers",
-    "seed",
-    "final_test_accuracy",
-    "best_test_accuracy",
-    "final_test_loss",
-    "iterations",
-    "edges",
-    "mean_degree",
-    "spectral_gap",
-    "norm_variance_mean",
-    "norm_variance_final",
-    "consensus_distance_mean",
-    "consensus_distance_final",
-    "target_accuracy",
-    "iterations_to_target",
-    "simulated_time_to_target_s",
-    "seconds_per_iteration",
-    "samples_per_second",
-    "scaling_efficiency",
-    "bytes_per_gpu_per_iteration",
-    "bytes_per_gpu",
-    "simulated_seconds",
-    "wall_seconds",
-};
-
-// Optimal-string-alignment distance (Levenshtein plus adjacent transpositions), for "did you mean".
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) {
-    d[i][0] = i;
-  }
-  for (std::size_t j = 0; j <= b.size(); ++j) {
-    d[0][j] = j;
-  }
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] =
-          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// The closest candidate within a third of the word's length (at least one edit), if any.
-template <class Range>
-std::optional<std::string> closest(std::string_view word, const Range& candidates) {
-  const std::size_t limit = std::max<std::size_t>(1, word.size() / 3);
-  std::optional<std::string> best;
-  std::size_t best_distance = limit + 1;
-  for (const auto& candidate : candidates) {
-    if (const std::size_t distance = edit_distance(word, candidate); distance < best_distance) {
-      best_distance = distance;
-      best = std::string(candidate);
-    }
-  }
-  return best;
-}
-
-std::string toml_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      out += fmt::format("\\u{:04X}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string format_double(double value) {
-  // Shortest text that reads back to the same double; TOML wants a '.' or an exponent in a float.
-  std::string text = fmt::format("{}", value);
-  if (text.find_first_of(".eEn") == std::string::npos) {
-    text += ".0";
-  }
-  return text;
-}
 
 // "integer 5", "string \"abc\"": what a user wrote, for type errors.
 std::string describe(const SweepValue& value, const toml::node& node) {
@@ -159,7 +70,7 @@ std::optional<SweepValue> sweep_value(const toml::node& node) {
     if (!std::isfinite(f->get())) {
       return std::nullopt;
     }
-    value.toml = format_double(f->get());
+    value.toml = toml_double(f->get());
     value.shown = fmt::format("{}", f->get());
   } else if (const auto* b = node.as_boolean()) {
     value.toml = value.shown = b->get() ? "true" : "false";
@@ -376,54 +287,26 @@ ExperimentConfig without_timing(ExperimentConfig config) {
   return config;
 }
 
-/// "a,b,c" -> {"a", "b", "c"}, blanks trimmed.
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> names;
-  std::size_t begin = 0;
-  while (begin <= text.size()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    std::string name = text.substr(begin, end - begin);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (!name.empty()) {
-      names.push_back(name);
-    }
-    begin = end + 1;
-  }
-  return names;
-}
-
-// A CSV file of a run directory, read by column name (the files are DBench's own: no quoted commas except in
-// quoted cells, which are handled).
-class CsvTable {
+// A CSV file of a run directory, read by column name.
+class RunCsv {
  public:
-  CsvTable(const fs::path& path) : path_(path) {
-    std::istringstream in(read_text(path, "run file"));
-    std::string line;
-    if (!std::getline(in, line)) {
-      throw std::runtime_error(fmt::format("{}: empty file, expected a header line", path.string()));
-    }
-    header_ = split(line);
-    while (std::getline(in, line)) {
-      if (!line.empty()) {
-        rows_.push_back(split(line));
-      }
-    }
-  }
+  explicit RunCsv(const fs::path& path)
+      : path_(path), table_(parse_csv(read_text(path, "run file"), path.string())) {}
 
-  std::size_t rows() const { return rows_.size(); }
+  std::size_t rows() const { return table_.rows.size(); }
 
   std::size_t column(std::string_view name) const {
-    const auto it = std::find(header_.begin(), header_.end(), name);
-    if (it == header_.end()) {
+    const int at = table_.column(name);
+    if (at < 0) {
       throw std::runtime_error(fmt::format("{}: no column '{}'", path_.string(), name));
     }
-    return static_cast<std::size_t>(it - header_.begin());
+    return static_cast<std::size_t>(at);
   }
 
   const std::string& cell(std::size_t row, std::size_t column) const {
     static const std::string kEmpty;
-    return column < rows_[row].size() ? rows_[row][column] : kEmpty;
+    const auto& cells = table_.rows[row];
+    return column < cells.size() ? cells[column] : kEmpty;
   }
 
   /// The number in a cell; nullopt for an empty cell; throws naming the file for anything else.
@@ -436,40 +319,14 @@ class CsvTable {
     const double value = std::strtod(text.c_str(), &end);
     if (end != text.c_str() + text.size()) {
       throw std::runtime_error(fmt::format("{}: row {}, column '{}': '{}' is not a number", path_.string(),
-                                           row + 2, header_[column], text));
+                                           row + 2, table_.header[column], text));
     }
     return value;
   }
 
  private:
-  static std::vector<std::string> split(const std::string& line) {
-    std::vector<std::string> cells(1);
-    bool quoted = false;
-    for (std::size_t i = 0; i < line.size(); ++i) {
-      const char c = line[i];
-      if (quoted) {
-        if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-          cells.back() += '"';
-          ++i;
-        } else if (c == '"') {
-          quoted = false;
-        } else {
-          cells.back() += c;
-        }
-      } else if (c == '"') {
-        quoted = true;
-      } else if (c == ',') {
-        cells.emplace_back();
-      } else if (c != '\r') {
-        cells.back() += c;
-      }
-    }
-    return cells;
-  }
-
   fs::path path_;
-  std::vector<std::string> header_;
-  std::vector<std::vector<std::string>> rows_;
+  CsvTable table_;
 };
 
 std::optional<double> json_number(const nlohmann::json& json, const char* key) {
@@ -528,7 +385,7 @@ SweepConfig parse_sweep(std::string_view toml_text, std::string_view source_name
       continue;
     }
     std::string reason = "unknown sweep key";
-    if (const auto guess = closest(key, kSweepKeys)) {
+    if (const auto guess = closest_name(key, kSweepKeys)) {
       reason += fmt::format(" (did you mean '{}'?)", *guess);
     }
     const bool experiment_key = std::any_of(keys.begin(), keys.end(), [&key](const auto& entry) {
@@ -863,7 +720,7 @@ bool run_finished(const fs::path& run_dir, const ExperimentConfig& config) {
 }
 
 std::span<const std::string_view> summary_columns() {
-  return kSummaryColumns;
+  return required_summary_columns();
 }
 
 const GraphStatsCache::Family& GraphStatsCache::family(const ExperimentConfig& config,
@@ -944,7 +801,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   s.wall_seconds = json_number(summary, "wall_seconds");
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
-  const CsvTable metrics(run_dir / "metrics.csv");
+  const RunCsv metrics(run_dir / "metrics.csv");
   if (metrics.rows() > 0) {
     const std::size_t iteration = metrics.column("iteration");
     const std::size_t accuracy = metrics.column("test_accuracy");
@@ -984,7 +841,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   }
 
   if (s.iterations_to_target) {
-    const CsvTable clock(run_dir / "accuracy_time.csv");
+    const RunCsv clock(run_dir / "accuracy_time.csv");
     const std::size_t iteration = clock.column("iteration");
     const std::size_t time = clock.column("simulated_time_s");
     for (std::size_t r = 0; r < clock.rows(); ++r) {
@@ -995,7 +852,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     }
   }
 
-  const CsvTable trace(run_dir / "trace.csv");
+  const RunCsv trace(run_dir / "trace.csv");
   if (trace.rows() > 0) {
     const std::size_t bytes = trace.column("bytes_sent");
     double total = 0.0;
@@ -1007,7 +864,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
 
   // Edges and spectral gap of the graph each iteration used: all-reduce and global averaging count as the
   // complete graph (gap 1); a round of a time-varying family has its own edges and the family's gap.
-  const CsvTable schedule(run_dir / "schedule.csv");
+  const RunCsv schedule(run_dir / "schedule.csv");
   if (schedule.rows() > 0) {
     std::map<std::string, const GraphStatsCache::Family*> families;
     if (config.algorithm.kind != "centralized") {
@@ -1076,7 +933,7 @@ std::string_view run_status_name(RunStatus status) {
 std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs,
                         std::span<const RunSummary> summaries, std::span<const RunStatus> statuses) {
   std::string out;
-  for (const auto column : kSummaryColumns) {
+  for (const auto column : summary_columns()) {
     out += out.empty() ? "" : ",";
     out += column;
   }

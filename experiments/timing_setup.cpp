@@ -197,4 +197,14 @@ sim::TimingOptions timing_options(const ExperimentConfig& config) {
   return options;
 }
 
+sim::TimingSpec timing_spec(const ExperimentConfig& config) {
+  sim::TimingSpec spec;
+  spec.platform = platform_spec(config);
+  spec.gpus = config.train.workers;
+  spec.profile = timing_profile(config);
+  spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
+  spec.options = timing_options(config);
+  return spec;
+}
+
 }  // namespace dbench::experiments

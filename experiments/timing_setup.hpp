@@ -25,4 +25,8 @@ models::ModelProfile timing_profile(const ExperimentConfig& config);
 /// All-reduce algorithm and buckets of [platform]; fidelity and SimGrid options come from the command line.
 sim::TimingOptions timing_options(const ExperimentConfig& config);
 
+/// Everything the timing needs from a config: platform, GPUs (train.workers), the timed model and batch, the
+/// all-reduce options; fidelity and SimGrid options stay at their defaults for the caller to set.
+sim::TimingSpec timing_spec(const ExperimentConfig& config);
+
 }  // namespace dbench::experiments

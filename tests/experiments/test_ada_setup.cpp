@@ -49,13 +49,7 @@ double seconds_alone(const std::string& algorithm_section) {
   for (std::int64_t t = 0; t < 16; ++t) {
     steps.push_back(policy->graph_for(t, nullptr));
   }
-  dbench::sim::TimingSpec spec;
-  spec.platform = ex::platform_spec(config);
-  spec.gpus = config.train.workers;
-  spec.profile = ex::timing_profile(config);
-  spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
-  spec.options = ex::timing_options(config);
-  return dbench::sim::time_schedule(spec, steps, false).seconds_per_iteration;
+  return dbench::sim::time_schedule(ex::timing_spec(config), steps, false).seconds_per_iteration;
 }
 
 }  // namespace
