@@ -9,22 +9,18 @@
 #include <sstream>
 #include <string>
 
+#include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
 namespace {
+
+using dbench::testing::read_file;
 
 namespace fs = std::filesystem;
 using dbench::testing::run_dbench;
 
 bool one_line(const std::string& text) {
   return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 fs::path temp_dir(const std::string& name) {

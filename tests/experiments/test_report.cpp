@@ -16,27 +16,19 @@
 
 #include "experiments/analysis.hpp"
 #include "experiments/report.hpp"
+#include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
+using dbench::testing::read_file;
+using dbench::testing::write_file;
+
 namespace fs = std::filesystem;
 using dbench::testing::CommandResult;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());

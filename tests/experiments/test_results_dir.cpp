@@ -14,6 +14,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/results_dir.hpp"
+#include "support/files.hpp"
 
 namespace fs = std::filesystem;
 using dbench::experiments::ExperimentConfig;
@@ -21,6 +22,9 @@ using dbench::experiments::ResultsDir;
 using dbench::experiments::ResultsDirError;
 
 namespace {
+
+using dbench::testing::read_file;
+using dbench::testing::write_file;
 
 // A fresh directory under the system's temporary folder, removed with everything in it.
 class Scratch {
@@ -42,19 +46,6 @@ class Scratch {
  private:
   fs::path path_;
 };
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_file(const fs::path& file, const std::string& content) {
-  fs::create_directories(file.parent_path());
-  std::ofstream out(file, std::ios::binary);
-  out << content;
-}
 
 // Every file below `dir` with its bytes, to compare directories exactly.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {

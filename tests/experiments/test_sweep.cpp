@@ -15,10 +15,14 @@
 
 #include "experiments/config.hpp"
 #include "experiments/sweep.hpp"
+#include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
+
+using dbench::testing::read_file;
+using dbench::testing::write_file;
 
 namespace fs = std::filesystem;
 namespace ex = dbench::experiments;
@@ -35,18 +39,6 @@ constexpr const char* kTinySet = R"([set]
 "train.replica_eval_samples" = 64
 "platform.timing_model" = "mlp"
 )";
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-}
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());

@@ -11,6 +11,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/timing_setup.hpp"
+#include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
 namespace ex = dbench::experiments;
@@ -18,17 +19,12 @@ namespace sim = dbench::sim;
 
 namespace {
 
+using dbench::testing::read_file;
+
 namespace fs = std::filesystem;
 
 fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("dbench-timing-" + std::to_string(::getpid()) + "-" + name);
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 std::string config_error(const std::string& toml) {
