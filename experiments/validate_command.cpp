@@ -176,10 +176,12 @@ void run_validate(const ValidateOptions& o) {
     c.graph = algorithm == "centralized" ? "all-reduce" : algorithm;
     c.model = model;
     c.workers = o.local;
-    c.measured = validation::median_parts(read_file(dir / "runtime" / "trace.csv"), o.warmup);
-    c.simulated = validation::median_parts(read_file(dir / "simulate" / "trace.csv"), o.warmup);
     const std::string runtime_metrics = read_file(dir / "runtime" / "metrics.csv");
     const std::string numerics_metrics = read_file(dir / "simulate" / "metrics.csv");
+    const auto evaluations = validation::evaluation_iterations(runtime_metrics);
+    c.measured =
+        validation::mean_parts(read_file(dir / "runtime" / "trace_worker.csv"), o.warmup, evaluations);
+    c.simulated = validation::mean_parts(read_file(dir / "simulate" / "trace.csv"), o.warmup, evaluations);
     c.iterations = validation::csv_column(runtime_metrics, "iteration");
     c.runtime_accuracy = validation::csv_column(runtime_metrics, "test_accuracy");
     c.numerics_accuracy = validation::csv_column(numerics_metrics, "test_accuracy");
@@ -220,7 +222,7 @@ void add_validate_command(CLI::App& app) {
                   "Cases: centralized and D-PSGD graphs (ring, exponential, one-peer-exponential, ...)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--warmup", options->warmup, "Iterations left out of the medians at the start")
+  cmd->add_option("--warmup", options->warmup, "Iterations left out of the means at the start")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--repeats", options->repeats, "Repetitions per micro-benchmark when calibrating")

@@ -3,8 +3,10 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -43,12 +45,6 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return lines;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string case_name(const ValidationCase& c) {
   return fmt::format("{}/{}", c.algorithm, c.graph);
 }
@@ -78,21 +74,47 @@ std::vector<double> csv_column(std::string_view csv, std::string_view column) {
   return values;
 }
 
-PartTimes median_parts(std::string_view trace_csv, std::int64_t warmup) {
-  const auto tail = [&](std::string_view column) {
-    auto v = csv_column(trace_csv, column);
-    const auto skip = static_cast<std::size_t>(std::max<std::int64_t>(0, warmup));
-    if (v.size() <= skip) {
-      throw std::invalid_argument(
-          fmt::format("trace.csv: {} rows, none left after {} warm-up iterations", v.size(), skip));
+PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip) {
+  const auto iterations = csv_column(trace_csv, "iteration");
+  const auto compute = csv_column(trace_csv, "compute_s");
+  const auto comm = csv_column(trace_csv, "comm_s");
+  const auto total = csv_column(trace_csv, "total_s");
+  // Per iteration: sums over its rows and the row count.
+  std::map<double, std::array<double, 4>> per_iteration;
+  for (std::size_t r = 0; r < iterations.size(); ++r) {
+    if (iterations[r] < static_cast<double>(warmup) ||
+        std::find(skip.begin(), skip.end(), iterations[r]) != skip.end()) {
+      continue;
     }
-    return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(skip), v.end());
-  };
+    auto& sums = per_iteration[iterations[r]];
+    sums[0] += compute[r];
+    sums[1] += comm[r];
+    sums[2] += total[r];
+    sums[3] += 1.0;
+  }
+  if (per_iteration.empty()) {
+    throw std::invalid_argument(fmt::format(
+        "trace: {} rows, no iteration left after {} warm-up iterations and {} evaluation iterations",
+        iterations.size(), warmup, skip.size()));
+  }
   PartTimes parts;
-  parts.total_s = median(tail("total_s"));
-  parts.compute_s = median(tail("compute_s"));
-  parts.comm_s = median(tail("comm_s"));
+  const auto count = static_cast<double>(per_iteration.size());
+  for (const auto& [iteration, sums] : per_iteration) {
+    parts.compute_s += sums[0] / sums[3] / count;
+    parts.comm_s += sums[1] / sums[3] / count;
+    parts.total_s += sums[2] / sums[3] / count;
+  }
   return parts;
+}
+
+std::vector<double> evaluation_iterations(std::string_view metrics_csv) {
+  std::vector<double> measured;
+  for (const double k : csv_column(metrics_csv, "iteration")) {
+    if (k > 0.0) {
+      measured.push_back(k - 1.0);
+    }
+  }
+  return measured;
 }
 
 double relative_error(double simulated, double measured) {

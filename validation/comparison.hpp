@@ -18,11 +18,18 @@ struct PartTimes {
   double comm_s = 0.0;     ///< communication not hidden behind compute
 };
 
-/// The median of each of trace.csv's compute_s, comm_s and total_s over its rows, skipping the first
-/// `warmup` iterations (caches and MPI connections still settling). Medians, because one descheduled
-/// iteration on a shared machine would otherwise dominate a mean. Throws std::invalid_argument on a trace
-/// without those columns or without rows after the warm-up.
-PartTimes median_parts(std::string_view trace_csv, std::int64_t warmup);
+/// Seconds per iteration and its parts from a trace: trace.csv (one row per iteration) or trace_worker.csv
+/// (one row per iteration and worker). Per iteration the mean over its rows (workers), then the mean over
+/// the iterations from `warmup` on, leaving out those in `skip` (iterations that also measured the replicas
+/// for an evaluation). The mean over workers, not the slowest: workers sharing cores are descheduled in turn,
+/// so each iteration has a slow worker while all keep the same pace; the slowest one's time summed over
+/// iterations exceeds the run's wall time. Throws std::invalid_argument on a trace without the columns or
+/// without iterations left.
+PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip = {});
+
+/// The iterations of a run that measured its replicas: metrics.csv's `iteration` k > 0 is written after
+/// iteration k - 1, which measured them.
+std::vector<double> evaluation_iterations(std::string_view metrics_csv);
 
 /// One column of a CSV text by header name, as numbers; throws std::invalid_argument naming a missing one.
 std::vector<double> csv_column(std::string_view csv, std::string_view column);

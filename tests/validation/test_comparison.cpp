@@ -27,20 +27,24 @@ ValidationCase make_case(const std::string& graph, double measured, double simul
 
 }  // namespace
 
-TEST_CASE("validation::median_parts: medians of trace.csv's columns after the warm-up") {
+TEST_CASE("validation::mean_parts: per iteration the mean over workers, then over the kept iterations") {
   const std::string trace =
-      "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n"
-      "0,ring,9,9,18,0,18\n"
-      "1,ring,1,2,3,0,21\n"
-      "2,ring,2,3,5,0,26\n"
-      "3,ring,3,100,103,0,129\n";
-  const PartTimes p = median_parts(trace, 1);
-  CHECK(p.compute_s == 2.0);
-  CHECK(p.comm_s == 3.0);
-  CHECK(p.total_s == 5.0);
-  CHECK_THROWS_AS(median_parts(trace, 4), std::invalid_argument);
-  CHECK_THROWS_AS(median_parts("iteration,total_s\n0,1\n", 0), std::invalid_argument);
-  CHECK(csv_column(trace, "iteration") == std::vector<double>{0, 1, 2, 3});
+      "iteration,worker,compute_s,comm_s,total_s\n"
+      "0,0,9,9,18\n0,1,9,9,18\n"
+      "1,0,1,3,4\n1,1,3,3,6\n"
+      "2,0,2,2,4\n2,1,2,4,6\n"
+      "3,0,50,50,100\n3,1,50,50,100\n";
+  const std::vector<double> evaluations{3};
+  const PartTimes p = mean_parts(trace, 1, evaluations);
+  CHECK(p.compute_s == doctest::Approx(2.0));
+  CHECK(p.comm_s == doctest::Approx(3.0));
+  CHECK(p.total_s == doctest::Approx(5.0));
+  CHECK(mean_parts(trace, 0).total_s == doctest::Approx((18.0 + 5 + 5 + 100) / 4));
+  CHECK_THROWS_AS(mean_parts(trace, 4), std::invalid_argument);
+  CHECK_THROWS_AS(mean_parts("iteration,total_s\n0,1\n", 0), std::invalid_argument);
+  CHECK(csv_column(trace, "iteration") == std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3});
+  CHECK(evaluation_iterations("iteration,test_accuracy\n0,0.1\n50,0.5\n100,0.7\n") ==
+        std::vector<double>{49, 99});
 }
 
 TEST_CASE("validation::relative_error: |simulated - measured| / measured") {
