@@ -14,6 +14,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/timing_setup.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
@@ -148,6 +149,13 @@ void run_validate(const ValidateOptions& o) {
                "dbench calibrate");
   }
   const fs::path platform = platform_file(calibration, model);
+  // The calibrated node holds the workers that ran together; other worker counts would spill onto
+  // uncalibrated NICs and share the cores differently.
+  if (const int calibrated = read_calibration(platform).gpus_per_node; calibrated != o.local) {
+    throw std::invalid_argument(fmt::format(
+        "--calibration: {} was calibrated on {} workers, not the {} of --local; calibrate with --local {}",
+        platform.string(), calibrated, o.local, o.local));
+  }
   std::vector<validation::ValidationCase> cases;
   for (const auto& algorithm : o.algorithms) {
     const fs::path dir = out / "runs" / algorithm;
