@@ -27,24 +27,12 @@ using dbench::testing::write_file;
 
 namespace fs = std::filesystem;
 using dbench::testing::CommandResult;
+using dbench::testing::run_command;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());
-}
-
-/// Runs a shell command line; stdout and stderr together.
-CommandResult run_shell(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string output;
-  std::array<char, 4096> buffer{};
-  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) {
-    output.append(buffer.data(), n);
-  }
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
 /// A tiny, fast `dbench simulate` on the exponential graph (synthetic data, 20 iterations, 8 workers).
@@ -93,7 +81,7 @@ seed = [1, 2]
 
 /// Path of headless Chromium, or empty.
 std::string chromium() {
-  const auto found = run_shell("command -v chromium");
+  const auto found = run_command("command -v chromium");
   if (found.status != 0) {
     return {};
   }
@@ -107,10 +95,10 @@ int rendered_plots(const fs::path& html, const fs::path& scratch) {
     FAIL("chromium is not installed: run ./setup.sh (it installs Debian's chromium for this test)");
   }
   const auto result =
-      run_shell(fmt::format("\"{}\" --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 "
-                            "--user-data-dir={} --dump-dom "
-                            "\"file://{}\" 2>/dev/null",
-                            browser, quoted(scratch / "chromium-profile"), fs::absolute(html).string()));
+      run_command(fmt::format("\"{}\" --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 "
+                              "--user-data-dir={} --dump-dom "
+                              "\"file://{}\" 2>/dev/null",
+                              browser, quoted(scratch / "chromium-profile"), fs::absolute(html).string()));
   REQUIRE(result.status == 0);
   std::smatch match;
   if (!std::regex_search(result.output, match, std::regex("data-rendered-plots=\"([0-9]+)\""))) {
@@ -177,7 +165,7 @@ TEST_CASE("experiments::report: a sweep's report draws every plot in headless Ch
 TEST_CASE("experiments::report: a run's results directory gets the smaller report, replacing an older one") {
   const TempDir temp;
   const fs::path dir = temp.path() / "run";
-  const auto simulated = run_shell(simulate_command(dir));
+  const auto simulated = run_command(simulate_command(dir));
   REQUIRE(simulated.status == 0);
   write_file(dir / "plots" / "stale.svg", "<svg/>");
 
@@ -214,7 +202,7 @@ TEST_CASE(
   const auto fails_with = [&](const std::string& command_line, const std::string& expected) {
     CAPTURE(command_line);
     const auto before = snapshot(dir);
-    const auto result = run_shell(command_line);
+    const auto result = run_command(command_line);
     CAPTURE(result.output);
     CHECK(result.status != 0);
     CHECK(std::count(result.output.begin(), result.output.end(), '\n') == 1);
@@ -250,7 +238,7 @@ TEST_CASE(
   fails_with("PATH=/nonexistent " + report, "gnuplot is not installed");
 
   // The same directory with gnuplot on PATH reports fine (the runs' curves are simply absent).
-  const auto ok = run_shell(report);
+  const auto ok = run_command(report);
   CAPTURE(ok.output);
   CHECK(ok.status == 0);
   CHECK(read_file(dir / "report.md").find("No metrics.csv for 4 done runs") != std::string::npos);

@@ -17,10 +17,9 @@ struct CommandResult {
   std::string output;
 };
 
-/// Runs `dbench <arguments>` through the shell.
-inline CommandResult run_dbench(const std::string& arguments) {
-  const std::string command = std::string("\"") + DBENCH_EXE + "\" " + arguments + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
+/// Runs a shell command line; stdout and stderr together.
+inline CommandResult run_command(const std::string& command) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) {
     throw std::runtime_error("cannot start " + command);
   }
@@ -31,6 +30,11 @@ inline CommandResult run_dbench(const std::string& arguments) {
   }
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+/// Runs `dbench <arguments>` through the shell.
+inline CommandResult run_dbench(const std::string& arguments) {
+  return run_command(std::string("\"") + DBENCH_EXE + "\" " + arguments);
 }
 
 }  // namespace dbench::testing
