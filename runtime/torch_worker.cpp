@@ -378,17 +378,7 @@ class TorchWorker {
 
   topology::PolicyObservation report(const sim::MetricsRow& row, TrainObserver& observer,
                                      TrainResult& result) {
-    if (!std::isfinite(row.test_loss)) {
-      throw DivergenceError(fmt::format(
-          "training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
-          row.iteration, row.test_loss));
-    }
-    if (rank_ == 0) {
-      observer.on_metrics(row);
-    }
-    result.final_test_accuracy = row.test_accuracy;
-    result.final_test_loss = row.test_loss;
-    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+    record_evaluation(row, rank_, observer, result);
     return observation(row);
   }
 

@@ -418,18 +418,7 @@ class Worker {
   }
 
   void report(const sim::MetricsRow& row, TrainObserver& observer, TrainResult& result) {
-    if (!std::isfinite(row.test_loss)) {
-      throw DivergenceError(
-          fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; "
-                      "lower train.lr",
-                      row.iteration, row.test_loss));
-    }
-    if (rank_ == 0) {
-      observer.on_metrics(row);
-    }
-    result.final_test_accuracy = row.test_accuracy;
-    result.final_test_loss = row.test_loss;
-    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+    record_evaluation(row, rank_, observer, result);
   }
 
   void checkpoint(std::int64_t iteration, const TrainResult& result, const TrainObserver& observer) {
@@ -541,6 +530,20 @@ class Worker {
 };
 
 }  // namespace
+
+void record_evaluation(const sim::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result) {
+  if (!std::isfinite(row.test_loss)) {
+    throw DivergenceError(
+        fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
+                    row.iteration, row.test_loss));
+  }
+  if (rank == 0) {
+    observer.on_metrics(row);
+  }
+  result.final_test_accuracy = row.test_accuracy;
+  result.final_test_loss = row.test_loss;
+  result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
+}
 
 TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
