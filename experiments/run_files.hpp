@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "experiments/config.hpp"
 #include "sim/numerics.hpp"
 
 namespace dbench::experiments {
@@ -40,5 +42,32 @@ class RunRecorder final : public sim::NumericsObserver {
   double last_print_s_ = -1.0;
   bool terminal_;
 };
+
+/// summary.json's first keys, the same from both engines: the run's name, engine, algorithm and graph.
+inline nlohmann::json summary_header(const ExperimentConfig& config, const char* engine,
+                                     const std::string& graph) {
+  nlohmann::json summary;
+  summary["name"] = config.name;
+  summary["engine"] = engine;
+  summary["algorithm"] = config.algorithm.kind;
+  summary["graph"] = graph;
+  return summary;
+}
+
+/// summary.json's keys of a finished training run, the same from both engines (`Result`: sim::NumericsResult
+/// or runtime::TrainResult).
+template <class Result>
+void add_training_summary(nlohmann::json& summary, const ExperimentConfig& config, const Result& result,
+                          std::int64_t gossip_messages) {
+  summary["model"] = config.train.model;
+  summary["dataset"] = config.train.dataset;
+  summary["workers"] = result.workers;
+  summary["iterations"] = result.iterations;
+  summary["parameters_per_worker"] = result.parameters;
+  summary["final_test_accuracy"] = result.final_test_accuracy;
+  summary["final_test_loss"] = result.final_test_loss;
+  summary["best_test_accuracy"] = result.best_test_accuracy;
+  summary["gossip_messages"] = gossip_messages;
+}
 
 }  // namespace dbench::experiments

@@ -142,11 +142,7 @@ void run_simulate(const SimulateOptions& options) {
   ResultsDir dir(out, config);
   auto policy = make_policy(config);
 
-  nlohmann::json summary;
-  summary["name"] = config.name;
-  summary["engine"] = "sim";
-  summary["algorithm"] = config.algorithm.kind;
-  summary["graph"] = policy->name();
+  nlohmann::json summary = summary_header(config, "sim", policy->name());
   summary["workers"] = config.train.workers;
   summary["iterations"] = config.train.iterations;
 
@@ -208,15 +204,7 @@ void run_simulate(const SimulateOptions& options) {
   if (options.per_gpu_trace) {
     dir.write_text("trace_worker.csv", worker_trace_csv(timing));
   }
-  summary["model"] = config.train.model;
-  summary["dataset"] = config.train.dataset;
-  summary["workers"] = result.workers;
-  summary["iterations"] = result.iterations;
-  summary["parameters_per_worker"] = result.parameters;
-  summary["final_test_accuracy"] = result.final_test_accuracy;
-  summary["final_test_loss"] = result.final_test_loss;
-  summary["best_test_accuracy"] = result.best_test_accuracy;
-  summary["gossip_messages"] = recorder.gossip_messages();
+  add_training_summary(summary, config, result, recorder.gossip_messages());
   add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
   summary["wall_seconds"] = result.wall_seconds;
   summary["numerics_wall_seconds_per_iteration"] =
