@@ -294,6 +294,10 @@ void visit_fields(Config& c, Visitor& v) {
           "fat-tree leaf switch / dragonfly router; 0: the preset's (custom: 16)");
   v.field("platform", "iteration_overhead_s", p.iteration_overhead_s, at_least(0.0),
           "fixed cost per iteration; 0: the preset's (custom: none)");
+  v.field("platform", "allreduce_latency_s", p.allreduce_latency_s, at_least(0.0),
+          "measured all-reduce latency; 0: the preset's (none)");
+  v.field("platform", "allreduce_bandwidth_Bps", p.allreduce_bandwidth_Bps, at_least(0.0),
+          "measured all-reduce bandwidth; 0: the preset's (none: simulated)");
   v.field("platform", "allreduce", p.allreduce, one_of(kAllReduce),
           "ring | hierarchical | tree (centralized)");
   v.field("platform", "bucket_bytes", p.bucket_bytes, at_least(0),

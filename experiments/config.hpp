@@ -145,6 +145,10 @@ struct PlatformConfig {
   int nodes_per_switch = 0;
   /// Fixed seconds per iteration besides the FLOPs; 0 keeps the preset's value (custom: none).
   double iteration_overhead_s = 0.0;
+  /// A measured all-reduce: latency in seconds; 0 keeps the preset's value (none: simulated).
+  double allreduce_latency_s = 0.0;
+  /// A measured all-reduce: bytes/s; 0 keeps the preset's value (none: simulated over the links).
+  double allreduce_bandwidth_Bps = 0.0;
   /// All-reduce of centralized training: ring | hierarchical | tree.
   std::string allreduce = "ring";
   /// Gradient bucket in bytes, all-reduced while the backward pass runs; 0: the whole gradient after it.

@@ -52,6 +52,10 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.nodes_per_switch = count();
   } else if (key == "iteration_overhead_s") {
     p.iteration_overhead_s = number();
+  } else if (key == "allreduce_latency_s") {
+    p.allreduce_latency_s = number();
+  } else if (key == "allreduce_bandwidth_Bps") {
+    p.allreduce_bandwidth_Bps = number();
   } else if (key == "fabric") {
     const auto* name = std::get_if<std::string>(&value);
     if (name == nullptr) {
@@ -160,6 +164,8 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
   set(p.switch_latency_s, c.switch_latency_s);
   set(p.nodes_per_switch, c.nodes_per_switch);
   set(p.iteration_overhead_s, c.iteration_overhead_s);
+  set(p.allreduce_latency_s, c.allreduce_latency_s);
+  set(p.allreduce_bandwidth_Bps, c.allreduce_bandwidth_Bps);
   if (!c.fabric.empty()) {
     p.fabric = sim::parse_fabric(c.fabric);
   }

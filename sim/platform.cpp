@@ -193,6 +193,8 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.switch_latency_s, "switch_latency_s");
   require_positive(p.gpu_flops_per_s, "gpu_flops_per_s");
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
+  require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
+  require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
   if (gpus < 1) {
     throw PlatformError("train.workers", fmt::format("must be >= 1 GPU, got {}", gpus));
   }

@@ -63,6 +63,13 @@ struct PlatformSpec {
   double gpu_flops_per_s = 0.0;
   /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).
   double iteration_overhead_s = 0.0;
+  /// A measured all-reduce (dbench calibrate's fit): when allreduce_bandwidth_Bps > 0, an all-reduce of S
+  /// bytes per GPU takes allreduce_latency_s + S / allreduce_bandwidth_Bps instead of being simulated message
+  /// by message over the links, for machines whose collective is not a ring over them (MPI over shared
+  /// memory sums in place, with its own algorithm). 0: simulated.
+  double allreduce_latency_s = 0.0;
+  /// See allreduce_latency_s; bytes of the all-reduced data (S) per second.
+  double allreduce_bandwidth_Bps = 0.0;
   /// Published per-GPU ResNet-50 training throughput (samples/s) the preset's rate is checked against; 0 for
   /// none.
   double reference_resnet50_samples_per_s = 0.0;

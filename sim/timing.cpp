@@ -492,9 +492,24 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
   return timing;
 }
 
+CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
+  // The platform's fitted collective: its time as measured; the bytes and messages a ring would send.
+  const int n = gpus_;
+  const double s = static_cast<double>(bytes);
+  CommTiming timing;
+  timing.seconds = platform_.allreduce_latency_s + s / platform_.allreduce_bandwidth_Bps;
+  timing.bytes_sent_per_gpu = 2.0 * (n - 1) * s / n;
+  timing.messages = 2LL * (n - 1) * n;
+  timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
+  return timing;
+}
+
 CommTiming CommSimulator::allreduce(std::int64_t bytes) {
   if (gpus_ == 1) {
     return CommTiming{0.0, 0.0, {0.0}, 0};
+  }
+  if (platform_.allreduce_bandwidth_Bps > 0.0) {
+    return measured_allreduce(bytes);
   }
   return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes) : full_allreduce(bytes, 0.0, 1);
 }
@@ -505,10 +520,11 @@ CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backwa
   if (gpus_ == 1) {
     return CommTiming{backward_s, 0.0, {backward_s}, 0};
   }
-  if (options_.fidelity == Fidelity::full) {
+  const bool measured = platform_.allreduce_bandwidth_Bps > 0.0;
+  if (options_.fidelity == Fidelity::full && !measured) {
     return full_allreduce(bytes, backward_s, buckets);
   }
-  if (options_.allreduce == AllReduceAlgorithm::tree) {
+  if (options_.allreduce == AllReduceAlgorithm::tree && !measured) {
     // Successive buckets pipeline through the tree's levels: simulated whole, once, like one bucket.
     const std::string key = fmt::format("tree/{}/{}/{}", bytes, buckets, backward_s);
     if (const auto it = collectives_.find(key); it != collectives_.end()) {
@@ -518,7 +534,7 @@ CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backwa
   }
   // Buckets are equal, so one bucket's all-reduce time serves all; they leave in order, each when ready and
   // when the previous one is done (one communication stream, as in DDP/Horovod).
-  CommTiming one = fast_allreduce(bytes / buckets);
+  CommTiming one = measured ? measured_allreduce(bytes / buckets) : fast_allreduce(bytes / buckets);
   double end = 0.0;
   for (int b = 0; b < buckets; ++b) {
     const double ready = backward_s * (b + 1) / buckets;

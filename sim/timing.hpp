@@ -66,7 +66,8 @@ class CommSimulator {
   /// Validates the platform for `gpus` GPUs (throws PlatformError).
   CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
 
-  /// One all-reduce of `bytes` per GPU with options().allreduce.
+  /// One all-reduce of `bytes` per GPU with options().allreduce, or the platform's measured all-reduce when
+  /// it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity).
   CommTiming allreduce(std::int64_t bytes);
   /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
   /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
@@ -102,6 +103,7 @@ class CommSimulator {
   PatternResult run_pattern(const std::vector<Message>& messages);
   PatternResult cached_pattern(const std::string& key, const std::vector<Message>& messages);
   CommTiming fast_allreduce(std::int64_t bytes);
+  CommTiming measured_allreduce(std::int64_t bytes) const;
   CommTiming full_allreduce(std::int64_t bytes, double backward_s, int buckets);
 
   PlatformSpec platform_;

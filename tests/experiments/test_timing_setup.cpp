@@ -69,6 +69,17 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(config_error("[platform]\npreset = \"sumit\"\n").find("did you mean 'summit'?") != std::string::npos);
   CHECK(config_error("[platform]\nallreduce = \"butterfly\"\n").find("platform.allreduce") !=
         std::string::npos);
+  CHECK(config_error("[platform]\nallreduce_bandwidth_Bps = -2e9\n")
+            .find("platform.allreduce_bandwidth_Bps: must be >= 0") != std::string::npos);
+  CHECK(config_error("[platform]\nallreduce_bandwith_Bps = 2e9\n")
+            .find("did you mean 'platform.allreduce_bandwidth_Bps'") != std::string::npos);
+  // A measured all-reduce from the config reaches the platform; none by default (simulated).
+  const sim::PlatformSpec measured = ex::platform_spec(
+      ex::load_config("[train]\nworkers = 8\n[platform]\npreset = \"dgx-h100\"\nallreduce_latency_s = 2e-5\n"
+                      "allreduce_bandwidth_Bps = 3e9\n"));
+  CHECK(measured.allreduce_latency_s == 2e-5);
+  CHECK(measured.allreduce_bandwidth_Bps == 3e9);
+  CHECK(ex::platform_spec(ex::load_config("[train]\nworkers = 8\n")).allreduce_bandwidth_Bps == 0.0);
   const std::string custom = config_error(
       "[platform]\npreset = \"custom\"\ngpus_per_node = 4\ngpu_flops_per_s = 1e13\nintra_node_bandwidth_Bps "
       "= 1e11\n"

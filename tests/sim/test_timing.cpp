@@ -215,6 +215,34 @@ TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide co
         doctest::Approx(buckets.iterations[0].compute_s + buckets.iterations[0].comm_s));
 }
 
+TEST_CASE("sim::timing: a platform's measured all-reduce replaces the simulated one, in either fidelity") {
+  sim::PlatformSpec p = homogeneous_star();
+  p.allreduce_latency_s = 3e-5;
+  p.allreduce_bandwidth_Bps = 2e9;
+  const std::int64_t bytes = 4'000'000;
+  const double expected = 3e-5 + 4e6 / 2e9;
+  for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+    sim::CommSimulator simulator(p, 8, options(fidelity, sim::AllReduceAlgorithm::tree));
+    const sim::CommTiming t = simulator.allreduce(bytes);
+    CHECK(t.seconds == doctest::Approx(expected).epsilon(1e-12));
+    // The bytes a ring sends, 2 (n - 1) S / n per GPU, as without a measurement.
+    CHECK(t.bytes_sent_per_gpu == doctest::Approx(2.0 * 7 * 4e6 / 8));
+    CHECK(t.gpu_seconds.size() == 8);
+    CHECK(simulator.simulations() == 0);
+  }
+  // Four buckets under a backward pass, each paying the measured cost: slower than the pass produces them,
+  // they queue behind the first, ready after a quarter of the pass.
+  sim::CommSimulator bucketed(p, 8, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::ring, 1'000'000));
+  const double backward = 1e-3;
+  CHECK(bucketed.overlapped_allreduce(bytes, backward).seconds ==
+        doctest::Approx(backward / 4 + 4 * (3e-5 + 1e6 / 2e9)).epsilon(1e-12));
+  // Without a measurement the ring is simulated: 2 (n - 1) (alpha + S / (n B)).
+  p.allreduce_bandwidth_Bps = 0.0;
+  sim::CommSimulator simulated(p, 8, options(sim::Fidelity::fast));
+  CHECK(simulated.allreduce(bytes).seconds ==
+        doctest::Approx(14.0 * (star_alpha(p) + 4e6 / 8 / p.nic_bandwidth_Bps)).epsilon(1e-3));
+}
+
 TEST_CASE("sim::platform: presets reproduce their published ResNet-50 throughput") {
   const auto profile = resnet50();
   for (const auto name : sim::known_presets()) {
@@ -253,6 +281,9 @@ TEST_CASE("sim::platform: bad platforms are rejected naming the key") {
   p = sim::platform_preset("summit");
   p.nic_latency_s = -1e-6;
   CHECK(key_of(p, 12) == "platform.nic_latency_s");
+  p = sim::platform_preset("summit");
+  p.allreduce_bandwidth_Bps = -1.0;
+  CHECK(key_of(p, 12) == "platform.allreduce_bandwidth_Bps");
   CHECK_THROWS_WITH_AS(sim::platform_preset("frontiers"), doctest::Contains("platform.preset"),
                        sim::PlatformError);
   CHECK_THROWS_WITH_AS(sim::parse_fabric("hypercube"), doctest::Contains("platform.fabric"),
