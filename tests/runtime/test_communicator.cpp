@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -26,10 +27,17 @@ TEST_CASE("runtime::communicator: one worker reduces to itself and has no peers"
   CHECK_THROWS_AS(comm.recv(buffer, 1, 0), CommError);
 }
 
-TEST_CASE("runtime::launcher: --local N runs N copies under mpirun, oversubscribed and unpinned") {
+TEST_CASE("runtime::launcher: --local N runs N copies under mpirun, oversubscribed, pinned round-robin") {
   const auto command = local_launch_command(4, "/bin/dbench", {"train", "c.toml"});
   REQUIRE(command.size() >= 8);
   CHECK(std::find(command.begin(), command.end(), "--oversubscribe") != command.end());
+  const auto after = [&](const char* flag) {
+    const auto it = std::find(command.begin(), command.end(), flag);
+    return it == command.end() || it + 1 == command.end() ? std::string() : *(it + 1);
+  };
+  // One core each, dealt by core, several to a core when workers outnumber cores.
+  CHECK(after("--bind-to") == "core:overload-allowed");
+  CHECK(after("--map-by") == "core");
   const auto n = std::find(command.begin(), command.end(), "-n");
   REQUIRE(n != command.end());
   CHECK(*(n + 1) == "4");
