@@ -93,6 +93,11 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += "# A message between two workers crosses two GPU ports: latency alpha / 2 on each.\n";
   out += fmt::format("intra_node_latency_s = {:.6e}\n", port_latency_s(link));
   out += fmt::format("intra_node_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
+  out +=
+      "# Centralized steps pay the measured all-reduce (widening, sum in double, narrowing), not a ring\n"
+      "# simulated over the links above.\n";
+  out += fmt::format("allreduce_latency_s = {:.6e}\n", c.allreduce.fit.alpha_s);
+  out += fmt::format("allreduce_bandwidth_Bps = {:.6e}\n", c.allreduce.fit.bandwidth_Bps);
   out += "# One node: the NIC and fabric carry no traffic; they only need valid values.\n";
   out += "fabric = \"star\"\n";
   out += fmt::format("nic_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
@@ -103,6 +108,12 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += fmt::format("# compute {}: seconds = {:.4e} + batch * {:.4e} FLOP / {:.4e} FLOP/s (R^2 {:.4f})\n",
                      m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
   out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
+  out += "# (the step in the training loop: a step and a ring gossip round, less the round alone)\n";
+  for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size();
+       ++i) {
+    out += fmt::format("#   batch {:>10g}: step timed back to back {:.4e} s, gossip round alone {:.4e} s\n",
+                       m.batches[i], m.seconds_alone[i], m.gossip_seconds[i]);
+  }
   out += fmt::format("# per-iteration all-reduce of one double (in the overhead above): {:.4e} s\n",
                      c.small_allreduce_s);
   for (const LinkCalibration* l : {&c.exchange, &c.point_to_point, &c.allreduce}) {
@@ -120,6 +131,8 @@ nlohmann::json to_json(const Calibration& c) {
                       {"flops_per_sample", m.flops_per_sample},
                       {"batches", m.batches},
                       {"seconds", m.seconds},
+                      {"seconds_alone", m.seconds_alone},
+                      {"gossip_seconds", m.gossip_seconds},
                       {"overhead_s", m.fit.overhead_s},
                       {"flops_per_s", m.fit.flops_per_s},
                       {"fit", line_json(m.fit.line)}});
@@ -143,6 +156,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.flops_per_sample = mj.at("flops_per_sample").get<double>();
     m.batches = mj.at("batches").get<std::vector<double>>();
     m.seconds = mj.at("seconds").get<std::vector<double>>();
+    m.seconds_alone = mj.value("seconds_alone", std::vector<double>{});
+    m.gossip_seconds = mj.value("gossip_seconds", std::vector<double>{});
     m.fit.overhead_s = mj.at("overhead_s").get<double>();
     m.fit.flops_per_s = mj.at("flops_per_s").get<double>();
     m.fit.line = line_from(mj.at("fit"));

@@ -17,8 +17,12 @@ struct ModelCalibration {
   std::string model;              ///< "mlp", "lenet", ...
   double flops_per_sample = 0.0;  ///< forward + backward, ModelProfile's convention
   std::vector<double> batches;    ///< batch sizes measured
-  std::vector<double> seconds;    ///< per batch: median over repetitions of the slowest worker's step
-  ComputeFit fit;                 ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
+  /// Per batch: the step in the training loop (a step followed by a gossip round, less the round alone),
+  /// median over repetitions of the slowest worker.
+  std::vector<double> seconds;
+  std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
+  std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
+  ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
 };
 
 /// One communication pattern timed over message sizes and its alpha-beta fit.
@@ -39,7 +43,9 @@ struct Calibration {
   /// class the platform's intra-node links take their latency and bandwidth from (training's messages are
   /// concurrent, and on CPU workers the receiver's pass over the message is part of its cost).
   LinkCalibration exchange;
-  LinkCalibration allreduce;  ///< all-reduce of doubles over every worker, as centralized training sums
+  /// The mean of a float gradient over every worker, summed in double, as centralized training takes it
+  /// (bytes of floats: what the simulator counts).
+  LinkCalibration allreduce;
   /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check); the
   /// step's timing includes it, so it is part of each model's fitted overhead. Reported for reference.
   double small_allreduce_s = 0.0;
@@ -50,8 +56,9 @@ const ModelCalibration& model_calibration(const Calibration& calibration, const 
 
 /// The platform file for `model`, in the format experiments::read_calibration reads: one node of
 /// `workers` GPUs (base "custom", star fabric), the model's fitted rate, its fitted overhead as
-/// iteration_overhead_s, and the exchange fit as the intra-node links (a message crosses two
-/// GPU ports: latency alpha/2 each). Fitted values and residuals follow as comments.
+/// iteration_overhead_s, the exchange fit as the intra-node links (a message crosses two
+/// GPU ports: latency alpha/2 each) and the all-reduce fit as the measured all-reduce. Fitted values and
+/// residuals follow as comments.
 std::string platform_toml(const Calibration& calibration, const ModelCalibration& model);
 
 /// The whole calibration (measurements, fits, residuals) as JSON.

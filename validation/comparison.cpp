@@ -156,6 +156,8 @@ nlohmann::json validation_json(std::span<const ValidationCase> cases) {
                     {"model", c.model},
                     {"workers", c.workers},
                     {"measured", parts(c.measured)},
+                    {"measured_runs_seconds_per_iteration", c.measured_runs},
+                    {"measured_run", c.measured_run},
                     {"simulated", parts(c.simulated)},
                     {"relative_error",
                      {{"seconds_per_iteration", number(total)},

@@ -40,7 +40,9 @@ struct ValidationCase {
   std::string graph;      ///< all-reduce, ring, exponential, one-peer-exponential, ...
   std::string model;      ///< mlp, lenet, ...
   int workers = 0;
-  PartTimes measured;                     ///< the runtime's trace
+  PartTimes measured;                     ///< the runtime's trace (of the median run)
+  std::vector<double> measured_runs;      ///< seconds per iteration of every runtime run, fastest first
+  std::string measured_run;               ///< the median run's directory name
   PartTimes simulated;                    ///< the simulator's trace on the calibrated platform
   std::vector<double> iterations;         ///< metrics rows' iterations
   std::vector<double> runtime_accuracy;   ///< test_accuracy of the runtime, per metrics row

@@ -35,6 +35,8 @@ validation::Calibration example() {
   m.batches = {8, 16, 32};
   for (const double b : m.batches) {
     m.seconds.push_back(2e-5 + b * m.flops_per_sample / 1.5e10);
+    m.seconds_alone.push_back(0.9 * m.seconds.back());
+    m.gossip_seconds.push_back(1e-5);
   }
   m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
   c.models.push_back(m);
@@ -61,6 +63,9 @@ TEST_CASE("validation::platform_toml: read_calibration reads back the fitted pla
   CHECK(p.gpu_link_latency_s == doctest::Approx(2e-6).epsilon(1e-5));
   CHECK(p.gpu_link_bandwidth_Bps == doctest::Approx(6e9).epsilon(1e-5));
   CHECK(p.fabric == sim::Fabric::star);
+  // Centralized steps pay the all-reduce as measured.
+  CHECK(p.allreduce_latency_s == doctest::Approx(8e-6).epsilon(1e-5));
+  CHECK(p.allreduce_bandwidth_Bps == doctest::Approx(1e9).epsilon(1e-5));
   CHECK_NOTHROW(sim::validate(p, 4));
   // One node: the simulated compute is the fitted model.
   models::ModelProfile profile;
@@ -79,6 +84,8 @@ TEST_CASE("validation::to_json: the calibration round-trips with its residuals")
   CHECK(back.models[0].fit.line.residuals.size() == 3);
   CHECK(back.exchange.fit.bandwidth_Bps == doctest::Approx(6e9));
   CHECK(back.allreduce.seconds == c.allreduce.seconds);
+  CHECK(back.models[0].seconds_alone == c.models[0].seconds_alone);
+  CHECK(back.models[0].gossip_seconds == c.models[0].gossip_seconds);
   CHECK(&validation::model_calibration(back, "mlp") == &back.models[0]);
   CHECK_THROWS_WITH_AS(validation::model_calibration(back, "lenet"), doctest::Contains("calibrated: mlp"),
                        std::invalid_argument);
