@@ -1,6 +1,7 @@
-// LeNet on N replicas at once with LibTorch: the replicas' convolutions run as one grouped convolution
-// (groups = N, replica r owning channels [r*C, (r+1)*C)) and their fully connected layers as batched matrix
-// products, so a step is a handful of large kernels instead of N small models.
+// LeNet on N replicas at once with LibTorch: the replicas' images are stacked along the channels (replica r
+// owning channels [r*C, (r+1)*C)), each replica's convolutions run as a single model's would, and the fully
+// connected layers as batched matrix products. Threads split the replicas, LibTorch on one thread in each,
+// so every replica computes exactly what a runtime worker's single model computes, whatever the thread count.
 #include <fmt/core.h>
 #include <torch/torch.h>
 
@@ -9,6 +10,7 @@
 
 #include "models/torch_models.hpp"
 #include "sim/errors.hpp"
+#include "sim/parallel.hpp"
 #include "sim/replica_model.hpp"
 
 namespace dbench::sim {
@@ -52,13 +54,28 @@ class GroupedLeNet final : public ReplicaModel {
   void train_step(ConstReplicaView params, std::span<const float> inputs,
                   std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
                   std::span<BatchStats> stats) const override {
-    const auto n = static_cast<std::int64_t>(params.rows);
-    const auto b = static_cast<std::int64_t>(batch);
     if (inputs.size() != params.rows * batch * inputs_ || labels.size() != params.rows * batch ||
         stats.size() != params.rows || grads.rows != params.rows || grads.cols != params.cols) {
       throw ShapeError("grouped lenet: inputs, labels, stats and gradients must match N replicas x batch");
     }
-    torch::set_num_threads(static_cast<int>(threads_));
+    // The threads split the replicas, each running LibTorch on one thread: a replica's arithmetic is then
+    // the same whatever the thread count, and the same as a runtime worker's single model.
+    parallel_for(threads_, params.rows, [&](std::size_t begin, std::size_t end) {
+      torch::set_num_threads(1);
+      const std::size_t rows = end - begin;
+      train_rows(ConstReplicaView{params.row_data(begin), rows, params.cols, params.stride},
+                 inputs.subspan(begin * batch * inputs_, rows * batch * inputs_),
+                 labels.subspan(begin * batch, rows * batch), batch,
+                 ReplicaView{grads.row_data(begin), rows, grads.cols, grads.stride},
+                 stats.subspan(begin, rows));
+    });
+  }
+
+  void train_rows(ConstReplicaView params, std::span<const float> inputs,
+                  std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
+                  std::span<BatchStats> stats) const {
+    const auto n = static_cast<std::int64_t>(params.rows);
+    const auto b = static_cast<std::int64_t>(batch);
     torch::Tensor flat = leaf(params).set_requires_grad(true);
     const torch::Tensor x = images(inputs, n, b);         // [B, N*C, H, W]
     const torch::Tensor logits = forward(flat, x, n, b);  // [N, B, classes]
@@ -90,10 +107,21 @@ class GroupedLeNet final : public ReplicaModel {
 
   std::vector<EvalResult> evaluate_replicas(ConstReplicaView params, std::span<const float> inputs,
                                             std::span<const std::int32_t> labels) const override {
-    torch::NoGradGuard no_grad;
-    torch::set_num_threads(static_cast<int>(threads_));
-    const auto samples = static_cast<std::int64_t>(labels.size());
     std::vector<EvalResult> results(params.rows);
+    // As in train_step: the threads split the replicas, LibTorch runs on one thread in each.
+    parallel_for(threads_, params.rows, [&](std::size_t begin, std::size_t end) {
+      torch::set_num_threads(1);
+      evaluate_rows(ConstReplicaView{params.row_data(begin), end - begin, params.cols, params.stride}, inputs,
+                    labels, std::span(results).subspan(begin, end - begin));
+    });
+    return results;
+  }
+
+ private:
+  void evaluate_rows(ConstReplicaView params, std::span<const float> inputs,
+                     std::span<const std::int32_t> labels, std::span<EvalResult> results) const {
+    torch::NoGradGuard no_grad;
+    const auto samples = static_cast<std::int64_t>(labels.size());
     const std::int64_t per_chunk = std::max<std::int64_t>(
         1, kEvalReplicaFloats / std::max<std::int64_t>(
                                     1, std::min(samples, kEvalSamples) * static_cast<std::int64_t>(inputs_)));
@@ -129,10 +157,8 @@ class GroupedLeNet final : public ReplicaModel {
     for (auto& r : results) {
       r.loss = r.samples == 0 ? 0.0 : r.loss / static_cast<double>(r.samples);
     }
-    return results;
   }
 
- private:
   /// The [N, P] rows as a tensor sharing their memory (no copy; rows may be padded).
   static torch::Tensor leaf(ConstReplicaView params) {
     return torch::from_blob(const_cast<float*>(params.data),
@@ -166,15 +192,34 @@ class GroupedLeNet final : public ReplicaModel {
         .reshape({b, n * spec_.input_channels, spec_.input_height, spec_.input_width});
   }
 
+  /// Convolution t (weight t, bias t + 1) of every replica on x [B, N*C, H, W]: one ordinary convolution per
+  /// replica, not one grouped convolution, so that each replica's arithmetic is exactly a single model's (a
+  /// grouped kernel sums in another order, and replicas would drift from the runtime's workers by rounding).
+  torch::Tensor convolution(const torch::Tensor& flat, const torch::Tensor& x, std::size_t t, std::int64_t n,
+                            const std::vector<std::int64_t>& pad) const {
+    const std::vector<std::int64_t> one = {1, 1};
+    // Split (not narrowed one by one): autograd joins the pieces' gradients once instead of widening each
+    // to the whole tensor.
+    const auto images = x.chunk(n, 1);
+    const auto weights = stacked(flat, t, n).chunk(n, 0);
+    const auto biases = stacked(flat, t + 1, n).chunk(n, 0);
+    std::vector<torch::Tensor> out;
+    out.reserve(static_cast<std::size_t>(n));
+    for (std::int64_t r = 0; r < n; ++r) {
+      const auto i = static_cast<std::size_t>(r);
+      out.push_back(torch::conv2d(images[i], weights[i], biases[i], one, pad));
+    }
+    return n == 1 ? out.front() : torch::cat(out, 1);
+  }
+
   /// Logits [N, B, classes] of input x [B, N*C, H, W]; the same layers as models' LeNet.
   torch::Tensor forward(const torch::Tensor& flat, const torch::Tensor& x, std::int64_t n,
                         std::int64_t b) const {
-    const std::vector<std::int64_t> one = {1, 1};
     const std::vector<std::int64_t> pad = {pad_, pad_};
     const std::vector<std::int64_t> none = {0, 0};
-    auto h = torch::conv2d(x, stacked(flat, 0, n), stacked(flat, 1, n), one, pad, one, n);
+    auto h = convolution(flat, x, 0, n, pad);
     h = torch::max_pool2d(torch::relu(h), 2);
-    h = torch::conv2d(h, stacked(flat, 2, n), stacked(flat, 3, n), one, none, one, n);
+    h = convolution(flat, h, 2, n, none);
     h = torch::max_pool2d(torch::relu(h), 2);   // [B, N*16, h, w]
     h = h.reshape({b, n, -1}).transpose(0, 1);  // [N, B, features]: each replica's own flatten order
     for (std::size_t layer = 0; layer < 3; ++layer) {

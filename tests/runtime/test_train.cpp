@@ -26,10 +26,10 @@ using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
 
 /// A Fashion-MNIST MLP config for `workers` workers.
-/// `algorithm_extra`: more [algorithm] keys, one per line.
+/// `algorithm_extra`, `train_extra`: more [algorithm] and [train] keys, one per line.
 std::string config_text(const std::string& kind, const std::string& graph, int workers, int iterations,
-                        const std::string& algorithm_extra = "") {
-  return "name = \"rt\"\nseed = 3\n[train]\nworkers = " + std::to_string(workers) +
+                        const std::string& algorithm_extra = "", const std::string& train_extra = "") {
+  return "name = \"rt\"\nseed = 3\n[train]\n" + train_extra + "workers = " + std::to_string(workers) +
          "\nbatch_per_worker = 16\niterations = " + std::to_string(iterations) +
          "\nlr = 0.1\nmomentum = 0.9\neval_every = 50\neval_samples = 1000\nreplica_eval_samples = 128\n"
          "mlp_hidden = [32]\n[algorithm]\nkind = \"" +
@@ -198,6 +198,25 @@ TEST_CASE("runtime::train: --overlap trains with the exchange beside the local s
 }
 
 #if defined(DBENCH_HAVE_TORCH)
+TEST_CASE("runtime::train: 4 LeNet workers end with the simulator's parameters (centralized, ring)") {
+  for (const char* kind : {"centralized", "dpsgd"}) {
+    CAPTURE(kind);
+    TempDir dir;
+    const std::string text = config_text(kind, "ring", 4, 40, "", "model = \"lenet\"\n");
+    const fs::path config = write_config(dir.path(), text);
+    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 40 --out " +
+                                (dir.path() / "out").string());
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    const auto expected = simulate_params(text);
+    for (int r = 0; r < 4; ++r) {
+      CAPTURE(r);
+      const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
+      CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
+    }
+  }
+}
+
 TEST_CASE("runtime::train: workers train LeNet with the simulator's replica model") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("dpsgd", "ring", 2, 20));

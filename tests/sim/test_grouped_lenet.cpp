@@ -1,4 +1,6 @@
-// LeNet on N replicas as grouped convolutions must compute, row by row, what N separate LibTorch modules do.
+// LeNet on N replicas at once must compute, row by row, what N separate LibTorch modules do, and each row
+// exactly what the same model alone computes (a runtime worker's), whatever the thread count.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -83,5 +85,46 @@ TEST_CASE("sim::grouped_lenet: each replica's gradient, loss and hits equal its 
                                       std::span<const float>(inputs).subspan(i * batch * 784, batch * 784),
                                       std::span<const std::int32_t>(labels).subspan(i * batch, batch));
     CHECK(eval.loss == doctest::Approx(loss.item<double>()).epsilon(1e-5));
+  }
+}
+
+TEST_CASE(
+    "sim::grouped_lenet: a replica's gradient is bitwise the same alone, among others and on 2 threads") {
+  dm::ModelSpec spec;
+  spec.name = "lenet";
+  const std::size_t n = 5;
+  const std::size_t batch = 8;
+  const auto one_thread = ds::make_replica_model(spec, 1);
+  const auto two_threads = ds::make_replica_model(spec, 2);
+  ds::ReplicaStore store(n, one_thread->layout());
+  one_thread->init(store.replica(0), 11);
+  store.broadcast_params(0);
+  torch::manual_seed(5);
+  for (std::size_t i = 1; i < n; ++i) {
+    const auto noise = torch::randn({static_cast<std::int64_t>(store.param_count())}) * 0.01;
+    for (std::size_t c = 0; c < store.param_count(); ++c) {
+      store.replica(i)[c] += noise[static_cast<std::int64_t>(c)].item<float>();
+    }
+  }
+  const auto inputs_t = torch::randn({static_cast<std::int64_t>(n * batch), 1, 28, 28});
+  const std::vector<float> inputs(inputs_t.data_ptr<float>(), inputs_t.data_ptr<float>() + inputs_t.numel());
+  std::vector<std::int32_t> labels(n * batch);
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    labels[k] = static_cast<std::int32_t>((k * 3) % 10);
+  }
+  std::vector<ds::BatchStats> stats(n);
+  two_threads->train_step(store.params(), inputs, labels, batch, store.grads(), stats);
+  for (std::size_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    ds::ReplicaStore alone(1, one_thread->layout());
+    std::copy(store.replica(i).begin(), store.replica(i).end(), alone.replica(0).begin());
+    std::vector<ds::BatchStats> own(1);
+    one_thread->train_step(
+        alone.params(), std::span<const float>(inputs).subspan(i * batch * 784, batch * 784),
+        std::span<const std::int32_t>(labels).subspan(i * batch, batch), batch, alone.grads(), own);
+    const auto together = store.grads().row(i);
+    const auto single = alone.grads().row(0);
+    CHECK(std::equal(together.begin(), together.end(), single.begin()));
+    CHECK(own[0].loss == stats[i].loss);
   }
 }
