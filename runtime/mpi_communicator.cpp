@@ -1,5 +1,7 @@
 #include "runtime/mpi_communicator.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -20,6 +22,10 @@ constexpr std::size_t kMaxPart = std::size_t{1} << 28;
 constexpr int kAliveTag = 1;
 // How long a liveness round waits for answers at most: the survivors reach it within about one iteration.
 constexpr double kAliveWindowS = 10.0;
+/// Polls before sleeping in a wait when the node has more workers than cores.
+constexpr int kSharedCoreSpinPolls = 50;
+/// Yields between polls, after the spin, before a wait on shared cores sleeps instead.
+constexpr int kSharedCoreYields = 200;
 
 using Clock = std::chrono::steady_clock;
 
@@ -83,6 +89,11 @@ struct MpiCommunicator::Impl {
   MPI_Comm control = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  /// More workers on this node than cores.
+  bool shared_cores = false;
+  /// Polls of a wait before it sleeps or yields between them: long when every worker has a core of its own,
+  /// short when workers share cores (a spinning worker would keep the core from the peer it waits for).
+  int spin_polls = 2000;
   CommCounters counters;
   std::vector<int>
       alive_tokens;  // liveness messages stay valid after the round: their sends are not waited for
@@ -103,9 +114,17 @@ struct MpiCommunicator::Impl {
         return;
       }
       ++polls;
-      // Spin briefly for latency, then leave the core to the other workers (they may share it).
-      if (polls > 2000) {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      // Spin briefly for latency, then leave the core to the other workers. Where workers share cores, a
+      // worker first yields between polls, for short waits: the core goes to the peer it waits for if that
+      // one is ready to run, and comes straight back otherwise (a sleep would stall a collective that only
+      // progresses while polled); a long wait sleeps, off the run queue, so that the core's other workers
+      // run undisturbed.
+      if (polls > spin_polls) {
+        if (shared_cores && polls < spin_polls + kSharedCoreYields) {
+          std::this_thread::yield();
+        } else {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
       }
       if ((polls & 63) == 0 && options.peer_timeout_s > 0.0 &&
           std::chrono::duration<double>(Clock::now() - start).count() > options.peer_timeout_s) {
@@ -231,6 +250,16 @@ MpiCommunicator::MpiCommunicator(const MpiEnvironment&, MpiOptions options)
   DBENCH_MPI_CHECK(MPI_Comm_set_errhandler(impl_->control, MPI_ERRORS_RETURN));
   DBENCH_MPI_CHECK(MPI_Comm_rank(impl_->comm, &impl_->rank));
   DBENCH_MPI_CHECK(MPI_Comm_size(impl_->comm, &impl_->size));
+  MPI_Comm node = MPI_COMM_NULL;
+  DBENCH_MPI_CHECK(MPI_Comm_split_type(impl_->comm, MPI_COMM_TYPE_SHARED, impl_->rank, MPI_INFO_NULL, &node));
+  int on_node = 1;
+  DBENCH_MPI_CHECK(MPI_Comm_size(node, &on_node));
+  DBENCH_MPI_CHECK(MPI_Comm_free(&node));
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && on_node > cores) {
+    impl_->shared_cores = true;
+    impl_->spin_polls = kSharedCoreSpinPolls;
+  }
 }
 
 MpiCommunicator::~MpiCommunicator() {
