@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,27 +65,44 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Seconds per call of `body` when every worker calls it `repeats` times back to back, as a run's
-/// iterations follow each other: a round starts together (an all-reduce as barrier) and lasts until its
-/// slowest worker is done, so workers that share cores and memory bandwidth pay for each other (a worker
-/// descheduled before its call counts too). The median of several rounds, after an untimed one.
-double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
-  constexpr int kRounds = 5;
-  std::vector<double> rounds;
+/// Per body, per round: seconds per call when every worker calls the body back to back, as a run's iterations
+/// follow each other. A timing starts together (an all-reduce as barrier) and lasts until its slowest worker
+/// is done, so workers that share cores and memory bandwidth pay for each other (a worker descheduled before
+/// its call counts too). Each round times every body in turn, so that a slow spell of a shared machine falls
+/// on all of them alike; a timing makes at least `repeats` calls, and more until it lasts kMinTiming, so that
+/// it spans many of the scheduler's time slices. The first round is untimed.
+std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm, int repeats,
+                                                    std::span<const std::function<void()>> bodies) {
+  constexpr int kRounds = 7;
+  constexpr double kMinTiming = 0.02;
+  std::vector<std::vector<double>> seconds(bodies.size());
+  std::vector<int> calls(bodies.size(), repeats);
   std::array<double, 1> token{0.0};
   for (int k = -1; k < kRounds; ++k) {
-    comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
-    const auto start = Clock::now();
-    for (int r = 0; r < repeats; ++r) {
-      body();
-    }
-    std::array<double, 1> elapsed{seconds_since(start)};
-    comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
-    if (k >= 0) {
-      rounds.push_back(elapsed[0] / repeats);
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
+      const auto start = Clock::now();
+      for (int r = 0; r < calls[i]; ++r) {
+        bodies[i]();
+      }
+      std::array<double, 1> elapsed{seconds_since(start)};
+      comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
+      const double per_call = elapsed[0] / calls[i];
+      if (k >= 0) {
+        seconds[i].push_back(per_call);
+      } else if (elapsed[0] < kMinTiming) {
+        // Every worker sees the same maximum, so all settle on the same count.
+        calls[i] = static_cast<int>(std::ceil(kMinTiming / std::max(per_call, 1e-9)));
+      }
     }
   }
-  return median(rounds);
+  return seconds;
+}
+
+/// The median over rounds of one body's seconds per call (see interleaved_rounds).
+double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
+  const std::array<std::function<void()>, 1> bodies{body};
+  return median(interleaved_rounds(comm, repeats, bodies).front());
 }
 
 /// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
@@ -141,17 +160,23 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   };
   for (const int batch : o.batches) {
     const auto b = static_cast<std::size_t>(batch);
-    const double alone = seconds_per_call(comm, o.repeats, [&] { step(b); });
-    const double round = seconds_per_call(comm, o.repeats, gossip);
-    const double both = seconds_per_call(comm, o.repeats, [&] {
+    const auto alone = [&] { step(b); };
+    const auto in_training = [&] {
       step(b);
       gossip();
-    });
+    };
+    const std::array<std::function<void()>, 3> bodies{alone, gossip, in_training};
+    const auto rounds = interleaved_rounds(comm, o.repeats, bodies);
+    // The step in the loop, round by round (each round's three timings share its conditions); a loop no
+    // slower than its parts is noise around a step that the gossip round does not slow.
+    std::vector<double> in_loop;
+    for (std::size_t k = 0; k < rounds[0].size(); ++k) {
+      in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
+    }
     result.batches.push_back(batch);
-    // A loop no slower than its parts is noise around a step that the round does not slow.
-    result.seconds.push_back(std::max(alone, both - round));
-    result.seconds_alone.push_back(alone);
-    result.gossip_seconds.push_back(round);
+    result.seconds.push_back(median(in_loop));
+    result.seconds_alone.push_back(median(rounds[0]));
+    result.gossip_seconds.push_back(median(rounds[1]));
   }
   result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
   return result;
@@ -390,7 +415,9 @@ void add_calibrate_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::Range(8.0, 1e9))
       ->capture_default_str();
-  cmd->add_option("--repeats", options->repeats, "Timed repetitions per measurement (the median is kept)")
+  cmd->add_option(
+         "--repeats", options->repeats,
+         "Calls per timing at least (more until a timing lasts 20 ms; the median of 7 rounds is kept)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
