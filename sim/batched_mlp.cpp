@@ -29,14 +29,6 @@ ParamLayout mlp_layout(const std::vector<std::size_t>& widths) {
   return ParamLayout(tensors);
 }
 
-/// Our threads each call BLAS on their own small matrices; BLAS's own threads would only oversubscribe the
-/// cores.
-void use_single_threaded_blas() {
-  if (openblas_get_num_threads() != 1) {
-    openblas_set_num_threads(1);
-  }
-}
-
 int blas_int(std::size_t v) {
   return static_cast<int>(v);
 }
@@ -51,6 +43,12 @@ std::uint64_t next_random(std::uint64_t& state) {
 }
 
 }  // namespace
+
+void use_single_threaded_blas() {
+  if (openblas_get_num_threads() != 1) {
+    openblas_set_num_threads(1);
+  }
+}
 
 /// Per-thread activations and deltas, sized for `rows` samples.
 struct BatchedMlp::Scratch {

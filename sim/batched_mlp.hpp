@@ -14,6 +14,11 @@ namespace dbench::sim {
 
 class Sgd;
 
+/// Sets OpenBLAS (the process's BLAS, LibTorch's as well) to one thread: the replica models' own threads each
+/// call BLAS on their own small matrices, so BLAS's threads would only oversubscribe the cores, and its
+/// results would depend on how many cores the process may use.
+void use_single_threaded_blas();
+
 /// One replica's result on its training batch.
 struct BatchStats {
   /// Mean softmax cross-entropy over the batch.

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "models/torch_models.hpp"
+#include "sim/batched_mlp.hpp"
 #include "sim/errors.hpp"
 #include "sim/parallel.hpp"
 #include "sim/replica_model.hpp"
@@ -60,6 +61,7 @@ class GroupedLeNet final : public ReplicaModel {
     }
     // The threads split the replicas, each running LibTorch on one thread: a replica's arithmetic is then
     // the same whatever the thread count, and the same as a runtime worker's single model.
+    use_single_threaded_blas();
     parallel_for(threads_, params.rows, [&](std::size_t begin, std::size_t end) {
       torch::set_num_threads(1);
       const std::size_t rows = end - begin;
@@ -108,6 +110,7 @@ class GroupedLeNet final : public ReplicaModel {
   std::vector<EvalResult> evaluate_replicas(ConstReplicaView params, std::span<const float> inputs,
                                             std::span<const std::int32_t> labels) const override {
     std::vector<EvalResult> results(params.rows);
+    use_single_threaded_blas();
     // As in train_step: the threads split the replicas, LibTorch runs on one thread in each.
     parallel_for(threads_, params.rows, [&](std::size_t begin, std::size_t end) {
       torch::set_num_threads(1);

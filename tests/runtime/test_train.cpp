@@ -202,9 +202,9 @@ TEST_CASE("runtime::train: 4 LeNet workers end with the simulator's parameters (
   for (const char* kind : {"centralized", "dpsgd"}) {
     CAPTURE(kind);
     TempDir dir;
-    const std::string text = config_text(kind, "ring", 4, 40, "", "model = \"lenet\"\n");
+    const std::string text = config_text(kind, "ring", 4, 60, "", "model = \"lenet\"\n");
     const fs::path config = write_config(dir.path(), text);
-    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 40 --out " +
+    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 60 --out " +
                                 (dir.path() / "out").string());
     INFO(run.output);
     REQUIRE(run.status == 0);
