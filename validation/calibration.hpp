@@ -17,8 +17,8 @@ struct ModelCalibration {
   std::string model;              ///< "mlp", "lenet", ...
   double flops_per_sample = 0.0;  ///< forward + backward, ModelProfile's convention
   std::vector<double> batches;    ///< batch sizes measured
-  /// Per batch: the step in the training loop (a step followed by a gossip round, less the round alone),
-  /// median over repetitions of the slowest worker.
+  /// Per batch: the step in the training loop (a step followed by a gossip round, less the round alone, round
+  /// by round), the fastest of the rounds, each timed until the slowest worker is done.
   std::vector<double> seconds;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
