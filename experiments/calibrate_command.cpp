@@ -17,6 +17,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "experiments/commands.hpp"
@@ -80,6 +81,10 @@ std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm,
   std::array<double, 1> token{0.0};
   for (int k = -1; k < kRounds; ++k) {
     for (std::size_t i = 0; i < bodies.size(); ++i) {
+      // Each worker pauses a different while before the barrier, different in every round, so that the
+      // order in which workers sharing a core take their turns starts afresh in each timing.
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          (static_cast<std::int64_t>(comm.rank()) * 97 + static_cast<std::int64_t>(k + 1) * 389) % 1000));
       comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
       const auto start = Clock::now();
       for (int r = 0; r < calls[i]; ++r) {
@@ -152,11 +157,13 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
       topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = comm.size()});
   const runtime::GossipPlan plan = runtime::plan_gossip(ring.at(0), comm.rank());
   std::vector<float> received;
-  std::vector<float> mixed(store.params().row(0).size());
+  // As a worker runs it: mixed into the store's second buffer, which then becomes the parameters (the
+  // buffers' places in memory, and so how the caches hold them, are a training run's).
   const auto gossip = [&] {
     const auto x = store.params().row(0);
     runtime::exchange_parameters(comm, plan, x, received, 11);
-    runtime::mix_received(plan, x, received, mixed, 1);
+    runtime::mix_received(plan, x, received, store.mix_target().row(0), 1);
+    store.swap_mixed();
   };
   for (const int batch : o.batches) {
     const auto b = static_cast<std::size_t>(batch);
@@ -216,19 +223,22 @@ validation::LinkCalibration time_exchange(runtime::Communicator& comm, const Cal
   const int previous = (comm.rank() + n - 1) % n;
   for (const double bytes : o.sizes) {
     const auto count = static_cast<std::size_t>(bytes) / sizeof(float);
-    std::vector<float> out(count, 1.0f);
-    std::vector<float> in(count, 0.0f);
-    const std::array<runtime::SendBuffer, 1> sends{runtime::SendBuffer{next, out}};
-    const std::array<runtime::RecvBuffer, 1> recvs{runtime::RecvBuffer{previous, in}};
-    link.bytes.push_back(bytes);
+    // Two parameter buffers, as a worker's store has: it sends one, mixes it with what it received into the
+    // other, and the other becomes its parameters.
+    std::vector<float> params(count, 1.0f);
     std::vector<float> mixed(count, 0.0f);
+    std::vector<float> in(count, 0.0f);
+    link.bytes.push_back(bytes);
     const std::array<float, 2> weights{0.5f, 0.5f};
-    const std::array<const float*, 2> sources{out.data(), in.data()};
     link.seconds.push_back(seconds_per_call(comm, o.repeats, [&] {
+      const std::array<runtime::SendBuffer, 1> sends{runtime::SendBuffer{next, params}};
+      const std::array<runtime::RecvBuffer, 1> recvs{runtime::RecvBuffer{previous, in}};
       comm.exchange(sends, recvs, 9);
       // A CPU worker's received message costs it a pass over memory as well: the mixing that follows, done
       // as the workers do it.
+      const std::array<const float*, 2> sources{params.data(), in.data()};
       sim::mix_row(weights, sources, 0, mixed, sim::MixOptions{0, 1, true});
+      params.swap(mixed);
     }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
