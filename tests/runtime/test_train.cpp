@@ -84,6 +84,23 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
   return diff / scale;
 }
 
+/// Runs `text` (4 workers, `iterations` iterations) with dbench train --local 4 into dir/out and checks every
+/// worker's final parameters against the simulator's replicas: within 1e-5 relative.
+void check_train_matches_simulate(const TempDir& dir, const std::string& text, int iterations) {
+  const fs::path config = write_config(dir.path(), text);
+  const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every " +
+                              std::to_string(iterations) + " --out " + (dir.path() / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto expected = simulate_params(text);
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
+    CHECK(state.iterations_done == iterations);
+    CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -103,19 +120,7 @@ TEST_CASE("runtime::train: 4 local workers end with the simulator's parameters (
     CAPTURE(c.graph);
     CAPTURE(c.extra);
     TempDir dir;
-    const std::string text = config_text(c.kind, c.graph, 4, 100, c.extra);
-    const fs::path config = write_config(dir.path(), text);
-    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 100 --out " +
-                                (dir.path() / "out").string());
-    INFO(run.output);
-    REQUIRE(run.status == 0);
-    const auto expected = simulate_params(text);
-    for (int r = 0; r < 4; ++r) {
-      CAPTURE(r);
-      const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
-      CHECK(state.iterations_done == 100);
-      CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
-    }
+    check_train_matches_simulate(dir, config_text(c.kind, c.graph, 4, 100, c.extra), 100);
     for (const char* file : {"metrics.csv", "schedule.csv", "trace.csv", "summary.json", "config.toml"}) {
       CHECK(fs::exists(dir.path() / "out" / file));
     }
@@ -202,18 +207,7 @@ TEST_CASE("runtime::train: 4 LeNet workers end with the simulator's parameters (
   for (const char* kind : {"centralized", "dpsgd"}) {
     CAPTURE(kind);
     TempDir dir;
-    const std::string text = config_text(kind, "ring", 4, 60, "", "model = \"lenet\"\n");
-    const fs::path config = write_config(dir.path(), text);
-    const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every 60 --out " +
-                                (dir.path() / "out").string());
-    INFO(run.output);
-    REQUIRE(run.status == 0);
-    const auto expected = simulate_params(text);
-    for (int r = 0; r < 4; ++r) {
-      CAPTURE(r);
-      const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
-      CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
-    }
+    check_train_matches_simulate(dir, config_text(kind, "ring", 4, 60, "", "model = \"lenet\"\n"), 60);
   }
 }
 
