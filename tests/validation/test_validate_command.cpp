@@ -41,9 +41,18 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
                                   "--repeats 3 --quiet --out \"" + calibration.string() + "\"");
   INFO(calibrate.output);
   REQUIRE(calibrate.status == 0);
-  CHECK_NOTHROW(dbench::experiments::read_calibration(calibration / "mlp.toml"));
+  // The platform carries the measured all-reduce that centralized steps pay.
+  const auto platform = dbench::experiments::read_calibration(calibration / "mlp.toml");
+  CHECK(platform.allreduce_bandwidth_Bps > 0.0);
   const auto fits = nlohmann::json::parse(read(calibration / "calibration.json"));
   CHECK(fits.at("workers") == 4);
+  CHECK(fits.at("allreduce").at("bandwidth_Bps").get<double>() ==
+        doctest::Approx(platform.allreduce_bandwidth_Bps));
+  // The step in the loop, with the step alone and the gossip round alone beside it, per batch.
+  const auto& mlp = fits.at("models").at(0);
+  CHECK(mlp.at("seconds").size() == 2);
+  CHECK(mlp.at("seconds_alone").size() == 2);
+  CHECK(mlp.at("gossip_seconds").size() == 2);
   CHECK(fits.at("exchange").at("fit").at("residuals").size() == 3);
 
   const fs::path out = dir.path() / "validation";
