@@ -219,11 +219,22 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Whether a step's communication is an all-reduce: without a graph (the gradients, or with average_parameters
+// the parameters), or gossip over the complete graph, which averages as an all-reduce does and is run as one
+// — except on a platform whose all-reduce is measured (CPU workers' MPI_Allreduce in double), where the
+// workers gossip over the complete graph with point-to-point messages like over any other graph.
+bool timed_as_allreduce(const topology::ScheduleStep& step, std::size_t gpus, const PlatformSpec& platform) {
+  if (step.graph == nullptr) {
+    return true;
+  }
+  return step.graph->entries().size() == gpus * gpus && platform.allreduce_bandwidth_Bps == 0.0;
+}
+
 // Fills a row's per-GPU columns: each GPU's own communication time, and the bytes it sends (gossip: one
 // parameter copy per out-neighbour; an all-reduce: the mean, which is exact for the ring and hierarchical
 // ones, where every GPU sends the same).
 void per_gpu_rows(IterationTiming& row, const CommTiming& comm, const topology::ScheduleStep& step,
-                  bool overlapped, double backward_s, double bytes) {
+                  bool allreduce, bool overlapped, double backward_s, double bytes) {
   const std::size_t n = comm.gpu_seconds.size();
   row.gpu_comm_s.resize(n);
   row.gpu_total_s.resize(n);
@@ -234,8 +245,7 @@ void per_gpu_rows(IterationTiming& row, const CommTiming& comm, const topology::
         overlapped ? row.compute_s - backward_s + std::max(backward_s, own) : row.compute_s + own;
     row.gpu_comm_s[g] = row.gpu_total_s[g] - row.compute_s;
   }
-  const bool everyone = step.graph != nullptr && step.graph->entries().size() == n * n;
-  if (step.graph != nullptr && !everyone) {
+  if (!allreduce) {
     std::fill(row.gpu_bytes_sent.begin(), row.gpu_bytes_sent.end(), 0.0);
     for (int j = 0; j < step.graph->nodes(); ++j) {
       for (const auto& e : step.graph->row(j)) {
@@ -631,18 +641,16 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     const topology::ScheduleStep& step = schedule[t];
     // Only the gradients' all-reduce can run under the backward pass; a parameter average follows the step.
     const bool overlapped = overlap && step.graph == nullptr && !step.average_parameters;
+    const bool allreduce = timed_as_allreduce(step, static_cast<std::size_t>(spec.gpus), spec.platform);
     const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
     const CommTiming* comm = nullptr;
     CommTiming fresh;
     if (const auto it = seen.find(key); reuse && it != seen.end()) {
       comm = &it->second;
     } else {
-      // Averaging over the complete graph is what an all-reduce does, and how it is run.
-      const bool everyone = step.graph != nullptr &&
-                            step.graph->entries().size() == static_cast<std::size_t>(spec.gpus) * spec.gpus;
       if (overlapped) {
         fresh = simulator.overlapped_allreduce(bytes, backward_s);
-      } else if (step.graph == nullptr || everyone) {
+      } else if (allreduce) {
         fresh = simulator.allreduce(bytes);
       } else {
         fresh = simulator.gossip(*step.graph, bytes);
@@ -663,7 +671,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     }
     row.bytes_sent = comm->bytes_sent_per_gpu;
     if (per_gpu) {
-      per_gpu_rows(row, *comm, step, overlapped, backward_s, static_cast<double>(bytes));
+      per_gpu_rows(row, *comm, step, allreduce, overlapped, backward_s, static_cast<double>(bytes));
     }
     total += row.total_s;
     bytes_sum += row.bytes_sent;

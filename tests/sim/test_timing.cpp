@@ -319,6 +319,17 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
   const auto b = sim::time_schedule(spec, allreduce);
   CHECK(a.seconds_per_iteration == b.seconds_per_iteration);
   CHECK(a.simulations == 1);
+  // With a measured all-reduce (CPU workers' MPI_Allreduce), the workers gossip over the complete graph with
+  // point-to-point messages, and it is timed so; the gradients' all-reduce takes the measured time.
+  spec.platform.allreduce_latency_s = 1e-4;
+  spec.platform.allreduce_bandwidth_Bps = 1e9;
+  const auto gossip = sim::time_schedule(spec, global, true);
+  const auto bytes = static_cast<double>(spec.profile.parameter_bytes());
+  const sim::CommTiming expected =
+      sim::CommSimulator(spec.platform, 16, {}).gossip(complete, spec.profile.parameter_bytes());
+  CHECK(gossip.iterations[0].comm_s == doctest::Approx(expected.seconds));
+  CHECK(gossip.iterations[0].gpu_bytes_sent[3] == doctest::Approx(15.0 * bytes));
+  CHECK(sim::time_schedule(spec, allreduce).iterations[0].comm_s == doctest::Approx(1e-4 + bytes / 1e9));
 }
 
 TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind the backward pass") {
