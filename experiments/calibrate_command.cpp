@@ -250,19 +250,13 @@ validation::LinkCalibration time_exchange(runtime::Communicator& comm, const Cal
 validation::LinkCalibration time_allreduce(runtime::Communicator& comm, const CalibrateOptions& o) {
   validation::LinkCalibration link;
   link.pattern = "all-reduce (mean of a float gradient, summed in double, as centralized training takes it)";
-  const auto n = static_cast<double>(comm.size());
   for (const double bytes : o.sizes) {
     std::vector<float> gradient(std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float)),
                                 1.0f);
     std::vector<double> sum;
     link.bytes.push_back(static_cast<double>(gradient.size() * sizeof(float)));
-    link.seconds.push_back(seconds_per_call(comm, o.repeats, [&] {
-      sum.assign(gradient.begin(), gradient.end());
-      comm.allreduce(std::span<double>(sum), runtime::ReduceOp::sum);
-      for (std::size_t j = 0; j < gradient.size(); ++j) {
-        gradient[j] = static_cast<float>(sum[j] / n);
-      }
-    }));
+    link.seconds.push_back(
+        seconds_per_call(comm, o.repeats, [&] { runtime::average_over_workers(comm, gradient, sum); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;

@@ -61,4 +61,13 @@ void mix_received(const GossipPlan& plan, std::span<const float> self, std::span
   sim::mix_row(plan.weight, sources, plan.self_term, out, sim::MixOptions{0, threads, true});
 }
 
+void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum) {
+  sum.assign(values.begin(), values.end());
+  comm.allreduce(std::span<double>(sum), ReduceOp::sum);
+  const auto n = static_cast<double>(comm.size());
+  for (std::size_t j = 0; j < values.size(); ++j) {
+    values[j] = static_cast<float>(sum[j] / n);
+  }
+}
+
 }  // namespace dbench::runtime

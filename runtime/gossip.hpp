@@ -1,5 +1,5 @@
 // One worker's part of a gossip round: whom it sends its parameters to, whose it receives, and the mixing of
-// its row with the simulator's arithmetic.
+// its row with the simulator's arithmetic; and its part of a global average.
 #pragma once
 
 #include <cstddef>
@@ -30,5 +30,9 @@ void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<c
 /// out = the plan's row applied to `self` and `received` (sim::mix_row: the simulator's rounding).
 void mix_received(const GossipPlan& plan, std::span<const float> self, std::span<const float> received,
                   std::span<float> out, unsigned threads = 1);
+
+/// values <- their mean over every worker, summed in double like the simulator's all-reduce (a sum of a few
+/// floats in double is exact, so the order in which MPI adds them does not matter); `sum` is scratch space.
+void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum);
 
 }  // namespace dbench::runtime

@@ -23,7 +23,9 @@ constexpr std::size_t kMaxPart = std::size_t{1} << 28;
 constexpr int kAliveTag = 1;
 // How long a liveness round waits for answers at most: the survivors reach it within about one iteration.
 constexpr double kAliveWindowS = 10.0;
-/// Polls before sleeping in a wait when the node has more workers than cores.
+/// Polls before a wait sleeps, when every worker has a core of its own.
+constexpr int kSpinPolls = 2000;
+/// Polls before a wait yields, when the node has more workers than cores.
 constexpr int kSharedCoreSpinPolls = 50;
 /// Yields between polls, after the spin, before a wait on shared cores sleeps instead.
 constexpr int kSharedCoreYields = 200;
@@ -90,11 +92,9 @@ struct MpiCommunicator::Impl {
   MPI_Comm control = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
-  /// More workers on this node than cores.
+  /// More workers on this node than cores: waits spin briefly (a spinning worker would keep the core from
+  /// the peer it waits for) and yield before they sleep.
   bool shared_cores = false;
-  /// Polls of a wait before it sleeps or yields between them: long when every worker has a core of its own,
-  /// short when workers share cores (a spinning worker would keep the core from the peer it waits for).
-  int spin_polls = 2000;
   CommCounters counters;
   std::vector<int>
       alive_tokens;  // liveness messages stay valid after the round: their sends are not waited for
@@ -107,6 +107,7 @@ struct MpiCommunicator::Impl {
     }
     const auto start = Clock::now();
     int polls = 0;
+    const int spin_polls = shared_cores ? kSharedCoreSpinPolls : kSpinPolls;
     for (;;) {
       int done = 0;
       DBENCH_MPI_CHECK(
@@ -259,7 +260,6 @@ MpiCommunicator::MpiCommunicator(const MpiEnvironment&, MpiOptions options)
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   if (cores > 0 && on_node > cores) {
     impl_->shared_cores = true;
-    impl_->spin_polls = kSharedCoreSpinPolls;
     // A wait's 20 us sleeps last 20 us, not the default 50 us of timer slack more: on shared cores every
     // wait ends in them, and the slack would add to every iteration (this thread and those it starts).
     ::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);

@@ -229,18 +229,11 @@ class Worker {
     sim::BatchStats stats;
     gather_batch(t);
     if (step.graph == nullptr && !step.average_parameters) {
-      // Centralized: the mean gradient, summed in double like the simulator's all-reduce (a sum of a few
-      // floats in double is exact, so the order in which MPI adds them does not matter).
+      // Centralized: the mean gradient.
       net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
-      const auto grads = store_.grads().row(0);
-      sum_.assign(grads.begin(), grads.end());
       const auto c0 = Clock::now();
-      comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+      average_over_workers(comm_, store_.grads().row(0), sum_);
       comm_s += seconds_since(c0);
-      const auto n = static_cast<double>(workers_);
-      for (std::size_t j = 0; j < grads.size(); ++j) {
-        grads[j] = static_cast<float>(sum_[j] / n);
-      }
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     } else if (!options_.overlap || step.graph == nullptr) {
       local_step(stats);
@@ -273,15 +266,10 @@ class Worker {
       measure_replicas();
     }
     if (step.average_parameters) {
-      // Periodic global averaging: every worker takes the mean of the parameters (summed in double).
-      const auto x = store_.replica(0);
-      sum_.assign(x.begin(), x.end());
+      // Periodic global averaging: every worker takes the mean of the parameters.
       const auto c0 = Clock::now();
-      comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
+      average_over_workers(comm_, store_.replica(0), sum_);
       comm_s += seconds_since(c0);
-      for (std::size_t j = 0; j < x.size(); ++j) {
-        x[j] = static_cast<float>(sum_[j] / static_cast<double>(workers_));
-      }
     } else if (step.graph != nullptr) {
       const GossipPlan& plan = plan_for(*step.graph);
       const auto x = store_.replica(0);
