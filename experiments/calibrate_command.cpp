@@ -1,6 +1,8 @@
-// `dbench calibrate [CONFIG] --local N`: micro-benchmarks on N real workers (one MPI rank each, or under
-// mpirun across nodes) — the local training step per model and batch size, point-to-point, concurrent
-// exchanges and all-reduce over message sizes — fitted into a calibration the simulator's platforms accept.
+// `dbench calibrate [CONFIG] --local N [--device D]`: micro-benchmarks on N real workers (one MPI rank each,
+// or under mpirun across nodes) — the local training step per model and batch size, point-to-point,
+// concurrent exchanges and all-reduce over message sizes — fitted into a calibration the simulator's
+// platforms accept. Without --device the CPU workers' models and MPI are timed; with it, the LibTorch worker
+// of `dbench train --device` on that device (a GPU with NCCL, or the CPU with MPI).
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -38,6 +40,12 @@
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
 #endif
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+#include "runtime/torch_worker.hpp"
+#endif
+#if defined(DBENCH_RUNTIME_HAVE_NCCL)
+#include "runtime/nccl_communicator.hpp"
+#endif
 
 namespace dbench::experiments {
 namespace {
@@ -53,8 +61,35 @@ struct CalibrateOptions {
   std::vector<int> batches{8, 16, 32, 64};
   std::vector<double> sizes{256, 4096, 16384, 65536, 131072, 262144, 524288, 1048576};
   int repeats = 20;
+  /// Empty: the CPU workers' models (dbench train without --device); else "cpu", "cuda" or "cuda:N".
+  std::string device;
   bool quiet = false;
 };
+
+bool on_gpu(const std::string& device) {
+  return device.rfind("cuda", 0) == 0;
+}
+
+/// Refuses a --device this build cannot run, before any worker starts.
+void check_device(const std::string& device) {
+  if (device.empty()) {
+    return;
+  }
+  const bool gpu = device == "cuda" || (device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
+                                        device.find_first_not_of("0123456789", 5) == std::string::npos);
+  if (device != "cpu" && !gpu) {
+    throw std::invalid_argument(fmt::format("--device: expected cpu, cuda or cuda:N, got '{}'", device));
+  }
+#if !defined(DBENCH_RUNTIME_HAVE_TORCH)
+  throw std::invalid_argument(fmt::format("--device {}: this dbench was built without LibTorch", device));
+#endif
+#if !defined(DBENCH_RUNTIME_HAVE_NCCL)
+  if (gpu) {
+    throw std::invalid_argument(
+        fmt::format("--device {}: this dbench was built without CUDA and NCCL", device));
+  }
+#endif
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -104,10 +139,37 @@ std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm,
   return seconds;
 }
 
+/// One batch size's timings into `result`, from interleaved_rounds over (the step alone, the communication
+/// round alone, the step followed by the round). The step in the loop is taken round by round (each round's
+/// three timings share its conditions); a loop no slower than its parts is noise around a step that the round
+/// does not slow. The fastest round is kept: workers sharing cores fall now and then into a slower order of
+/// turns that lasts several rounds (the MLP on 4 workers sharing 2 cores: 360 instead of 200 us per step and
+/// round), which the training runs of dbench validate have not shown.
+void record_batch(validation::ModelCalibration& result, int batch,
+                  const std::vector<std::vector<double>>& rounds) {
+  std::vector<double> in_loop;
+  for (std::size_t k = 0; k < rounds[0].size(); ++k) {
+    in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
+  }
+  result.batches.push_back(batch);
+  result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
+  result.seconds_alone.push_back(median(rounds[0]));
+  result.gossip_seconds.push_back(median(rounds[1]));
+}
+
 /// The median over rounds of one body's seconds per call (see interleaved_rounds).
 double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
   const std::array<std::function<void()>, 1> bodies{body};
   return median(interleaved_rounds(comm, repeats, bodies).front());
+}
+
+/// The ring over n workers, whose gossip round the step is timed with.
+const topology::GraphSequence& ring_graph(int n) {
+  static std::optional<topology::GraphSequence> ring;
+  if (!ring || ring->at(0).nodes() != n) {
+    ring = topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = n});
+  }
+  return *ring;
 }
 
 /// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
@@ -153,58 +215,133 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
     std::array<double, 1> loss{static_cast<double>(stats.loss)};
     comm.allreduce(std::span<double>(loss), runtime::ReduceOp::sum);
   };
-  const topology::GraphSequence ring =
-      topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = comm.size()});
-  const runtime::GossipPlan plan = runtime::plan_gossip(ring.at(0), comm.rank());
-  std::vector<float> received;
   // As a worker runs it: mixed into the store's second buffer, which then becomes the parameters (the
-  // buffers' places in memory, and so how the caches hold them, are a training run's).
-  const auto gossip = [&] {
-    const auto x = store.params().row(0);
-    runtime::exchange_parameters(comm, plan, x, received, 11);
-    runtime::mix_received(plan, x, received, store.mix_target().row(0), 1);
-    store.swap_mixed();
-  };
+  // buffers' places in memory, and so how the caches hold them, are a training run's). A single worker has
+  // no one to gossip with: its loop's communication is centralized training's all-reduce of the gradient.
+  std::function<void()> communication;
+  std::optional<runtime::GossipPlan> plan;
+  std::vector<float> received;
+  std::vector<double> sum;
+  if (comm.size() >= 2) {
+    plan = runtime::plan_gossip(ring_graph(comm.size()).at(0), comm.rank());
+    communication = [&] {
+      const auto x = store.params().row(0);
+      runtime::exchange_parameters(comm, *plan, x, received, 11);
+      runtime::mix_received(*plan, x, received, store.mix_target().row(0), 1);
+      store.swap_mixed();
+    };
+  } else {
+    communication = [&] { runtime::average_over_workers(comm, store.grads().row(0), sum); };
+  }
   for (const int batch : o.batches) {
     const auto b = static_cast<std::size_t>(batch);
     const auto alone = [&] { step(b); };
     const auto in_training = [&] {
       step(b);
-      gossip();
+      communication();
     };
-    const std::array<std::function<void()>, 3> bodies{alone, gossip, in_training};
-    const auto rounds = interleaved_rounds(comm, o.repeats, bodies);
-    // The step in the loop, round by round (each round's three timings share its conditions); a loop no
-    // slower than its parts is noise around a step that the gossip round does not slow. The fastest round
-    // is kept: workers sharing cores fall now and then into a slower order of turns that lasts several
-    // rounds (the MLP on 4 workers sharing 2 cores: 360 instead of 200 us per step and round), which the
-    // training runs of dbench validate have not shown.
-    std::vector<double> in_loop;
-    for (std::size_t k = 0; k < rounds[0].size(); ++k) {
-      in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
-    }
-    result.batches.push_back(batch);
-    result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
-    result.seconds_alone.push_back(median(rounds[0]));
-    result.gossip_seconds.push_back(median(rounds[1]));
+    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
+    record_batch(result, batch, interleaved_rounds(comm, o.repeats, bodies));
   }
   result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
   return result;
 }
 
+/// The buffers the link timings move, in the memory and with the arithmetic of the workers being calibrated:
+/// a worker's parameters, the target it mixes into and a received message, all of one size.
+class LinkBuffers {
+ public:
+  virtual ~LinkBuffers() = default;
+  /// Every buffer holds `count` floats from now on.
+  virtual void resize(std::size_t count) = 0;
+  virtual std::span<float> params() = 0;
+  virtual std::span<float> received() = 0;
+  /// The parameters and the received message mixed half and half into the target, which then becomes the
+  /// parameters: a worker's store swaps its buffers the same way.
+  virtual void mix() = 0;
+  /// The parameters become their mean over every worker of `comm`, as centralized training takes the mean of
+  /// a gradient.
+  virtual void average(runtime::Communicator& comm) = 0;
+};
+
+/// Host memory, mixed and averaged as the CPU workers of dbench train do.
+class HostLinkBuffers final : public LinkBuffers {
+ public:
+  void resize(std::size_t count) override {
+    params_.assign(count, 1.0f);
+    mixed_.assign(count, 0.0f);
+    received_.assign(count, 0.0f);
+  }
+  std::span<float> params() override { return params_; }
+  std::span<float> received() override { return received_; }
+  void mix() override {
+    const std::array<float, 2> weights{0.5f, 0.5f};
+    const std::array<const float*, 2> sources{params_.data(), received_.data()};
+    sim::mix_row(weights, sources, 0, mixed_, sim::MixOptions{0, 1, true});
+    params_.swap(mixed_);
+  }
+  void average(runtime::Communicator& comm) override { runtime::average_over_workers(comm, params_, sum_); }
+
+ private:
+  std::vector<float> params_, mixed_, received_;
+  std::vector<double> sum_;
+};
+
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+/// LibTorch tensors on the device, mixed and averaged as the LibTorch worker does (a float all-reduce, then a
+/// division on the device).
+class DeviceLinkBuffers final : public LinkBuffers {
+ public:
+  explicit DeviceLinkBuffers(std::string device) : device_(std::move(device)) {}
+  void resize(std::size_t count) override {
+    buffers_.reset();
+    buffers_ = std::make_unique<runtime::DeviceBuffers>(device_, count, 3);
+  }
+  std::span<float> params() override { return (*buffers_)[0]; }
+  std::span<float> received() override { return (*buffers_)[2]; }
+  void mix() override {
+    buffers_->mix(1, 0, 2, 0.5f, 0.5f);
+    buffers_->swap(0, 1);
+  }
+  void average(runtime::Communicator& comm) override {
+    comm.allreduce(params(), runtime::ReduceOp::sum);
+    buffers_->scale(0, 1.0 / comm.size());
+  }
+
+ private:
+  std::string device_;
+  std::unique_ptr<runtime::DeviceBuffers> buffers_;
+};
+#endif
+
+/// Every worker sends its parameters to the next, receives the previous one's and mixes (a ring's gossip
+/// round).
+void ring_round(runtime::Communicator& comm, LinkBuffers& buffers) {
+  const int n = comm.size();
+  const std::array<runtime::SendBuffer, 1> sends{
+      runtime::SendBuffer{(comm.rank() + 1) % n, buffers.params()}};
+  const std::array<runtime::RecvBuffer, 1> recvs{
+      runtime::RecvBuffer{(comm.rank() + n - 1) % n, buffers.received()}};
+  comm.exchange(sends, recvs, 9);
+  buffers.mix();
+}
+
 /// Half a ping-pong round trip between ranks 0 and 1 (the others wait): one message on an idle link.
-validation::LinkCalibration time_point_to_point(runtime::Communicator& comm, const CalibrateOptions& o) {
+/// `host` times and synchronizes; `tensors` carries the messages.
+validation::LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
+                                                LinkBuffers& buffers, const CalibrateOptions& o) {
   validation::LinkCalibration link;
   link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
   for (const double bytes : o.sizes) {
-    std::vector<float> buffer(static_cast<std::size_t>(bytes) / sizeof(float), 1.0f);
-    const double round_trip = seconds_per_call(comm, o.repeats, [&] {
-      if (comm.rank() == 0) {
-        comm.send(buffer, 1, 7);
-        comm.recv(buffer, 1, 7);
-      } else if (comm.rank() == 1) {
-        comm.recv(buffer, 0, 7);
-        comm.send(buffer, 0, 7);
+    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
+    const auto buffer = buffers.params();
+    const double round_trip = seconds_per_call(host, o.repeats, [&] {
+      if (tensors.rank() == 0) {
+        tensors.send(buffer, 1, 7);
+        tensors.recv(buffer, 1, 7);
+      } else if (tensors.rank() == 1) {
+        tensors.recv(buffer, 0, 7);
+        tensors.send(buffer, 0, 7);
       }
     });
     link.bytes.push_back(bytes);
@@ -214,53 +351,82 @@ validation::LinkCalibration time_point_to_point(runtime::Communicator& comm, con
   return link;
 }
 
-/// Every worker sends to the next and receives from the previous at once (a ring's gossip round).
-validation::LinkCalibration time_exchange(runtime::Communicator& comm, const CalibrateOptions& o) {
+/// Every worker sends to the next and receives from the previous at once, then mixes (a ring's gossip round).
+validation::LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
+                                          LinkBuffers& buffers, const CalibrateOptions& o) {
   validation::LinkCalibration link;
   link.pattern = "exchange (every worker sends to the next, receives from the previous and mixes, at once)";
-  const int n = comm.size();
-  const int next = (comm.rank() + 1) % n;
-  const int previous = (comm.rank() + n - 1) % n;
   for (const double bytes : o.sizes) {
-    const auto count = static_cast<std::size_t>(bytes) / sizeof(float);
-    // Two parameter buffers, as a worker's store has: it sends one, mixes it with what it received into the
-    // other, and the other becomes its parameters.
-    std::vector<float> params(count, 1.0f);
-    std::vector<float> mixed(count, 0.0f);
-    std::vector<float> in(count, 0.0f);
+    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
     link.bytes.push_back(bytes);
-    const std::array<float, 2> weights{0.5f, 0.5f};
-    link.seconds.push_back(seconds_per_call(comm, o.repeats, [&] {
-      const std::array<runtime::SendBuffer, 1> sends{runtime::SendBuffer{next, params}};
-      const std::array<runtime::RecvBuffer, 1> recvs{runtime::RecvBuffer{previous, in}};
-      comm.exchange(sends, recvs, 9);
-      // A CPU worker's received message costs it a pass over memory as well: the mixing that follows, done
-      // as the workers do it.
-      const std::array<const float*, 2> sources{params.data(), in.data()};
-      sim::mix_row(weights, sources, 0, mixed, sim::MixOptions{0, 1, true});
-      params.swap(mixed);
-    }));
+    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { ring_round(tensors, buffers); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;
 }
 
-/// The mean of a float gradient over every worker the way centralized training takes it: widened to double,
-/// all-reduced (sum) in double, divided and narrowed back; sizes are bytes of the float gradient.
-validation::LinkCalibration time_allreduce(runtime::Communicator& comm, const CalibrateOptions& o) {
+/// The mean of a float gradient over every worker the way centralized training takes it (on CPU workers
+/// widened to double, summed in double and narrowed back); sizes are bytes of the float gradient.
+validation::LinkCalibration time_allreduce(runtime::Communicator& host, runtime::Communicator& tensors,
+                                           LinkBuffers& buffers, const CalibrateOptions& o,
+                                           const std::string& how) {
   validation::LinkCalibration link;
-  link.pattern = "all-reduce (mean of a float gradient, summed in double, as centralized training takes it)";
+  link.pattern = fmt::format("all-reduce (mean of a float gradient, {})", how);
   for (const double bytes : o.sizes) {
-    std::vector<float> gradient(std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float)),
-                                1.0f);
-    std::vector<double> sum;
-    link.bytes.push_back(static_cast<double>(gradient.size() * sizeof(float)));
-    link.seconds.push_back(
-        seconds_per_call(comm, o.repeats, [&] { runtime::average_over_workers(comm, gradient, sum); }));
+    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
+    buffers.resize(count);
+    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
+    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { buffers.average(tensors); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;
 }
+
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+/// The LibTorch worker's step of `model` on `device` at each batch size, as time_compute does for the CPU
+/// workers: the step alone, a communication round of the model's size alone (a ring's gossip round, or on a
+/// single worker the all-reduce of the gradient) and the training iteration that does both, round by round.
+/// The flattening and unflattening of the parameters around the communication land in the step, where the
+/// simulator, which times only the collective itself, needs them.
+validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, const models::Dataset& train,
+                                                const std::string& model, const CalibrateOptions& o,
+                                                runtime::Communicator& host, runtime::Communicator& tensors) {
+  ExperimentConfig config = base;
+  config.train.model = model;
+  config.train.workers = host.size();
+  validation::ModelCalibration result;
+  result.model = model;
+  const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
+  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
+  topology::ScheduleStep step;
+  if (host.size() >= 2) {
+    step.name = "ring";
+    step.graph = &ring_graph(host.size()).at(0);
+  } else {
+    step.name = "allreduce";
+  }
+  for (const int batch : o.batches) {
+    config.train.batch_per_worker = batch;
+    runtime::TorchWorkerBench worker(numerics_spec(config, train), train, host, tensors, o.device);
+    DeviceLinkBuffers buffers(o.device);
+    buffers.resize(static_cast<std::size_t>(worker.parameters()));
+    std::int64_t t = 0;
+    const auto alone = [&] { worker.local_step(t++); };
+    const auto communication = [&] {
+      if (host.size() >= 2) {
+        ring_round(tensors, buffers);
+      } else {
+        buffers.average(tensors);
+      }
+    };
+    const auto in_training = [&] { worker.iterate(t++, step); };
+    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
+    record_batch(result, batch, interleaved_rounds(host, o.repeats, bodies));
+  }
+  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
+  return result;
+}
+#endif
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -276,13 +442,17 @@ std::string host_name() {
 }
 
 void print_summary(const validation::Calibration& c, const std::filesystem::path& out) {
-  fmt::print("calibration of {} workers on {}\n", c.workers, c.host);
+  fmt::print("calibration of {} worker{} on {} ({})\n", c.workers, c.workers == 1 ? "" : "s", c.host,
+             c.device);
   for (const auto& m : c.models) {
     fmt::print("  compute {:6}: {:.3e} FLOP/s, overhead {:.3e} s (R^2 {:.4f}, largest residual {:.1f} %)\n",
                m.model, m.fit.flops_per_s, m.fit.overhead_s, m.fit.line.r_squared,
                100.0 * m.fit.line.max_relative_residual);
   }
   for (const auto* l : {&c.point_to_point, &c.exchange, &c.allreduce}) {
+    if (l->bytes.empty()) {
+      continue;  // not measured: a single worker has no links
+    }
     fmt::print("  {}:\n    alpha {:.3e} s, beta {:.3e} B/s (R^2 {:.4f}, largest residual {:.1f} %)\n",
                l->pattern, l->fit.alpha_s, l->fit.bandwidth_Bps, l->fit.line.r_squared,
                100.0 * l->fit.line.max_relative_residual);
@@ -291,10 +461,9 @@ void print_summary(const validation::Calibration& c, const std::filesystem::path
              c.small_allreduce_s, out.string());
 }
 
-void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
-  if (comm.size() < 2) {
-    throw std::invalid_argument("calibrate: needs at least 2 workers (--local N or mpirun -n N)");
-  }
+/// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
+/// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
+void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
   const ExperimentConfig config =
       o.config.empty() ? load_config("", o.overrides, "<defaults>") : load_config_file(o.config, o.overrides);
   const std::filesystem::path out =
@@ -306,22 +475,44 @@ void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
   validation::Calibration c;
   c.workers = comm.size();
   c.host = host_name();
+  c.device = o.device.empty() ? "cpu-worker" : o.device;
   for (const auto& model : o.models) {
     if (root && !o.quiet) {
-      fmt::print(stderr, "calibrate: {} step at batch sizes", model);
+      fmt::print(stderr, "calibrate: {} step on {} at batch sizes", model, c.device);
       for (const int b : o.batches) {
         fmt::print(stderr, " {}", b);
       }
       fmt::print(stderr, "\n");
     }
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+    if (!o.device.empty()) {
+      c.models.push_back(time_torch_compute(config, train, model, o, comm, tensors));
+      continue;
+    }
+#endif
     c.models.push_back(time_compute(config, train, model, o, comm));
   }
-  if (root && !o.quiet) {
-    fmt::print(stderr, "calibrate: point-to-point, exchange and all-reduce over {} sizes\n", o.sizes.size());
+  std::unique_ptr<LinkBuffers> buffers = std::make_unique<HostLinkBuffers>();
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+  if (!o.device.empty()) {
+    buffers = std::make_unique<DeviceLinkBuffers>(o.device);
   }
-  c.point_to_point = time_point_to_point(comm, o);
-  c.exchange = time_exchange(comm, o);
-  c.allreduce = time_allreduce(comm, o);
+#endif
+  if (root && !o.quiet) {
+    fmt::print(stderr, "calibrate: {}all-reduce over {} sizes\n",
+               comm.size() >= 2 ? "point-to-point, exchange and " : "", o.sizes.size());
+  }
+  // A single worker has no links; its all-reduce still costs what the runtime pays for one.
+  if (comm.size() >= 2) {
+    c.point_to_point = time_point_to_point(comm, tensors, *buffers, o);
+    c.exchange = time_exchange(comm, tensors, *buffers, o);
+  }
+  c.allreduce =
+      time_allreduce(comm, tensors, *buffers, o,
+                     o.device.empty() ? "summed in double, as centralized training takes it"
+                                      : fmt::format("summed on {}, as the LibTorch worker takes it",
+                                                    on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
+  buffers.reset();
   std::array<double, 1> one{1.0};
   c.small_allreduce_s = seconds_per_call(
       comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
@@ -336,6 +527,31 @@ void calibrate_on(runtime::Communicator& comm, const CalibrateOptions& o) {
   if (!o.quiet) {
     print_summary(c, out);
   }
+}
+
+/// Calibrates on the workers of `comm`, the MPI workers (or the single worker) this process is one of.
+void calibrate_on(runtime::Communicator& comm, int local_rank, const CalibrateOptions& o) {
+  if (comm.size() < 2 && o.device.empty()) {
+    throw std::invalid_argument(
+        "calibrate: the CPU workers need at least 2 (--local N or mpirun -n N); one worker calibrates with "
+        "--device");
+  }
+  if (on_gpu(o.device)) {
+#if defined(DBENCH_RUNTIME_HAVE_NCCL)
+    runtime::NcclOptions nccl_options;
+    nccl_options.local_rank = local_rank;
+    if (const auto colon = o.device.find(':'); colon != std::string::npos) {
+      nccl_options.device = std::stoi(o.device.substr(colon + 1));
+    }
+    runtime::NcclCommunicator nccl(comm, nccl_options);
+    CalibrateOptions on_device = o;
+    on_device.device = fmt::format("cuda:{}", nccl.device());
+    calibrate_with(comm, nccl, on_device);
+    return;
+#endif
+  }
+  static_cast<void>(local_rank);
+  calibrate_with(comm, comm, o);
 }
 
 std::vector<std::string> worker_args(const CalibrateOptions& o) {
@@ -358,6 +574,9 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   if (!o.out.empty()) {
     args.insert(args.end(), {"--out", o.out});
   }
+  if (!o.device.empty()) {
+    args.insert(args.end(), {"--device", o.device});
+  }
   if (o.quiet) {
     args.emplace_back("--quiet");
   }
@@ -365,6 +584,11 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
 }
 
 void run_calibrate(const CalibrateOptions& o) {
+  check_device(o.device);
+  if (o.local == 1 && o.device.empty()) {
+    throw std::invalid_argument(
+        "--local 1: the CPU workers calibrate in twos or more; a single worker calibrates with --device");
+  }
   if (o.local > 0) {
     const int status = runtime::run_command(
         runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o)));
@@ -382,7 +606,7 @@ void run_calibrate(const CalibrateOptions& o) {
     std::optional<runtime::MpiCommunicator> comm;
     try {
       comm.emplace(env, runtime::MpiOptions{});
-      calibrate_on(*comm, o);
+      calibrate_on(*comm, env.local_rank(), o);
     } catch (const std::exception& e) {
       throw std::runtime_error(
           fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), e.what()));
@@ -390,8 +614,15 @@ void run_calibrate(const CalibrateOptions& o) {
     return;
   }
 #endif
+  if (!o.device.empty()) {
+    // One worker in this process: a single GPU (or the CPU) needs no launcher.
+    runtime::SingleWorkerCommunicator single;
+    calibrate_on(single, 0, o);
+    return;
+  }
   throw std::invalid_argument(
-      "calibrate: needs at least 2 workers: --local N, or run under mpirun -n N (with MPI built in)");
+      "calibrate: needs at least 2 workers: --local N, or run under mpirun -n N (with MPI built in); one "
+      "worker calibrates with --device");
 }
 
 }  // namespace
@@ -409,8 +640,12 @@ void add_calibrate_command(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--out", options->out,
                   "Directory for calibration.json and <model>.toml (default: results/calibration-<N>)");
-  cmd->add_option("--local", options->local, "Start this many local workers through mpirun")
-      ->check(CLI::Range(2, 4096));
+  cmd->add_option("--local", options->local,
+                  "Start this many local workers through mpirun (at least 2, or 1 with --device)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--device", options->device,
+                  "Time the LibTorch worker of dbench train --device on cpu, cuda or cuda:N (NCCL between "
+                  "GPUs) instead of the CPU workers; one worker may calibrate alone");
   cmd->add_option("--models", options->models, "Models whose training step is timed")
       ->delimiter(',')
       ->capture_default_str();

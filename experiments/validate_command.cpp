@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,8 @@ struct ValidateOptions {
   std::int64_t warmup = 5;
   int repeats = 20;
   int runs = 3;
+  /// Empty: dbench train's CPU workers; else its LibTorch worker on "cpu", "cuda" or "cuda:N".
+  std::string device;
   bool quiet = false;
 };
 
@@ -71,6 +74,13 @@ std::vector<std::string> case_overrides(const std::string& algorithm) {
     return {"algorithm.kind=centralized"};
   }
   return {"algorithm.kind=dpsgd", "algorithm.graph=" + algorithm};
+}
+
+std::vector<std::string> with_device(std::vector<std::string> args, const std::string& device) {
+  if (!device.empty()) {
+    args.insert(args.end(), {"--device", device});
+  }
+  return args;
 }
 
 std::vector<std::string> with_sets(std::vector<std::string> args, const std::vector<std::string>& sets) {
@@ -132,23 +142,61 @@ void plot(const fs::path& out, const std::vector<validation::ValidationCase>& ca
   }
 }
 
+/// Refuses a calibration taken on other workers than --device runs (a calibration directory says which).
+void check_calibrated_device(const fs::path& calibration, const std::string& device) {
+  const fs::path file = calibration / "calibration.json";
+  if (!fs::is_directory(calibration) || !fs::exists(file)) {
+    return;
+  }
+  const std::string calibrated =
+      nlohmann::json::parse(read_file(file)).value("device", std::string("cpu-worker"));
+  const std::string wanted = device.empty() ? "cpu-worker" : device;
+  const auto kind = [](const std::string& d) { return d.rfind("cuda", 0) == 0 ? std::string("cuda") : d; };
+  if (kind(calibrated) != kind(wanted)) {
+    throw std::invalid_argument(fmt::format(
+        "--calibration: {} was calibrated on {}, not on {}; calibrate with{}", calibration.string(),
+        calibrated, wanted, device.empty() ? "out --device" : " --device " + device));
+  }
+}
+
 void run_validate(const ValidateOptions& o) {
+  if (o.local == 1) {
+    for (const auto& algorithm : o.algorithms) {
+      if (algorithm != "centralized") {
+        throw std::invalid_argument(fmt::format(
+            "--algorithms: '{}' needs at least 2 workers to gossip; with --local 1 validate centralized only",
+            algorithm));
+      }
+    }
+    if (o.device.empty()) {
+      throw std::invalid_argument(
+          "--local 1: the CPU workers are validated in twos or more; a single worker runs with --device");
+    }
+  }
   const ExperimentConfig config = load_config_file(o.config, o.overrides);
   const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
                                      : fs::path(o.out);
-  fs::create_directories(out / "runs");
   const std::string& model = config.train.model;
+  if (!o.calibration.empty()) {
+    // A calibration that cannot serve fails before anything is written.
+    check_calibrated_device(o.calibration, o.device);
+    platform_file(o.calibration, model);
+  }
+  fs::create_directories(out / "runs");
   fs::path calibration = o.calibration;
   if (calibration.empty()) {
     calibration = out / "calibration";
     if (!o.quiet) {
       fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
     }
-    run_dbench(with_sets({"calibrate", o.config, "--local", std::to_string(o.local), "--models", model,
-                          "--repeats", std::to_string(o.repeats), "--out", calibration.string(), "--quiet"},
+    run_dbench(with_sets(with_device({"calibrate", o.config, "--local", std::to_string(o.local), "--models",
+                                      model, "--repeats", std::to_string(o.repeats), "--out",
+                                      calibration.string(), "--quiet"},
+                                     o.device),
                          o.overrides),
                "dbench calibrate");
   }
+  check_calibrated_device(calibration, o.device);
   const fs::path platform = platform_file(calibration, model);
   // The calibrated node holds the workers that ran together; other worker counts would spill onto
   // uncalibrated NICs and share the cores differently.
@@ -175,10 +223,11 @@ void run_validate(const ValidateOptions& o) {
     std::vector<std::pair<validation::PartTimes, fs::path>> runs;
     for (int r = 0; r < o.runs; ++r) {
       const fs::path run = dir / (r == 0 ? std::string("runtime") : fmt::format("runtime-{}", r + 1));
-      run_dbench(
-          with_sets({"train", o.config, "--local", std::to_string(o.local), "--out", run.string(), "--quiet"},
-                    sets),
-          fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
+      run_dbench(with_sets(with_device({"train", o.config, "--local", std::to_string(o.local), "--out",
+                                        run.string(), "--quiet"},
+                                       o.device),
+                           sets),
+                 fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
       runs.emplace_back(
           validation::mean_parts(read_file(run / "trace_worker.csv"), o.warmup, evaluations_of(run)), run);
     }
@@ -216,8 +265,10 @@ void run_validate(const ValidateOptions& o) {
   const auto json = validation::validation_json(cases);
   write_file(out / "validation.json", json.dump(2) + "\n");
   const std::string table = validation::validation_markdown(cases);
-  write_file(out / "validation.md", fmt::format("# Validation: {} on {} workers\n\nCalibration: {}\n\n{}",
-                                                config.name, o.local, platform.string(), table));
+  write_file(
+      out / "validation.md",
+      fmt::format("# Validation: {} on {} workers ({})\n\nCalibration: {}\n\n{}", config.name, o.local,
+                  o.device.empty() ? "CPU workers" : "LibTorch on " + o.device, platform.string(), table));
   write_file(out / "validation.csv", validation::validation_csv(cases));
   write_file(out / "accuracy.csv", validation::accuracy_csv(cases));
   plot(out, cases);
@@ -238,9 +289,15 @@ void add_validate_command(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--out", options->out, "Results directory (default: results/validation-<name>-<N>)");
-  cmd->add_option("--local", options->local, "Local workers (mpirun) of the runtime runs")
-      ->check(CLI::Range(2, 4096))
+  cmd->add_option(
+         "--local", options->local,
+         "Local workers (mpirun) of the runtime runs (at least 2, or 1 with --device and centralized)")
+      ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  cmd->add_option(
+      "--device", options->device,
+      "Run dbench train's LibTorch worker on cpu, cuda or cuda:N (NCCL between GPUs) instead of its "
+      "CPU workers; calibrate with the same --device");
   cmd->add_option(
       "--calibration", options->calibration,
       "Calibration directory (dbench calibrate --out) or platform file; default: calibrate first");

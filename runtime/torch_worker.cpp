@@ -81,7 +81,7 @@ class TorchWorker {
       }
       const auto begin = Clock::now();
       const std::int64_t before = bytes_sent();
-      const double comm_s = iterate(t, step);
+      const double comm_s = iterate(t, &step);
       const std::int64_t bytes = bytes_sent() - before;
       const double total_s = seconds_since(begin);
       slowest_sum += total_s;
@@ -110,6 +110,59 @@ class TorchWorker {
                                 std::max(1e-12, result.seconds_per_iteration);
     result.wall_seconds = seconds_since(start);
     return result;
+  }
+
+  /// The number of parameters.
+  std::int64_t parameters() const { return count_; }
+
+  /// Work queued on the device is done before another stream (NCCL's) reads or writes the buffers.
+  void sync() {
+    if (device_.is_cuda()) {
+      torch::cuda::synchronize();
+    }
+  }
+
+  /// One iteration; returns the seconds spent communicating. Without a step, the local step alone: forward,
+  /// backward, SGD and the loss's all-reduce, with neither the gradients' all-reduce nor gossip.
+  double iterate(std::int64_t t, const topology::ScheduleStep* step) {
+    double comm_s = 0.0;
+    last_lr_ = spec_.lr.at(t);
+    for (auto& group : sgd_->param_groups()) {
+      static_cast<torch::optim::SGDOptions&>(group.options()).lr(last_lr_);
+    }
+    model_->train();
+    auto [x, y] = batch(t);
+    sgd_->zero_grad();
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
+    loss.backward();
+    last_loss_ = loss.item<double>();
+    if (step != nullptr && step->graph == nullptr && !step->average_parameters) {
+      flatten(true);
+      comm_s += mean_over_workers();
+      unflatten(flat_, true);
+    }
+    sgd_->step();
+    std::array<double, 1> losses{last_loss_};
+    const auto l0 = Clock::now();
+    host_.allreduce(std::span<double>(losses), ReduceOp::sum);
+    comm_s += seconds_since(l0);
+    if (!std::isfinite(losses[0])) {
+      throw DivergenceError(fmt::format(
+          "training diverged at iteration {}: a worker's loss is {}; lower train.lr", t, losses[0]));
+    }
+    mean_loss_ = losses[0] / static_cast<double>(workers_);
+    done_ = t + 1;
+    if (step == nullptr) {
+      return comm_s;
+    }
+    if (step->average_parameters) {
+      flatten(false);
+      comm_s += mean_over_workers();
+      unflatten(flat_, false);
+    } else if (step->graph != nullptr) {
+      comm_s += gossip(*step->graph, t);
+    }
+    return comm_s;
   }
 
  private:
@@ -160,13 +213,6 @@ class TorchWorker {
     }
   }
 
-  /// Work queued on the device is done before another stream (NCCL's) reads or writes the buffers.
-  void sync() {
-    if (device_.is_cuda()) {
-      torch::cuda::synchronize();
-    }
-  }
-
   /// Every worker's flat_ summed into every worker's flat_, then divided by the worker count.
   double mean_over_workers() {
     sync();
@@ -175,45 +221,6 @@ class TorchWorker {
     const double seconds = seconds_since(c0);
     flat_.div_(static_cast<double>(workers_));
     return seconds;
-  }
-
-  /// One iteration; returns the seconds spent communicating.
-  double iterate(std::int64_t t, const topology::ScheduleStep& step) {
-    double comm_s = 0.0;
-    last_lr_ = spec_.lr.at(t);
-    for (auto& group : sgd_->param_groups()) {
-      static_cast<torch::optim::SGDOptions&>(group.options()).lr(last_lr_);
-    }
-    model_->train();
-    auto [x, y] = batch(t);
-    sgd_->zero_grad();
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
-    loss.backward();
-    last_loss_ = loss.item<double>();
-    if (step.graph == nullptr && !step.average_parameters) {
-      flatten(true);
-      comm_s += mean_over_workers();
-      unflatten(flat_, true);
-    }
-    sgd_->step();
-    std::array<double, 1> losses{last_loss_};
-    const auto l0 = Clock::now();
-    host_.allreduce(std::span<double>(losses), ReduceOp::sum);
-    comm_s += seconds_since(l0);
-    if (!std::isfinite(losses[0])) {
-      throw DivergenceError(fmt::format(
-          "training diverged at iteration {}: a worker's loss is {}; lower train.lr", t, losses[0]));
-    }
-    mean_loss_ = losses[0] / static_cast<double>(workers_);
-    if (step.average_parameters) {
-      flatten(false);
-      comm_s += mean_over_workers();
-      unflatten(flat_, false);
-    } else if (step.graph != nullptr) {
-      comm_s += gossip(*step.graph, t);
-    }
-    done_ = t + 1;
-    return comm_s;
   }
 
   /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
@@ -431,6 +438,76 @@ TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Data
   }
   TorchWorker worker(spec, train, test, host, tensors, device);
   return worker.run(policy, observer);
+}
+
+struct TorchWorkerBench::Impl {
+  // Built in place: the worker's sampler refers to its partition, so a worker must not move.
+  Impl(const sim::NumericsSpec& spec, const models::Dataset& train, Communicator& host, Communicator& tensors,
+       const std::string& device)
+      : worker(spec, train, train, host, tensors, device) {}
+  TorchWorker worker;
+};
+
+TorchWorkerBench::TorchWorkerBench(const sim::NumericsSpec& spec, const models::Dataset& train,
+                                   Communicator& host, Communicator& tensors, const std::string& device)
+    : impl_(std::make_unique<Impl>(spec, train, host, tensors, device)) {}
+
+TorchWorkerBench::~TorchWorkerBench() = default;
+
+std::int64_t TorchWorkerBench::parameters() const {
+  return impl_->worker.parameters();
+}
+
+void TorchWorkerBench::local_step(std::int64_t t) {
+  impl_->worker.iterate(t, nullptr);
+  impl_->worker.sync();
+}
+
+void TorchWorkerBench::iterate(std::int64_t t, const topology::ScheduleStep& step) {
+  impl_->worker.iterate(t, &step);
+  impl_->worker.sync();
+}
+
+struct DeviceBuffers::Impl {
+  torch::Device device;
+  std::vector<torch::Tensor> buffers;
+};
+
+DeviceBuffers::DeviceBuffers(const std::string& device, std::size_t count, int buffers)
+    : impl_(std::make_unique<Impl>(Impl{torch::Device(device), {}})) {
+  for (int i = 0; i < buffers; ++i) {
+    impl_->buffers.push_back(
+        torch::full({static_cast<std::int64_t>(count)}, 1.0f, torch::TensorOptions(impl_->device)));
+  }
+  synchronize();
+}
+
+DeviceBuffers::~DeviceBuffers() = default;
+
+std::span<float> DeviceBuffers::operator[](std::size_t i) {
+  return span_of(impl_->buffers.at(i));
+}
+
+void DeviceBuffers::mix(std::size_t out, std::size_t a, std::size_t b, float weight_a, float weight_b) {
+  torch::Tensor& target = impl_->buffers.at(out);
+  torch::mul_out(target, impl_->buffers.at(a), weight_a);
+  target.add_(impl_->buffers.at(b), weight_b);
+  synchronize();
+}
+
+void DeviceBuffers::scale(std::size_t i, double factor) {
+  impl_->buffers.at(i).mul_(factor);
+  synchronize();
+}
+
+void DeviceBuffers::swap(std::size_t i, std::size_t j) {
+  std::swap(impl_->buffers.at(i), impl_->buffers.at(j));
+}
+
+void DeviceBuffers::synchronize() {
+  if (impl_->device.is_cuda()) {
+    torch::cuda::synchronize();
+  }
 }
 
 }  // namespace dbench::runtime

@@ -2,6 +2,10 @@
 // CPU with MPI. Same schedule, data shards and result files as the CPU worker; its arithmetic is LibTorch's.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 
 #include "runtime/communicator.hpp"
@@ -18,5 +22,53 @@ TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Data
                                const models::Dataset& test, topology::GraphPolicy& policy, Communicator& host,
                                Communicator& tensors, const std::string& device, const WorkerOptions& options,
                                TrainObserver& observer);
+
+/// A LibTorch worker's iterations one at a time, each finished on its device when the call returns: what
+/// `dbench calibrate --device` times. The worker is train_torch_worker's, with its batches, model and
+/// communication.
+class TorchWorkerBench {
+ public:
+  TorchWorkerBench(const sim::NumericsSpec& spec, const models::Dataset& train, Communicator& host,
+                   Communicator& tensors, const std::string& device);
+  ~TorchWorkerBench();
+  TorchWorkerBench(const TorchWorkerBench&) = delete;
+  TorchWorkerBench& operator=(const TorchWorkerBench&) = delete;
+
+  /// The model's parameter count.
+  std::int64_t parameters() const;
+  /// Iteration t's local step alone: forward, backward, SGD and the all-reduce of the loss.
+  void local_step(std::int64_t t);
+  /// Iteration t as training runs it: the local step and the step's gradient all-reduce or gossip round.
+  void iterate(std::int64_t t, const topology::ScheduleStep& step);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Float buffers on a device ("cuda", "cuda:1" or "cpu"), all of one size and filled with ones, for timing
+/// communication patterns on the memory training uses; every operation is finished when it returns.
+class DeviceBuffers {
+ public:
+  DeviceBuffers(const std::string& device, std::size_t count, int buffers);
+  ~DeviceBuffers();
+  DeviceBuffers(const DeviceBuffers&) = delete;
+  DeviceBuffers& operator=(const DeviceBuffers&) = delete;
+
+  /// Buffer i's elements (device memory on a GPU).
+  std::span<float> operator[](std::size_t i);
+  /// out = weight_a * a + weight_b * b, element-wise on the device.
+  void mix(std::size_t out, std::size_t a, std::size_t b, float weight_a, float weight_b);
+  /// Buffer i times factor.
+  void scale(std::size_t i, double factor);
+  /// Buffers i and j trade places.
+  void swap(std::size_t i, std::size_t j);
+  /// Returns when the device's queued work is done.
+  void synchronize();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace dbench::runtime

@@ -515,11 +515,12 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
 }
 
 CommTiming CommSimulator::allreduce(std::int64_t bytes) {
-  if (gpus_ == 1) {
-    return CommTiming{0.0, 0.0, {0.0}, 0};
-  }
+  // A measured all-reduce is what the runtime's collective costs, which it calls on one worker as well.
   if (platform_.allreduce_bandwidth_Bps > 0.0) {
     return measured_allreduce(bytes);
+  }
+  if (gpus_ == 1) {
+    return CommTiming{0.0, 0.0, {0.0}, 0};
   }
   return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes) : full_allreduce(bytes, 0.0, 1);
 }
@@ -527,10 +528,10 @@ CommTiming CommSimulator::allreduce(std::int64_t bytes) {
 CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backward_s) {
   const std::int64_t bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes : bytes;
   const int buckets = static_cast<int>(std::max<std::int64_t>(1, (bytes + bucket_bytes - 1) / bucket_bytes));
-  if (gpus_ == 1) {
+  const bool measured = platform_.allreduce_bandwidth_Bps > 0.0;
+  if (gpus_ == 1 && !measured) {
     return CommTiming{backward_s, 0.0, {backward_s}, 0};
   }
-  const bool measured = platform_.allreduce_bandwidth_Bps > 0.0;
   if (options_.fidelity == Fidelity::full && !measured) {
     return full_allreduce(bytes, backward_s, buckets);
   }

@@ -78,24 +78,32 @@ double port_latency_s(const AlphaBetaFit& exchange) {
 }
 
 std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
-  const AlphaBetaFit& link = c.exchange.fit;
+  // A single worker has no links to measure; its platform's links carry no traffic and take the all-reduce's
+  // fit only to hold valid values.
+  const bool links_measured = !c.exchange.bytes.empty();
+  const AlphaBetaFit& link = links_measured ? c.exchange.fit : c.allreduce.fit;
   std::string out;
   out += fmt::format(
-      "# Platform of {} workers on {} for {}, fitted by dbench calibrate from micro-benchmarks on the real\n"
-      "# workers. One node of {} GPUs (the workers), its intra-node links fitted to concurrent exchanges.\n",
-      c.workers, c.host, m.model, c.workers);
+      "# Platform of {} workers ({}) on {} for {}, fitted by dbench calibrate from micro-benchmarks on the\n"
+      "# real workers. One node of {} GPUs (the workers), its intra-node links fitted to concurrent "
+      "exchanges.\n",
+      c.workers, c.device, c.host, m.model, c.workers);
   out += "base = \"custom\"\n";
   out += fmt::format("gpus_per_node = {}\n", c.workers);
   out += fmt::format("gpu_flops_per_s = {:.6e}\n", m.fit.flops_per_s);
   out +=
       "# The step's fixed cost, the one-double all-reduce every iteration of dbench train pays included.\n";
   out += fmt::format("iteration_overhead_s = {:.6e}\n", m.fit.overhead_s);
-  out += "# A message between two workers crosses two GPU ports: latency alpha / 2 on each.\n";
+  out +=
+      links_measured
+          ? "# A message between two workers crosses two GPU ports: latency alpha / 2 on each.\n"
+          : "# One worker: no link was measured; the links carry no traffic and take the all-reduce's fit.\n";
   out += fmt::format("intra_node_latency_s = {:.6e}\n", port_latency_s(link));
   out += fmt::format("intra_node_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
   out +=
-      "# Centralized steps pay the measured all-reduce (widening, sum in double, narrowing), not a ring\n"
-      "# simulated over the links above.\n";
+      "# Centralized steps pay the measured all-reduce (the mean of a gradient as the workers take it), not "
+      "a\n"
+      "# ring simulated over the links above.\n";
   out += fmt::format("allreduce_latency_s = {:.6e}\n", c.allreduce.fit.alpha_s);
   out += fmt::format("allreduce_bandwidth_Bps = {:.6e}\n", c.allreduce.fit.bandwidth_Bps);
   out += "# One node: the NIC and fabric carry no traffic; they only need valid values.\n";
@@ -117,6 +125,9 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += fmt::format("# per-iteration all-reduce of one double (in the overhead above): {:.4e} s\n",
                      c.small_allreduce_s);
   for (const LinkCalibration* l : {&c.exchange, &c.point_to_point, &c.allreduce}) {
+    if (l->bytes.empty()) {
+      continue;
+    }
     out += fmt::format("# {}: seconds = {:.4e} + bytes / {:.4e} B/s (R^2 {:.4f})\n", l->pattern,
                        l->fit.alpha_s, l->fit.bandwidth_Bps, l->fit.line.r_squared);
     out += residual_lines(l->bytes, l->seconds, l->fit.line, "bytes");
@@ -139,6 +150,7 @@ nlohmann::json to_json(const Calibration& c) {
   }
   return {{"workers", c.workers},
           {"host", c.host},
+          {"device", c.device},
           {"models", models},
           {"point_to_point", link_json(c.point_to_point)},
           {"exchange", link_json(c.exchange)},
@@ -150,6 +162,7 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   Calibration c;
   c.workers = j.at("workers").get<int>();
   c.host = j.at("host").get<std::string>();
+  c.device = j.value("device", std::string("cpu-worker"));
   for (const auto& mj : j.at("models")) {
     ModelCalibration m;
     m.model = mj.at("model").get<std::string>();

@@ -37,8 +37,11 @@ struct LinkCalibration {
 struct Calibration {
   int workers = 0;   ///< workers that ran together (the platform's GPUs per node)
   std::string host;  ///< where it ran
+  /// What ran the models: "cpu-worker" (dbench train's CPU workers), "cpu" or "cuda:N" (its LibTorch worker).
+  std::string device = "cpu-worker";
   std::vector<ModelCalibration> models;
-  LinkCalibration point_to_point;  ///< two workers, the others idle: the link alone
+  /// Two workers, the others idle: the link alone. Empty (no sizes) for a single worker, as is `exchange`.
+  LinkCalibration point_to_point;
   /// Every worker sends to the next, receives from the previous and mixes what it received, at once: the link
   /// class the platform's intra-node links take their latency and bandwidth from (training's messages are
   /// concurrent, and on CPU workers the receiver's pass over the message is part of its cost).

@@ -236,8 +236,16 @@ TEST_CASE("sim::timing: a platform's measured all-reduce replaces the simulated 
   const double backward = 1e-3;
   CHECK(bucketed.overlapped_allreduce(bytes, backward).seconds ==
         doctest::Approx(backward / 4 + 4 * (3e-5 + 1e6 / 2e9)).epsilon(1e-12));
+  // One worker pays the measured collective too (the runtime calls it with one worker as well), and nothing
+  // without a measurement.
+  sim::CommSimulator alone(p, 1, options(sim::Fidelity::fast));
+  CHECK(alone.allreduce(bytes).seconds == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(alone.allreduce(bytes).bytes_sent_per_gpu == 0.0);
+  CHECK(alone.overlapped_allreduce(bytes, backward).seconds ==
+        doctest::Approx(backward + 3e-5 + 4e6 / 2e9).epsilon(1e-12));
   // Without a measurement the ring is simulated: 2 (n - 1) (alpha + S / (n B)).
   p.allreduce_bandwidth_Bps = 0.0;
+  CHECK(sim::CommSimulator(p, 1, options(sim::Fidelity::fast)).allreduce(bytes).seconds == 0.0);
   sim::CommSimulator simulated(p, 8, options(sim::Fidelity::fast));
   CHECK(simulated.allreduce(bytes).seconds ==
         doctest::Approx(14.0 * (star_alpha(p) + 4e6 / 8 / p.nic_bandwidth_Bps)).epsilon(1e-3));

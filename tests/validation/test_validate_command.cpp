@@ -88,3 +88,131 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(read(out / "validation.md").find("| dpsgd/one-peer-exponential | mlp | 4 |") != std::string::npos);
   CHECK(dbench::validation::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
 }
+
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+namespace {
+
+/// A small MLP config for the LibTorch worker's runs.
+fs::path write_torch_config(const fs::path& dir) {
+  const fs::path config = dir / "config.toml";
+  std::ofstream(config)
+      << "name = \"t\"\nseed = 3\n[train]\nmodel = \"mlp\"\nworkers = 2\nbatch_per_worker = 16\n"
+         "iterations = 20\nlr = 0.05\neval_every = 10\neval_samples = 400\n"
+         "replica_eval_samples = 64\nmlp_hidden = [32]\n[algorithm]\nkind = \"dpsgd\"\n"
+         "graph = \"ring\"\n";
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("validation::validate: --device cpu calibrates and validates dbench train's LibTorch worker") {
+  const dbench::testing::TempDir dir;
+  const fs::path config = write_torch_config(dir.path());
+  const fs::path calibration = dir.path() / "calibration";
+  const auto calibrate = dbench::testing::run_dbench(
+      "calibrate \"" + config.string() + "\" --device cpu --local 2 --models mlp --batches 8,512 " +
+      "--sizes 4096,1048576 --repeats 2 --quiet --out \"" + calibration.string() + "\"");
+  INFO(calibrate.output);
+  REQUIRE(calibrate.status == 0);
+  const auto fits = nlohmann::json::parse(read(calibration / "calibration.json"));
+  CHECK(fits.at("device") == "cpu");
+  CHECK(fits.at("workers") == 2);
+  CHECK(fits.at("exchange").at("seconds").size() == 2);
+  CHECK(fits.at("models").at(0).at("seconds").size() == 2);
+  CHECK(dbench::experiments::read_calibration(calibration / "mlp.toml").gpu_flops_per_s > 0.0);
+
+  // A calibration of the CPU workers does not serve the LibTorch worker's validation, and says so before
+  // anything is written.
+  const fs::path cpu_workers = dir.path() / "cpu-workers";
+  fs::create_directories(cpu_workers);
+  std::string json = read(calibration / "calibration.json");
+  json.replace(json.find("\"device\": \"cpu\""), 15, "\"device\": \"cpu-worker\"");
+  std::ofstream(cpu_workers / "calibration.json") << json;
+  fs::copy_file(calibration / "mlp.toml", cpu_workers / "mlp.toml");
+  const fs::path refused = dir.path() / "refused";
+  const auto mismatch = dbench::testing::run_dbench(
+      "validate \"" + config.string() + "\" --device cpu --local 2 --quiet --calibration \"" +
+      cpu_workers.string() + "\" --out \"" + refused.string() + "\"");
+  CHECK(mismatch.status != 0);
+  CHECK(mismatch.output.find("--calibration") != std::string::npos);
+  CHECK(mismatch.output.find("calibrated on cpu-worker, not on cpu") != std::string::npos);
+  CHECK_FALSE(fs::exists(refused));
+
+  const fs::path out = dir.path() / "validation";
+  const auto validate = dbench::testing::run_dbench(
+      "validate \"" + config.string() +
+      "\" --device cpu --local 2 --algorithms centralized,ring --warmup 2 " +
+      "--runs 1 --quiet --calibration \"" + calibration.string() + "\" --out \"" + out.string() + "\"");
+  INFO(validate.output);
+  REQUIRE(validate.status == 0);
+  const auto result = nlohmann::json::parse(read(out / "validation.json"));
+  REQUIRE(result.at("cases").size() == 2);
+  for (const auto& c : result.at("cases")) {
+    CHECK(c.at("measured").at("seconds_per_iteration").get<double>() > 0.0);
+    CHECK(c.at("simulated").at("seconds_per_iteration").get<double>() > 0.0);
+    CHECK(c.at("evaluations").get<int>() == 3);
+  }
+  CHECK(read(out / "validation.md").find("LibTorch on cpu") != std::string::npos);
+  const auto summary = nlohmann::json::parse(read(out / "runs" / "ring" / "runtime" / "summary.json"));
+  CHECK(summary.at("device") == "cpu");
+}
+
+TEST_CASE(
+    "validation::validate: one worker with --device calibrates without links and validates centralized") {
+  const dbench::testing::TempDir dir;
+  const fs::path config = write_torch_config(dir.path());
+  const fs::path calibration = dir.path() / "calibration";
+  // One worker in the dbench process itself: no launcher.
+  const auto calibrate = dbench::testing::run_dbench(
+      "calibrate \"" + config.string() + "\" --device cpu --models mlp --batches 8,512 " +
+      "--sizes 4096,4194304 --repeats 2 --quiet --out \"" + calibration.string() + "\"");
+  INFO(calibrate.output);
+  REQUIRE(calibrate.status == 0);
+  const auto fits = nlohmann::json::parse(read(calibration / "calibration.json"));
+  CHECK(fits.at("workers") == 1);
+  CHECK(fits.at("point_to_point").at("bytes").empty());
+  CHECK(fits.at("exchange").at("bytes").empty());
+  CHECK(fits.at("allreduce").at("bytes").size() == 2);
+  const auto platform = dbench::experiments::read_calibration(calibration / "mlp.toml");
+  CHECK(platform.gpus_per_node == 1);
+  CHECK(platform.allreduce_bandwidth_Bps ==
+        doctest::Approx(fits.at("allreduce").at("bandwidth_Bps").get<double>()));
+
+  const fs::path out = dir.path() / "validation";
+  const auto validate = dbench::testing::run_dbench(
+      "validate \"" + config.string() + "\" --device cpu --local 1 --algorithms centralized --warmup 2 " +
+      "--runs 1 --quiet --calibration \"" + calibration.string() + "\" --out \"" + out.string() + "\"");
+  INFO(validate.output);
+  REQUIRE(validate.status == 0);
+  const auto result = nlohmann::json::parse(read(out / "validation.json"));
+  REQUIRE(result.at("cases").size() == 1);
+  // The simulated iteration pays the measured all-reduce of the one worker's gradient.
+  CHECK(result.at("cases").at(0).at("simulated").at("comm_s").get<double>() >= platform.allreduce_latency_s);
+}
+#endif
+
+TEST_CASE("validation::validate: a device or worker count that cannot run is refused naming the argument") {
+  const dbench::testing::TempDir dir;
+  const fs::path config = dir.path() / "config.toml";
+  std::ofstream(config) << "name = \"e\"\n[train]\nmodel = \"mlp\"\nworkers = 2\n";
+  const fs::path out = dir.path() / "out";
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"calibrate --device tpu --local 2", "--device: expected cpu, cuda or cuda:N, got 'tpu'"},
+      {"calibrate --device cuda:x --local 2", "--device: expected cpu, cuda or cuda:N, got 'cuda:x'"},
+      {"calibrate --local 1", "--local 1: the CPU workers calibrate in twos or more"},
+      {"validate \"" + config.string() + "\" --local 1 --device cpu --algorithms centralized,ring",
+       "--algorithms: 'ring' needs at least 2 workers"},
+      {"validate \"" + config.string() + "\" --local 1 --algorithms centralized",
+       "--local 1: the CPU workers"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    const auto result = dbench::testing::run_dbench(c.args + " --out \"" + out.string() + "\"");
+    CHECK(result.status != 0);
+    CHECK(result.output.find(c.message) != std::string::npos);
+    CHECK_FALSE(fs::exists(out));
+  }
+}
