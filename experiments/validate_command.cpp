@@ -76,6 +76,17 @@ std::vector<std::string> case_overrides(const std::string& algorithm) {
   return {"algorithm.kind=dpsgd", "algorithm.graph=" + algorithm};
 }
 
+/// How a child dbench starts its workers: through mpirun when there are several; a single one runs in the
+/// child's own process, so that one GPU needs no launcher.
+std::vector<std::string> with_workers(std::vector<std::string> args, int local) {
+  if (local == 1) {
+    args.insert(args.end(), {"--set", "train.workers=1"});
+  } else {
+    args.insert(args.end(), {"--local", std::to_string(local)});
+  }
+  return args;
+}
+
 std::vector<std::string> with_device(std::vector<std::string> args, const std::string& device) {
   if (!device.empty()) {
     args.insert(args.end(), {"--device", device});
@@ -189,9 +200,10 @@ void run_validate(const ValidateOptions& o) {
     if (!o.quiet) {
       fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
     }
-    run_dbench(with_sets(with_device({"calibrate", o.config, "--local", std::to_string(o.local), "--models",
-                                      model, "--repeats", std::to_string(o.repeats), "--out",
-                                      calibration.string(), "--quiet"},
+    run_dbench(with_sets(with_device(with_workers({"calibrate", o.config, "--models", model, "--repeats",
+                                                   std::to_string(o.repeats), "--out", calibration.string(),
+                                                   "--quiet"},
+                                                  o.local),
                                      o.device),
                          o.overrides),
                "dbench calibrate");
@@ -223,11 +235,11 @@ void run_validate(const ValidateOptions& o) {
     std::vector<std::pair<validation::PartTimes, fs::path>> runs;
     for (int r = 0; r < o.runs; ++r) {
       const fs::path run = dir / (r == 0 ? std::string("runtime") : fmt::format("runtime-{}", r + 1));
-      run_dbench(with_sets(with_device({"train", o.config, "--local", std::to_string(o.local), "--out",
-                                        run.string(), "--quiet"},
-                                       o.device),
-                           sets),
-                 fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
+      run_dbench(
+          with_sets(with_device(with_workers({"train", o.config, "--out", run.string(), "--quiet"}, o.local),
+                                o.device),
+                    sets),
+          fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
       runs.emplace_back(
           validation::mean_parts(read_file(run / "trace_worker.csv"), o.warmup, evaluations_of(run)), run);
     }
