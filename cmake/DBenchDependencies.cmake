@@ -1,7 +1,7 @@
 # Required dependencies (all Debian packages; ./setup.sh installs them).
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SimGrid REQUIRED IMPORTED_TARGET simgrid>=3.32)
-find_package(Boost 1.74 REQUIRED COMPONENTS graph)
+find_package(Boost 1.74 REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_path(SPECTRA_INCLUDE_DIR Spectra/SymEigsSolver.h REQUIRED)
 add_library(dbench_spectra INTERFACE)

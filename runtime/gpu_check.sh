@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The runtime's GPU checks in one go, for a machine with an NVIDIA GPU, PyTorch (its LibTorch) and NCCL, plus
-# the packages ./setup.sh installs: builds the CUDA runtime against PyTorch's LibTorch, runs the gpu test
-# suite and the ResNet-50 throughput benchmark, and writes everything to OUT_DIR. About 3-5 minutes (most of
-# it the build; DBENCH_GPU_JOBS sets the parallel build jobs).
+# either the packages ./setup.sh installs or the kit runtime/gpu_kit.sh packs (for a machine that cannot
+# install packages: .gpu-kit/kit.tar.xz, or DBENCH_GPU_KIT, is unpacked when present): builds the CUDA runtime
+# against PyTorch's LibTorch, runs the gpu test suite, dbench train on the GPU, the ResNet-50 throughput
+# benchmark, and dbench calibrate and validate on the GPU, and writes everything to OUT_DIR. About 3-5
+# minutes (most of it the build; DBENCH_GPU_JOBS sets the parallel build jobs).
 #
 #   runtime/gpu_check.sh OUT_DIR
 #
 # OUT_DIR receives: gpu.txt (nvidia-smi), configure.log, build.log, gpu-tests.txt and gpu-tests.xml (JUnit),
 # train-gpu.txt and train-lenet-gpu/ (dbench train --device cuda: a results directory), resnet50.txt and
-# resnet50.json, status.txt (one line per step: ok / failed). The exit status is non-zero
-# when a step failed; later steps still run where they can.
+# resnet50.json, calibrate-gpu.txt and calibration-gpu/ (dbench calibrate --device cuda: calibration.json and
+# lenet.toml), validate-gpu.txt and validation-gpu/ (dbench validate --device cuda --local 1: validation.md,
+# validation.json, the runs), status.txt (one line per step: ok / failed). The exit status is non-zero when a
+# step failed; later steps still run where they can.
 set -uo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -38,6 +42,30 @@ step() {  # step NAME LOG COMMAND...: runs a step, records ok/failed, keeps goin
 
 nvidia-smi > "$out/gpu.txt" 2>&1 || echo "nvidia-smi failed: no driver?" >> "$out/gpu.txt"
 
+# The Debian dependencies from the kit, where the machine has none of them: CMake and pkg-config find them
+# under its root, the programs load its libraries, and the data set goes where dbench looks for it.
+kit_archive=${DBENCH_GPU_KIT:-$src/.gpu-kit/kit.tar.xz}
+if [[ -f $kit_archive ]]; then
+  kit=${DBENCH_GPU_KIT_DIR:-/tmp/dbench-gpu-kit}
+  rm -rf "$kit"
+  mkdir -p "$kit"
+  step unpack-kit "$out/kit.log" tar -C "$kit" -xJf "$kit_archive"
+  multiarch=$(find "$kit/usr/lib" -mindepth 1 -maxdepth 1 -type d -name '*-linux-gnu' -printf '%f\n' | head -1)
+  export CMAKE_PREFIX_PATH=$kit/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export PKG_CONFIG_PATH=$kit/usr/lib/$multiarch/pkgconfig PKG_CONFIG_SYSROOT_DIR=$kit
+  export CPATH=$kit/usr/include/$multiarch${CPATH:+:$CPATH}
+  export LD_LIBRARY_PATH=$kit/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$PATH:$kit/usr/bin
+  data=/usr/share/datasets/fashion-mnist
+  if [[ ! -e $data/train-images-idx3-ubyte.gz ]]; then
+    step install-data "$out/data.log" bash -c 'mkdir -p "$(dirname "$1")" && cp -r "$2" "$(dirname "$1")/"' _ \
+      "$data" "$kit$data"
+  fi
+fi
+# Without mpirun the GPU checks run one worker in dbench's own process.
+mpi=AUTO
+command -v mpirun > /dev/null || mpi=OFF
+
 # PyTorch's LibTorch unless Torch_DIR is given; the CUDA toolkit that PyTorch's CMake files look for is the
 # system's (nvcc on PATH or /usr/local/cuda).
 torch_dir=${Torch_DIR:-$(python3 -c 'import torch, os; print(os.path.join(torch.utils.cmake_prefix_path, "Torch"))' 2>/dev/null)}
@@ -49,7 +77,7 @@ export PATH=$PATH:/usr/local/cuda/bin
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)
 
 step configure "$out/configure.log" cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DTorch_DIR="$torch_dir" -DDBENCH_WITH_TORCH=ON -DDBENCH_WITH_CUDA=ON -DDBENCH_WITH_MPI=AUTO \
+  -DTorch_DIR="$torch_dir" -DDBENCH_WITH_TORCH=ON -DDBENCH_WITH_CUDA=ON -DDBENCH_WITH_MPI=$mpi \
   -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}" -DDBENCH_BUILD_BENCH=ON
 step build "$out/build.log" cmake --build "$build" -j "$jobs" --target dbench dbench_tests_gpu \
   dbench_tests_runtime bench_gpu_resnet50
@@ -67,4 +95,14 @@ step train-gpu "$out/train-gpu.txt" timeout 120 "$build/bin/dbench" train --devi
 step resnet50 "$out/resnet50.txt" timeout 150 "$build/bench/bench_gpu_resnet50" --batch 64 --iterations 30 \
   --out "$out/resnet50.json"
 cat "$out/resnet50.txt" 2>/dev/null
+# Calibration and validation on this GPU: one worker, LeNet on Fashion-MNIST; the step at four batch sizes and
+# NCCL's all-reduce over message sizes, then centralized training measured (3 runs) against the simulator on
+# that calibration, with the accuracy curves of both.
+config=$src/experiments/configs/validation.toml
+step calibrate-gpu "$out/calibrate-gpu.txt" timeout 180 "$build/bin/dbench" calibrate "$config" --device cuda \
+  --models lenet --batches 16,32,64,128 --sizes 4096,65536,1048576,16777216 --out "$out/calibration-gpu"
+step validate-gpu "$out/validate-gpu.txt" timeout 240 "$build/bin/dbench" validate "$config" --device cuda \
+  --local 1 --algorithms centralized --set train.model=lenet --calibration "$out/calibration-gpu" \
+  --out "$out/validation-gpu"
+cat "$out/calibrate-gpu.txt" "$out/validation-gpu/validation.md" 2>/dev/null
 exit $status
