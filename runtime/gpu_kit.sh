@@ -23,12 +23,18 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/root
 
-# copy PATH...: each file (a symbolic link as a link) at its own path under the kit's root.
+# copy PATH...: each file (a symbolic link as a link) or folder at its own path under the kit's root, merged
+# with what is there.
 copy() {
   local f
   for f in "$@"; do
-    mkdir -p "$root$(dirname "$f")"
-    cp -a "$f" "$root$f"
+    if [[ -d $f && ! -L $f ]]; then
+      mkdir -p "$root$f"
+      cp -a "$f/." "$root$f/"
+    else
+      mkdir -p "$root$(dirname "$f")"
+      cp -a "$f" "$root$f"
+    fi
   done
 }
 
@@ -105,6 +111,11 @@ done
 copy "$libdir/cmake/Boost-1.74.0" "$libdir/cmake/boost_headers-1.74.0" "$libdir/cmake/BoostDetectToolset-1.74.0.cmake" \
   "$libdir/cmake/fmt" "$libdir/cmake/tomlplusplus" /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json \
   /usr/lib/cmake/doctest /usr/share/eigen3/cmake "$libdir/pkgconfig/simgrid.pc"
+# A config that names its prefix outright (doctest's) finds it from its own place instead.
+grep -rl 'set(_IMPORT_PREFIX "/usr")' "$root/usr" --include='*.cmake' | while read -r f; do
+  up=$(realpath -m --relative-to="$(dirname "$f")" "$root/usr")
+  sed -i "s|set(_IMPORT_PREFIX \"/usr\")|get_filename_component(_IMPORT_PREFIX \"\${CMAKE_CURRENT_LIST_DIR}/$up\" ABSOLUTE)|" "$f"
+done
 copy /usr/bin/pkgconf /usr/bin/pkg-config
 copy_library "$libdir/libpkgconf.so.3"
 

@@ -489,9 +489,7 @@ std::span<float> DeviceBuffers::operator[](std::size_t i) {
 }
 
 void DeviceBuffers::mix(std::size_t out, std::size_t a, std::size_t b, float weight_a, float weight_b) {
-  torch::Tensor& target = impl_->buffers.at(out);
-  torch::mul_out(target, impl_->buffers.at(a), weight_a);
-  target.add_(impl_->buffers.at(b), weight_b);
+  impl_->buffers.at(out).copy_(impl_->buffers.at(a)).mul_(weight_a).add_(impl_->buffers.at(b), weight_b);
   synchronize();
 }
 

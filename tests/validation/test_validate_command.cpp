@@ -37,7 +37,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   const fs::path calibration = dir.path() / "calibration";
   const auto calibrate =
       dbench::testing::run_dbench("calibrate \"" + config.string() +
-                                  "\" --local 4 --models mlp --batches 8,4096 --sizes 1024,65536,262144 " +
+                                  "\" --local 4 --models mlp --batches 8,4096 --sizes 1024,65536,1048576 " +
                                   "--repeats 3 --quiet --out \"" + calibration.string() + "\"");
   INFO(calibrate.output);
   REQUIRE(calibrate.status == 0);
