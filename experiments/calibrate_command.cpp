@@ -300,7 +300,9 @@ class DeviceLinkBuffers final : public LinkBuffers {
   std::span<float> params() override { return (*buffers_)[0]; }
   std::span<float> received() override { return (*buffers_)[2]; }
   void mix() override {
-    buffers_->mix(1, 0, 2, 0.5f, 0.5f);
+    const std::array<std::size_t, 2> sources{0, 2};
+    const std::array<float, 2> weights{0.5f, 0.5f};
+    buffers_->mix(1, sources, weights);
     buffers_->swap(0, 1);
   }
   void average(runtime::Communicator& comm) override {
@@ -383,11 +385,35 @@ validation::LinkCalibration time_allreduce(runtime::Communicator& host, runtime:
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
+/// The gossip round of `plan` on device buffers as a worker's exchange and mixing make it: buffer 0 (the
+/// parameters) to every out-peer, every in-peer's message into buffers 2, 3, ..., all mixed with the plan's
+/// weights into buffer 1, which then becomes buffer 0.
+void device_gossip_round(runtime::Communicator& comm, const runtime::GossipPlan& plan,
+                         runtime::DeviceBuffers& buffers) {
+  std::vector<runtime::SendBuffer> sends;
+  for (const int peer : plan.out_peers) {
+    sends.push_back({peer, buffers[0]});
+  }
+  std::vector<runtime::RecvBuffer> recvs;
+  for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
+    recvs.push_back({plan.in_peers[k], buffers[2 + k]});
+  }
+  comm.exchange(sends, recvs, 13);
+  std::vector<std::size_t> sources;
+  std::size_t next = 2;
+  for (std::size_t k = 0; k < plan.weight.size(); ++k) {
+    sources.push_back(k == plan.self_term ? 0 : next++);
+  }
+  buffers.mix(1, sources, plan.weight);
+  buffers.swap(0, 1);
+}
+
 /// The LibTorch worker's step of `model` on `device` at each batch size, as time_compute does for the CPU
-/// workers: the step alone, a communication round of the model's size alone (a ring's gossip round, or on a
-/// single worker the all-reduce of the gradient) and the training iteration that does both, round by round.
-/// The flattening and unflattening of the parameters around the communication land in the step, where the
-/// simulator, which times only the collective itself, needs them.
+/// workers: the step alone, the communication of a training iteration alone on buffers of the model's size
+/// (the ring's gossip round, or on a single worker the all-reduce of the gradient) and the training iteration
+/// that does both, round by round. The worker's flattening and unflattening of the parameters around the
+/// communication land in the step, where the simulator, which times only the exchange or collective itself,
+/// needs them.
 validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, const models::Dataset& train,
                                                 const std::string& model, const CalibrateOptions& o,
                                                 runtime::Communicator& host, runtime::Communicator& tensors) {
@@ -399,24 +425,27 @@ validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, co
   const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
   result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
   topology::ScheduleStep step;
+  std::optional<runtime::GossipPlan> plan;
   if (host.size() >= 2) {
     step.name = "ring";
     step.graph = &ring_graph(host.size()).at(0);
+    plan = runtime::plan_gossip(*step.graph, host.rank());
   } else {
     step.name = "allreduce";
   }
   for (const int batch : o.batches) {
     config.train.batch_per_worker = batch;
     runtime::TorchWorkerBench worker(numerics_spec(config, train), train, host, tensors, o.device);
-    DeviceLinkBuffers buffers(o.device);
-    buffers.resize(static_cast<std::size_t>(worker.parameters()));
+    runtime::DeviceBuffers buffers(o.device, static_cast<std::size_t>(worker.parameters()),
+                                   2 + (plan ? static_cast<int>(plan->in_peers.size()) : 0));
     std::int64_t t = 0;
     const auto alone = [&] { worker.local_step(t++); };
     const auto communication = [&] {
-      if (host.size() >= 2) {
-        ring_round(tensors, buffers);
+      if (plan) {
+        device_gossip_round(tensors, *plan, buffers);
       } else {
-        buffers.average(tensors);
+        tensors.allreduce(buffers[0], runtime::ReduceOp::sum);
+        buffers.scale(0, 1.0);
       }
     };
     const auto in_training = [&] { worker.iterate(t++, step); };

@@ -18,6 +18,7 @@
 #include "runtime/gossip.hpp"
 #include "runtime/trace_gather.hpp"
 #include "sim/errors.hpp"
+#include "sim/replica_model.hpp"
 
 namespace dbench::runtime {
 namespace {
@@ -61,6 +62,7 @@ class TorchWorker {
       count_ += p.numel();
     }
     flat_ = torch::zeros({count_}, torch::TensorOptions(device_));
+    init_as_simulator(spec);
     sgd_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(spec.lr.peak)
                                                             .momentum(spec.sgd.momentum)
                                                             .nesterov(spec.sgd.nesterov)
@@ -166,6 +168,31 @@ class TorchWorker {
   }
 
  private:
+  /// The simulator's initial parameters (those of its replicas and of the CPU workers), where the simulator
+  /// has this model with the same tensors in the same order and shapes, so that the engines' runs start
+  /// alike: the MLP's differ from LibTorch's own initialisation (LeNet's are LibTorch's in both).
+  void init_as_simulator(const sim::NumericsSpec& spec) {
+    std::unique_ptr<sim::ReplicaModel> net;
+    try {
+      net = sim::make_replica_model(spec.model, 1);
+    } catch (const std::invalid_argument&) {
+      return;  // a model only LibTorch has (the ResNets)
+    }
+    const auto& tensors = net->layout().tensors();
+    if (tensors.size() != params_.size()) {
+      return;
+    }
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      if (tensors[i].name != names_[i] ||
+          static_cast<std::int64_t>(tensors[i].elements) != params_[i].numel()) {
+        return;
+      }
+    }
+    std::vector<float> init(net->layout().size());
+    net->init(init, models::derive_seed(spec.seed, {0x1417}));
+    unflatten(torch::from_blob(init.data(), {count_}, torch::kFloat32).to(device_, false, true), false);
+  }
+
   /// Payload bytes sent so far through both communicators.
   std::int64_t bytes_sent() const {
     return tensors_.counters().bytes_sent + (&host_ == &tensors_ ? 0 : host_.counters().bytes_sent);
@@ -488,8 +515,17 @@ std::span<float> DeviceBuffers::operator[](std::size_t i) {
   return span_of(impl_->buffers.at(i));
 }
 
-void DeviceBuffers::mix(std::size_t out, std::size_t a, std::size_t b, float weight_a, float weight_b) {
-  impl_->buffers.at(out).copy_(impl_->buffers.at(a)).mul_(weight_a).add_(impl_->buffers.at(b), weight_b);
+void DeviceBuffers::mix(std::size_t out, std::span<const std::size_t> sources,
+                        std::span<const float> weights) {
+  if (sources.empty() || sources.size() != weights.size()) {
+    throw std::invalid_argument(
+        fmt::format("DeviceBuffers::mix: {} sources for {} weights", sources.size(), weights.size()));
+  }
+  torch::Tensor& target = impl_->buffers.at(out);
+  target.copy_(impl_->buffers.at(sources[0])).mul_(weights[0]);
+  for (std::size_t k = 1; k < sources.size(); ++k) {
+    target.add_(impl_->buffers.at(sources[k]), weights[k]);
+  }
   synchronize();
 }
 

@@ -57,8 +57,8 @@ class DeviceBuffers {
 
   /// Buffer i's elements (device memory on a GPU).
   std::span<float> operator[](std::size_t i);
-  /// out = weight_a * a + weight_b * b, element-wise on the device.
-  void mix(std::size_t out, std::size_t a, std::size_t b, float weight_a, float weight_b);
+  /// out = sum_k weights[k] * buffer sources[k], element-wise on the device (out not among the sources).
+  void mix(std::size_t out, std::span<const std::size_t> sources, std::span<const float> weights);
   /// Buffer i times factor.
   void scale(std::size_t i, double factor);
   /// Buffers i and j trade places.

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include <array>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -44,7 +45,9 @@ TEST_SUITE("gpu") {
     const std::vector<float> b(4096, 3.0f);
     upload(buffers[0], a);
     upload(buffers[2], b);
-    buffers.mix(1, 0, 2, 0.5f, 0.25f);
+    const std::array<std::size_t, 2> sources{0, 2};
+    const std::array<float, 2> weights{0.5f, 0.25f};
+    buffers.mix(1, sources, weights);
     const auto mixed = download(buffers[1]);
     for (std::size_t i = 0; i < a.size(); ++i) {
       CHECK(mixed[i] == doctest::Approx(0.5f * a[i] + 0.25f * b[i]));
