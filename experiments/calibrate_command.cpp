@@ -618,7 +618,8 @@ void run_calibrate(const CalibrateOptions& o) {
     throw std::invalid_argument(
         "--local 1: the CPU workers calibrate in twos or more; a single worker calibrates with --device");
   }
-  if (o.local > 0) {
+  // One worker runs in this process, as dbench validate --local 1 runs its training: no launcher, no pinning.
+  if (o.local >= 2) {
     const int status = runtime::run_command(
         runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o)));
     if (status != 0) {

@@ -116,10 +116,12 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += fmt::format("# compute {}: seconds = {:.4e} + batch * {:.4e} FLOP / {:.4e} FLOP/s (R^2 {:.4f})\n",
                      m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
   out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
-  out += "# (the step in the training loop: a step and a ring gossip round, less the round alone)\n";
+  out +=
+      "# (the step in the training loop: a step and a communication round - a ring's gossip, or a single\n"
+      "# worker's all-reduce - less the round alone)\n";
   for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size();
        ++i) {
-    out += fmt::format("#   batch {:>10g}: step timed back to back {:.4e} s, gossip round alone {:.4e} s\n",
+    out += fmt::format("#   batch {:>10g}: step timed back to back {:.4e} s, round alone {:.4e} s\n",
                        m.batches[i], m.seconds_alone[i], m.gossip_seconds[i]);
   }
   out += fmt::format("# per-iteration all-reduce of one double (in the overhead above): {:.4e} s\n",
