@@ -342,7 +342,14 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
 }
 
 void run_train(const TrainOptions& options) {
-  if (options.local > 0) {
+#if defined(DBENCH_RUNTIME_HAVE_MPI)
+  const bool launch = options.local > 0;
+#else
+  // Without MPI there is no launcher to go through: one local worker runs in this process.
+  runtime::check_local_workers(std::max(options.local, 1));
+  const bool launch = false;
+#endif
+  if (launch) {
     const auto command =
         runtime::local_launch_command(options.local, runtime::current_executable(), worker_args(options));
     const int status = runtime::run_command(command);
@@ -379,8 +386,12 @@ void run_train(const TrainOptions& options) {
   }
 #endif
   runtime::SingleWorkerCommunicator single;
+  TrainOptions alone = options;
+  if (alone.local == 1) {
+    alone.overrides.emplace_back("train.workers=1");  // as the launcher's worker would be told
+  }
   train_on(
-      0, 0, [&]() -> runtime::Communicator& { return single; }, options);
+      0, 0, [&]() -> runtime::Communicator& { return single; }, alone);
 }
 
 }  // namespace

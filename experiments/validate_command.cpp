@@ -171,6 +171,7 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
 }
 
 void run_validate(const ValidateOptions& o) {
+  runtime::check_local_workers(o.local);
   if (o.local == 1) {
     for (const auto& algorithm : o.algorithms) {
       if (algorithm != "centralized") {

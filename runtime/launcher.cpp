@@ -15,11 +15,23 @@ extern char** environ;
 
 namespace dbench::runtime {
 
-std::vector<std::string> local_launch_command(int workers, const std::string& program,
-                                              const std::vector<std::string>& args) {
+void check_local_workers(int workers) {
   if (workers < 1) {
     throw LaunchError("--local: needs at least 1 worker, got " + std::to_string(workers));
   }
+#if !defined(DBENCH_RUNTIME_HAVE_MPI)
+  // Workers started by mpirun would each run alone: without MPI they cannot reach each other.
+  if (workers > 1) {
+    throw LaunchError("--local " + std::to_string(workers) +
+                      ": this dbench was built without MPI, so its workers cannot reach each other; rebuild "
+                      "with MPI (libopenmpi-dev, openmpi-bin) or run a single worker");
+  }
+#endif
+}
+
+std::vector<std::string> local_launch_command(int workers, const std::string& program,
+                                              const std::vector<std::string>& args) {
+  check_local_workers(workers);
   const char* launcher = std::getenv("DBENCH_MPIRUN");
   std::vector<std::string> command{launcher != nullptr && *launcher != '\0' ? launcher : "mpirun"};
   if (geteuid() == 0) {

@@ -6,9 +6,13 @@
 
 namespace dbench::runtime {
 
+/// Throws LaunchError naming --local when this build cannot start `workers` local workers: fewer than one, or
+/// several without MPI.
+void check_local_workers(int workers);
+
 /// The command line that starts `workers` copies of `program args...` under mpirun on this machine: the
 /// launcher from $DBENCH_MPIRUN or PATH, oversubscription allowed (workers may outnumber cores), and
-/// --allow-run-as-root when running as root. Throws LaunchError when workers < 1.
+/// --allow-run-as-root when running as root. Throws as check_local_workers.
 std::vector<std::string> local_launch_command(int workers, const std::string& program,
                                               const std::vector<std::string>& args);
 
