@@ -34,7 +34,7 @@ void upload(std::span<float> device, const std::vector<float>& host) {
 }  // namespace
 
 TEST_SUITE("gpu") {
-  TEST_CASE("gpu::torch: device buffers mix, scale and average through NCCL on the GPU") {
+  TEST_CASE("gpu::torch: device buffers mix and scale on the GPU and average through NCCL") {
     if (!dbench::testing::cuda_device_or_skip()) {
       return;
     }
