@@ -96,15 +96,13 @@ find "$root$libdir" -maxdepth 1 -name '*.so*' -type f | while read -r lib; do
   fi
 done
 runtime_skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libstdc\+\+\.so|libgcc_s\.so)'
-for pass in 1 2 3; do
-  find "$root$libdir" -maxdepth 1 -name '*.so*' -type f | while read -r lib; do
-    ldd "$lib" | awk '$3 ~ /^\// {print $1, $3}'
-  done | sort -u | while read -r soname path; do
-    if [[ ! $soname =~ $runtime_skip && ! -e $root$libdir/$soname ]]; then
-      mkdir -p "$root$libdir"
-      cp -L "$path" "$root$libdir/$soname"
-    fi
-  done
+# ldd lists what a library loads through the others too, so one pass takes the whole closure.
+find "$root$libdir" -maxdepth 1 -name '*.so*' -type f | while read -r lib; do
+  ldd "$lib" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  if [[ ! $soname =~ $runtime_skip && ! -e $root$libdir/$soname ]]; then
+    cp -L "$path" "$root$libdir/$soname"
+  fi
 done
 
 # 3. How CMake and pkg-config find them (relative to their own place, so the kit works wherever unpacked).
