@@ -24,6 +24,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/device_option.hpp"
 #include "experiments/sim_setup.hpp"
 #include "models/model_profile.hpp"
 #include "runtime/communicator.hpp"
@@ -65,31 +66,6 @@ struct CalibrateOptions {
   std::string device;
   bool quiet = false;
 };
-
-bool on_gpu(const std::string& device) {
-  return device.rfind("cuda", 0) == 0;
-}
-
-/// Refuses a --device this build cannot run, before any worker starts.
-void check_device(const std::string& device) {
-  if (device.empty()) {
-    return;
-  }
-  const bool gpu = device == "cuda" || (device.rfind("cuda:", 0) == 0 && device.size() > 5 &&
-                                        device.find_first_not_of("0123456789", 5) == std::string::npos);
-  if (device != "cpu" && !gpu) {
-    throw std::invalid_argument(fmt::format("--device: expected cpu, cuda or cuda:N, got '{}'", device));
-  }
-#if !defined(DBENCH_RUNTIME_HAVE_TORCH)
-  throw std::invalid_argument(fmt::format("--device {}: this dbench was built without LibTorch", device));
-#endif
-#if !defined(DBENCH_RUNTIME_HAVE_NCCL)
-  if (gpu) {
-    throw std::invalid_argument(
-        fmt::format("--device {}: this dbench was built without CUDA and NCCL", device));
-  }
-#endif
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -164,12 +140,8 @@ double seconds_per_call(runtime::Communicator& comm, int repeats, const std::fun
 }
 
 /// The ring over n workers, whose gossip round the step is timed with.
-const topology::GraphSequence& ring_graph(int n) {
-  static std::optional<topology::GraphSequence> ring;
-  if (!ring || ring->at(0).nodes() != n) {
-    ring = topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = n});
-  }
-  return *ring;
+topology::GraphSequence make_ring(int n) {
+  return topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = n});
 }
 
 /// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
@@ -223,7 +195,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   std::vector<float> received;
   std::vector<double> sum;
   if (comm.size() >= 2) {
-    plan = runtime::plan_gossip(ring_graph(comm.size()).at(0), comm.rank());
+    plan = runtime::plan_gossip(make_ring(comm.size()).at(0), comm.rank());
     communication = [&] {
       const auto x = store.params().row(0);
       runtime::exchange_parameters(comm, *plan, x, received, 11);
@@ -424,11 +396,13 @@ validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, co
   result.model = model;
   const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
   result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
+  std::optional<topology::GraphSequence> ring;
   topology::ScheduleStep step;
   std::optional<runtime::GossipPlan> plan;
   if (host.size() >= 2) {
+    ring = make_ring(host.size());
     step.name = "ring";
-    step.graph = &ring_graph(host.size()).at(0);
+    step.graph = &ring->at(0);
     plan = runtime::plan_gossip(*step.graph, host.rank());
   } else {
     step.name = "allreduce";
@@ -569,9 +543,7 @@ void calibrate_on(runtime::Communicator& comm, int local_rank, const CalibrateOp
 #if defined(DBENCH_RUNTIME_HAVE_NCCL)
     runtime::NcclOptions nccl_options;
     nccl_options.local_rank = local_rank;
-    if (const auto colon = o.device.find(':'); colon != std::string::npos) {
-      nccl_options.device = std::stoi(o.device.substr(colon + 1));
-    }
+    nccl_options.device = gpu_index(o.device);
     runtime::NcclCommunicator nccl(comm, nccl_options);
     CalibrateOptions on_device = o;
     on_device.device = fmt::format("cuda:{}", nccl.device());

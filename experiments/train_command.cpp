@@ -16,6 +16,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/device_option.hpp"
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/sim_setup.hpp"
@@ -242,25 +243,18 @@ runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models
                                      const runtime::WorkerOptions& w, TrainRecorder& recorder,
                                      const TrainOptions& options) {
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
-  if (options.device.rfind("cuda", 0) == 0) {
+  if (on_gpu(options.device)) {
 #if defined(DBENCH_RUNTIME_HAVE_NCCL)
     runtime::NcclOptions nccl_options;
     nccl_options.local_rank = local_rank;
     nccl_options.peer_timeout_s = options.peer_timeout_s;
-    const auto colon = options.device.find(':');
-    if (colon != std::string::npos) {
-      nccl_options.device = std::stoi(options.device.substr(colon + 1));
-    }
+    nccl_options.device = gpu_index(options.device);
     runtime::NcclCommunicator nccl(host, nccl_options);
     return runtime::train_torch_worker(spec, train, test, policy, host, nccl,
                                        fmt::format("cuda:{}", nccl.device()), w, recorder);
 #else
     throw std::invalid_argument("--device cuda: this dbench was built without CUDA and NCCL");
 #endif
-  }
-  if (options.device != "cpu") {
-    throw std::invalid_argument(
-        fmt::format("--device: expected cpu, cuda or cuda:N, got '{}'", options.device));
   }
   static_cast<void>(local_rank);
   return runtime::train_torch_worker(spec, train, test, policy, host, host, "cpu", w, recorder);
@@ -342,6 +336,7 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
 }
 
 void run_train(const TrainOptions& options) {
+  check_device(options.device);
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
   const bool launch = options.local > 0;
 #else

@@ -15,6 +15,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/device_option.hpp"
 #include "experiments/timing_setup.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
@@ -172,6 +173,7 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
 
 void run_validate(const ValidateOptions& o) {
   runtime::check_local_workers(o.local);
+  check_device(o.device);
   if (o.local == 1) {
     for (const auto& algorithm : o.algorithms) {
       if (algorithm != "centralized") {
@@ -209,7 +211,6 @@ void run_validate(const ValidateOptions& o) {
                          o.overrides),
                "dbench calibrate");
   }
-  check_calibrated_device(calibration, o.device);
   const fs::path platform = platform_file(calibration, model);
   // The calibrated node holds the workers that ran together; other worker counts would spill onto
   // uncalibrated NICs and share the cores differently.
