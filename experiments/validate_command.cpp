@@ -173,7 +173,6 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
 
 void run_validate(const ValidateOptions& o) {
   runtime::check_local_workers(o.local);
-  check_device(o.device);
   if (o.local == 1) {
     for (const auto& algorithm : o.algorithms) {
       if (algorithm != "centralized") {
@@ -187,6 +186,7 @@ void run_validate(const ValidateOptions& o) {
           "--local 1: the CPU workers are validated in twos or more; a single worker runs with --device");
     }
   }
+  check_device(o.device);
   const ExperimentConfig config = load_config_file(o.config, o.overrides);
   const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
                                      : fs::path(o.out);
