@@ -7,9 +7,6 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fmt/format.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -26,8 +23,7 @@
 #include <utility>
 
 #include "experiments/analysis.hpp"
-
-extern char** environ;  // NOLINT: posix_spawnp passes the environment on to gnuplot
+#include "experiments/gnuplot.hpp"
 
 namespace dbench::experiments {
 namespace fs = std::filesystem;
@@ -357,15 +353,6 @@ constexpr std::array<std::string_view, 12> kPalette = {"#000000", "#E69F00", "#5
                                                        "#D55E00", "#0072B2", "#CC79A7", "#999999",
                                                        "#882255", "#44AA99", "#117733", "#AA4499"};
 
-// gnuplot's single-quoted strings have one escape: '' for a quote.
-std::string gnuplot_quote(std::string_view text) {
-  std::string out = "'";
-  for (char ch : text) {
-    out += ch == '\'' ? std::string("''") : std::string(1, ch);
-  }
-  return out + "'";
-}
-
 class Plots {
  public:
   /// Adds a plot after dropping the points it cannot draw (non-finite, or not positive on a log axis) and the
@@ -413,8 +400,8 @@ class Plots {
           "reset\nset terminal svg size 760,460 dynamic font 'sans,11' background rgb 'white'\n"
           "set termoption noenhanced\nset output {}\nset title {}\nset xlabel {}\nset ylabel {}\n"
           "set grid\nset key below\nset offsets 0, 0, graph 0.05, graph 0.05\n",
-          gnuplot_quote((plots_dir / (spec.name + ".svg")).string()), gnuplot_quote(spec.title),
-          gnuplot_quote(spec.xlabel), gnuplot_quote(spec.ylabel));
+          gnuplot_string((plots_dir / (spec.name + ".svg")).string()), gnuplot_label(spec.title),
+          gnuplot_label(spec.xlabel), gnuplot_label(spec.ylabel));
       if (spec.log_x) {
         script += "set logscale x\n";
       }
@@ -438,14 +425,18 @@ class Plots {
           style += " dt 2";
         }
         parts.push_back(fmt::format("{} index {} using 1:2 {} lc rgb {} title {}",
-                                    gnuplot_quote(data.string()), i, style, gnuplot_quote(s.color),
-                                    gnuplot_quote(s.title)));
+                                    gnuplot_string(data.string()), i, style, gnuplot_string(s.color),
+                                    gnuplot_label(s.title)));
       }
       script += fmt::format("plot {}\nunset output\n", fmt::join(parts, ", \\\n     "));
     }
     const fs::path script_path = work / "plots.gp";
     write_text(script_path, script);
-    run_gnuplot(script_path, work / "gnuplot.log");
+    try {
+      run_gnuplot(script_path, work / "gnuplot.log");
+    } catch (const GnuplotError& e) {
+      throw ReportError(e.what());
+    }
     for (std::size_t i = 0; i < specs_.size(); ++i) {
       const fs::path svg = plots_dir / (specs_[i].name + ".svg");
       std::error_code ec;
@@ -459,45 +450,6 @@ class Plots {
   }
 
  private:
-  static void run_gnuplot(const fs::path& script, const fs::path& log) {
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    std::string program = "gnuplot";
-    std::string argument = script.string();
-    std::array<char*, 3> argv = {program.data(), argument.data(), nullptr};
-    pid_t pid = 0;
-    const int spawned = posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned == ENOENT) {
-      throw ReportError(
-          "gnuplot is not installed (not found on PATH); reports draw their plots with it: run ./setup.sh or "
-          "apt-get install gnuplot-nox");
-    }
-    if (spawned != 0) {
-      throw ReportError(fmt::format("cannot start gnuplot: {}", std::strerror(spawned)));
-    }
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-      if (errno != EINTR) {
-        throw ReportError(fmt::format("cannot wait for gnuplot: {}", std::strerror(errno)));
-      }
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      std::string message = read_text(log);
-      std::replace(message.begin(), message.end(), '\n', ' ');
-      if (message.size() > 400) {
-        message = message.substr(0, 400) + "...";
-      }
-      throw ReportError(fmt::format(
-          "gnuplot failed on {} ({}): {}", script.string(),
-          WIFEXITED(status) ? fmt::format("exit status {}", WEXITSTATUS(status)) : std::string("killed"),
-          message));
-    }
-  }
-
   // A gnuplot SVG file as an element of an HTML page: no XML prologue, ids made unique per plot (every
   // gnuplot SVG defines the same point symbols), class="plot" for the render check, the plot's title.
   static std::string inline_svg(const std::string& svg, std::size_t index, const std::string& title) {

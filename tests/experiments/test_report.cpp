@@ -243,3 +243,117 @@ TEST_CASE(
   CHECK(ok.status == 0);
   CHECK(read_file(dir / "report.md").find("No metrics.csv for 4 done runs") != std::string::npos);
 }
+
+namespace {
+
+/// Text built to run commands if it reached gnuplot's parser as it is: every byte from 1 to 255 (newlines,
+/// quotes, backquotes, `@`, `\` among them) around the payloads of each route into a gnuplot script.
+std::string hostile_text(const fs::path& canary) {
+  const std::string c = canary.string();
+  std::string text = fmt::format("x\n!touch {0}-shell\n# ' \" `touch {0}-backquote` @x system(\"touch {0}-system\")"
+                                 "' . system('touch {0}-system2') . '\n",
+                                 c);
+  for (int b = 1; b < 256; ++b) {
+    text.push_back(static_cast<char>(b));
+  }
+  return text;
+}
+
+/// `text` as one CSV field (quoted; quotes doubled).
+std::string csv_field(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  }
+  return out + "\"";
+}
+
+/// The files a gnuplot command would have made from the canary's payloads.
+std::vector<fs::path> canaries_made(const fs::path& canary) {
+  std::vector<fs::path> made;
+  for (const auto& entry : fs::directory_iterator(canary.parent_path())) {
+    if (entry.path().filename().string().starts_with(canary.filename().string())) {
+      made.push_back(entry.path());
+    }
+  }
+  return made;
+}
+
+}  // namespace
+
+TEST_CASE("experiments::report: labels and paths with every byte never reach gnuplot as commands") {
+  const TempDir temp;
+  const fs::path canary = temp.path() / "canary";
+  const std::string hostile = hostile_text(canary);
+  // The directory's own name: every byte a file name may hold, with the shell payload.
+  std::string name = "sweep\n!touch " + canary.string() + "-path\n'\"`@";
+  for (int b = 1; b < 128; ++b) {
+    if (b != '/') {
+      name.push_back(static_cast<char>(b));
+    }
+  }
+  const fs::path dir = temp.path() / name;
+  std::string done = summary_header();
+  for (int k = 0; k < 4; ++k) {
+    done += fmt::format(
+        "r{0},done,{3},dpsgd,ring,8,1,0.{1},0.{1},1,20,{2},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
+        "100,0.9,1000,20000,0.2,1,8\n",
+        k, 50 + k, 8 * (k + 1), csv_field(hostile + std::to_string(k)));
+  }
+  write_file(dir / "summary.csv", done);
+
+  const auto result = dbench::experiments::write_report(dir);
+  CHECK(result.plots > 0);
+  CHECK(canaries_made(canary).empty());
+  for (const auto& plot : result.plot_names) {
+    CAPTURE(plot);
+    CHECK(fs::file_size(dir / "plots" / (plot + ".svg")) > 0);
+  }
+}
+
+TEST_CASE("experiments::report: a sweep whose grid values carry gnuplot commands reports them as text") {
+  const TempDir temp;
+  const fs::path canary = temp.path() / "canary";
+  const fs::path config = temp.path() / "sweep.toml";
+  // TOML escapes carry the newlines, quotes and control characters into the grid's values.
+  const auto toml_string = [](const std::string& text) {
+    std::string out = "\"";
+    for (char ch : text) {
+      const auto byte = static_cast<unsigned char>(ch);
+      if (ch == '"' || ch == '\\') {
+        out += fmt::format("\\{}", ch);
+      } else if (byte < 0x20 || byte == 0x7f) {
+        out += fmt::format("\\u{:04x}", byte);
+      } else if (byte < 0x80) {
+        out.push_back(ch);
+      }
+    }
+    return out + "\"";
+  };
+  const std::string hostile = hostile_text(canary);
+  write_file(config, fmt::format(R"(name = "hostile"
+[set]
+"train.dataset" = "synthetic"
+"train.iterations" = 10
+"train.eval_every" = 5
+"train.eval_samples" = 200
+"train.workers" = 4
+"platform.preset" = "dgx-h100"
+"platform.timing_model" = "mlp"
+[grid]
+algorithm = ["ring"]
+description = [{}, {}]
+)",
+                                 toml_string(hostile + "a"), toml_string(hostile + "b")));
+  const fs::path out = temp.path() / "out\n!touch canary-out\n";
+  const auto swept = run_dbench(fmt::format("sweep {} --out {} -j 2 -q", quoted(config), quoted(out)));
+  CAPTURE(swept.output);
+  REQUIRE(swept.status == 0);
+  CHECK(fs::exists(out / "report.html"));
+  CHECK(canaries_made(canary).empty());
+  CHECK(!fs::exists(fs::current_path() / "canary-out"));
+  const auto reported = run_dbench(fmt::format("report {}", quoted(out)));
+  CAPTURE(reported.output);
+  CHECK(reported.status == 0);
+  CHECK(canaries_made(canary).empty());
+}
