@@ -22,10 +22,12 @@ bool plain(unsigned char ch) {
   if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) {
     return true;
   }
-  return std::string_view(" _.,:/+-=%()").find(static_cast<char>(ch)) != std::string_view::npos;
+  return std::string_view(" _.,:/+-=%()#").find(static_cast<char>(ch)) != std::string_view::npos;
 }
 
-bool control(unsigned char ch) { return ch < 0x20 || ch == 0x7f; }
+bool control(unsigned char ch) {
+  return ch < 0x20 || ch == 0x7f;
+}
 
 }  // namespace
 
@@ -40,8 +42,8 @@ std::string gnuplot_string(std::string_view text) {
 
 std::string gnuplot_label(std::string_view text) {
   std::string shown(text);
-  std::replace_if(shown.begin(), shown.end(), [](char c) { return control(static_cast<unsigned char>(c)); },
-                  ' ');
+  std::replace_if(
+      shown.begin(), shown.end(), [](char c) { return control(static_cast<unsigned char>(c)); }, ' ');
   return gnuplot_string(shown);
 }
 

@@ -16,7 +16,7 @@ class GnuplotError : public std::runtime_error {
 };
 
 /// `text` as a gnuplot double-quoted string that reads back byte for byte (paths: a newline in a file name
-/// stays a newline). Every byte outside letters, digits and ` _.,:/+-=%()` is written as an octal escape, so
+/// stays a newline). Every byte outside letters, digits and ` _.,:/+-=%()#` is written as an octal escape, so
 /// no newline, quote, backquote (command substitution) or `@` (macro) is ever seen by gnuplot's parser.
 std::string gnuplot_string(std::string_view text);
 
