@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -222,6 +223,21 @@ std::string id_token(std::string_view shown) {
     out.pop_back();
   }
   return out;
+}
+
+// A run id short enough for every file named after it (logs/<id>.log, a staging name with a pid): a longer
+// one keeps its first kIdChars characters and a hash of the whole, so that distinct values stay apart.
+constexpr std::size_t kIdChars = 80;
+
+std::string bounded_id(const std::string& id) {
+  if (id.size() <= kIdChars + 17) {
+    return id;
+  }
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bits: the same id on every machine
+  for (const char c : id) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  return fmt::format("{}-{:016x}", id.substr(0, kIdChars), hash);
 }
 
 std::string leaf(std::string_view key) {
@@ -642,6 +658,7 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep) {
     if (id.empty() || id.front() == '.' || id.front() == '-') {
       id = fmt::format("run{}", id);
     }
+    id = bounded_id(id);
     // Distinct values can share a token ("a/b" and "a:b"); the grid index keeps such ids apart, stably.
     if (ids.contains(id)) {
       id += fmt::format("-{}", index);
