@@ -281,6 +281,10 @@ std::int64_t VirtualReplicas::iterations_done() const {
   return state_->done;
 }
 
+double VirtualReplicas::train_loss() const {
+  return state_->last_train_loss;
+}
+
 models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,
                              std::uint64_t seed) {
   if (name == "fashion-mnist") {
@@ -315,8 +319,9 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
 
   auto report = [&](const MetricsRow& row) {
     if (!std::isfinite(row.test_loss) || (row.iteration > 0 && !std::isfinite(row.train_loss))) {
-      throw std::runtime_error(fmt::format("training diverged at iteration {} (loss {}); lower train.lr",
-                                           row.iteration, row.train_loss));
+      throw std::runtime_error(
+          fmt::format("training diverged at iteration {} (test loss {}, train loss {}); lower train.lr",
+                      row.iteration, row.test_loss, row.train_loss));
     }
     observer.on_metrics(row);
     result.final_test_accuracy = row.test_accuracy;
@@ -333,6 +338,11 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
     const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
     const bool observe = observe_every > 0 && (t + 1) % observe_every == 0;
     replicas.step(t, step, eval || observe);
+    // Every step's loss is checked, so a divergence is reported the iteration it shows, whatever eval_every.
+    if (!std::isfinite(replicas.train_loss())) {
+      throw std::runtime_error(fmt::format(
+          "training diverged at iteration {} (train loss {}); lower train.lr", t, replicas.train_loss()));
+    }
     if (eval || observe) {
       latest = replicas.observation();
     }

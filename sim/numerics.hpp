@@ -109,6 +109,8 @@ class VirtualReplicas {
   std::vector<std::pair<std::string, std::size_t>> tensors() const;
   /// Number of iterations run.
   std::int64_t iterations_done() const;
+  /// Mean training loss over replicas of the last step's batches (NaN before the first step).
+  double train_loss() const;
 
  private:
   struct State;

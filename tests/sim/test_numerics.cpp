@@ -153,6 +153,31 @@ TEST_CASE("sim::numerics: a graph on the wrong number of nodes is rejected") {
   CHECK_THROWS_WITH(replicas.step(0, ring.graph_for(0, nullptr), false), doctest::Contains("train.workers"));
 }
 
+TEST_CASE("sim::numerics: a divergence is reported the iteration it shows, whatever eval_every") {
+  // lr = 1e6 blows the MLP up within a few steps; the iteration named must not wait for an evaluation.
+  const auto diverged_at = [](std::int64_t eval_every) -> std::int64_t {
+    auto spec = mlp_spec(8, 200);
+    spec.lr.peak = 1e6;
+    spec.eval_every = eval_every;
+    dt::SequencePolicy policy(dt::GraphSequence(dt::ring(8)));
+    Rows rows;
+    try {
+      ds::run_numerics(spec, fashion(dm::Split::train), fashion(dm::Split::test), policy, rows);
+    } catch (const std::runtime_error& e) {
+      const std::string message = e.what();
+      CAPTURE(message);
+      const auto at = message.find("diverged at iteration ");
+      REQUIRE(at != std::string::npos);
+      return std::stoll(message.substr(at + 22));
+    }
+    FAIL("lr = 1e6 did not diverge");
+    return -1;
+  };
+  const std::int64_t every_iteration = diverged_at(1);
+  CHECK(every_iteration < 20);
+  CHECK(diverged_at(100) == every_iteration);
+}
+
 TEST_CASE("sim::lr_schedule: warm-up, step and cosine decay") {
   ds::LrSchedule lr;
   lr.peak = 0.4;
