@@ -12,10 +12,12 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
+#include "experiments/memory_estimate.hpp"
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
+#include "models/model_profile.hpp"
 #include "sim/numerics.hpp"
 #include "sim/timing.hpp"
 
@@ -152,6 +154,7 @@ void run_simulate(const SimulateOptions& options) {
                  config.name, config.train.workers, config.platform.timing_model, timing_spec.batch_per_gpu,
                  timing_spec.platform.name, config.algorithm.kind, policy->name(), config.train.iterations);
     }
+    check_memory(simulate_memory(config, nullptr, options.per_gpu_trace), available_memory_bytes());
     std::vector<topology::ScheduleStep> schedule;
     std::string schedule_csv = "iteration,graph\n";
     for (std::int64_t t = 0; t < config.train.iterations; ++t) {
@@ -184,6 +187,12 @@ void run_simulate(const SimulateOptions& options) {
       sim::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
   sim::NumericsSpec spec = numerics_spec(config, train);
   spec.threads = options.threads;
+  // The replicas' matrices are the first large allocation: a run that cannot fit is refused before it.
+  const models::ModelProfile profile = models::model_profile(spec.model);
+  const NumericsShape shape{profile.parameter_count(),
+                            std::int64_t{train.channels} * train.height * train.width,
+                            static_cast<std::int64_t>(profile.tensors.size())};
+  check_memory(simulate_memory(config, &shape, options.per_gpu_trace), available_memory_bytes());
 
   if (!options.quiet) {
     fmt::print(stderr, "simulate {}: {} x {} on {}, {} ({}), {} iterations\n", config.name,

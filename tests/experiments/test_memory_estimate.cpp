@@ -1,0 +1,87 @@
+// A run that cannot fit in memory is refused before its first large allocation, naming the key to change.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "experiments/config.hpp"
+#include "experiments/memory_estimate.hpp"
+#include "support/run_dbench.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace de = dbench::experiments;
+namespace fs = std::filesystem;
+using dbench::testing::run_dbench;
+using dbench::testing::TempDir;
+
+bool one_line(const std::string& text) {
+  return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
+}
+
+}  // namespace
+
+TEST_CASE("experiments::memory_estimate: the replica matrices are four [N, P] float matrices") {
+  de::ExperimentConfig config;
+  config.train.workers = 1008;
+  config.train.iterations = 100;
+  config.train.eval_every = 50;
+  const de::NumericsShape mlp{50890, 784, 4};  // 784-64-10: 784 x 64 + 64 + 64 x 10 + 10
+  const auto estimate = de::simulate_memory(config, &mlp, false);
+  const auto& matrices = estimate.largest();
+  CHECK(matrices.key == "train.workers");
+  CHECK(matrices.bytes == doctest::Approx((4.0 * 1008 + 1) * 50890 * 4));
+  CHECK(estimate.total_bytes() > matrices.bytes);
+  CHECK(estimate.total_bytes() < 1.2 * matrices.bytes);
+
+  // Timing alone holds per-iteration records only, and --per-gpu-trace one more per GPU.
+  config.train.iterations = 1'000'000;
+  const auto timing = de::simulate_memory(config, nullptr, false);
+  CHECK(timing.largest().key == "train.iterations");
+  CHECK(timing.total_bytes() > 1e8);
+  CHECK(timing.total_bytes() < 1e9);
+  CHECK(de::simulate_memory(config, nullptr, true).total_bytes() > 1008 * timing.total_bytes() / 10);
+
+  CHECK_NOTHROW(de::check_memory(estimate, 1e12));
+  CHECK_THROWS_WITH_AS(de::check_memory(estimate, 5e8),
+                       doctest::Contains("train.workers: this run needs about 8"), de::MemoryError);
+}
+
+TEST_CASE("experiments::memory_estimate: simulate refuses a run larger than memory with one line, up front") {
+  const TempDir temp;
+  const fs::path out = temp.path() / "out";
+  const struct {
+    std::string arguments;
+    std::string expected;
+  } cases[] = {
+      {"--set train.workers=3000 --set train.mlp_hidden=[4096]", "train.workers: this run needs about"},
+      {"--timing-only --set train.iterations=2147483647", "train.iterations: this run needs about"},
+      {"--timing-only --per-gpu-trace --set train.workers=1008 --set train.iterations=100000000",
+       "train.iterations: this run needs about"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.arguments);
+    // A limit below any machine's memory keeps the case the same everywhere.
+    const auto result = dbench::testing::run_command(fmt::format(
+        "DBENCH_MEMORY_LIMIT=8e9 \"{}\" simulate -q {} --out \"{}\"", DBENCH_EXE, c.arguments, out.string()));
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.find(c.expected) != std::string::npos);
+    CHECK(result.output.find("bad_alloc") == std::string::npos);
+    CHECK(!fs::exists(out));
+  }
+  // A run that fits is not refused; a malformed limit is named.
+  const auto fits = dbench::testing::run_command(fmt::format(
+      "DBENCH_MEMORY_LIMIT=8e9 \"{}\" simulate -q --timing-only --out \"{}\"", DBENCH_EXE, out.string()));
+  CAPTURE(fits.output);
+  CHECK(fits.status == 0);
+  const auto malformed = dbench::testing::run_command(
+      fmt::format("DBENCH_MEMORY_LIMIT=lots \"{}\" simulate -q --timing-only --out \"{}\"", DBENCH_EXE,
+                  (temp.path() / "other").string()));
+  CHECK(malformed.status != 0);
+  CHECK(malformed.output.find("DBENCH_MEMORY_LIMIT") != std::string::npos);
+}
