@@ -550,6 +550,9 @@ void run_sweep(const SweepOptions& options) {
   if (!options.no_report) {
     try {
       const ReportResult report = write_report(out);
+      for (const auto& left_out : report.left_out) {
+        fmt::print(stderr, "report: left out {}: {}\n", left_out.what, left_out.reason);
+      }
       fmt::print("report: {}\n", report.html.string());
     } catch (const std::exception& e) {
       std::fflush(stdout);
