@@ -24,6 +24,8 @@
 
 #include "experiments/analysis.hpp"
 #include "experiments/gnuplot.hpp"
+#include "experiments/results_tree.hpp"
+#include "experiments/summary_json.hpp"
 
 namespace dbench::experiments {
 namespace fs = std::filesystem;
@@ -487,61 +489,88 @@ struct Curve {
   std::vector<double> time_s;
 };
 
-double cell_number(const std::string& text) {
-  if (text.empty()) {
-    return kUndefined;
-  }
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  return end == text.c_str() ? kUndefined : v;
-}
+// A CSV file of a run, read through the results tree: columns by name and number cells, with errors that
+// name the file, the line and the column.
+class RunTable {
+ public:
+  RunTable(const ResultsTree& tree, const fs::path& relative)
+      : file_(tree.shown(relative)), table_(parse_csv(tree.read(relative), file_.string())) {}
 
-int require_column(const CsvTable& table, std::string_view name, const fs::path& file) {
-  const int c = table.column(name);
-  if (c < 0) {
-    throw ReportError(fmt::format("{} lacks the column '{}'", file.string(), name));
+  std::size_t rows() const { return table_.rows.size(); }
+
+  /// The column `name`; throws ReportError naming the file and the column when it is missing.
+  std::size_t column(std::string_view name) const {
+    const int c = table_.column(name);
+    if (c < 0) {
+      throw ReportError(fmt::format("{} lacks the column '{}'", file_.string(), name));
+    }
+    return static_cast<std::size_t>(c);
   }
-  return c;
-}
+
+  /// The column `name`, or nullopt when the file has none.
+  std::optional<std::size_t> optional_column(std::string_view name) const {
+    const int c = table_.column(name);
+    return c < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(c));
+  }
+
+  /// The number in a cell (NaN when empty); throws ReportError naming the cell when it is not a number.
+  double number(std::size_t row, std::size_t column) const {
+    const std::string& text = table_.rows[row][column];
+    if (text.empty()) {
+      return kUndefined;
+    }
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (end != text.c_str() + text.size()) {
+      throw ReportError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number",
+                                    file_.string(), row + 2, table_.header[column], text));
+    }
+    return value;
+  }
+
+ private:
+  fs::path file_;
+  CsvTable table_;
+};
 
 // Clock at each evaluation: accuracy_time.csv where the simulator wrote it, otherwise trace.csv, whose row i
 // ends iteration i (so an evaluation after k iterations reads row k - 1).
-std::map<double, double> evaluation_times(const fs::path& run_dir) {
+std::map<double, double> evaluation_times(const ResultsTree& tree, const fs::path& run_dir) {
   std::map<double, double> times;
-  if (const fs::path file = run_dir / "accuracy_time.csv"; fs::exists(file)) {
-    const CsvTable t = parse_csv(read_text(file), file.string());
-    const int it = require_column(t, "iteration", file);
-    const int time = require_column(t, "simulated_time_s", file);
-    for (const auto& row : t.rows) {
-      times[cell_number(row[it])] = cell_number(row[time]);
+  if (const fs::path file = run_dir / "accuracy_time.csv"; tree.exists(file)) {
+    const RunTable t(tree, file);
+    const std::size_t it = t.column("iteration");
+    const std::size_t time = t.column("simulated_time_s");
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      times[t.number(r, it)] = t.number(r, time);
     }
-  } else if (const fs::path trace = run_dir / "trace.csv"; fs::exists(trace)) {
-    const CsvTable t = parse_csv(read_text(trace), trace.string());
-    const int it = require_column(t, "iteration", trace);
-    const int elapsed = require_column(t, "elapsed_s", trace);
+  } else if (const fs::path trace = run_dir / "trace.csv"; tree.exists(trace)) {
+    const RunTable t(tree, trace);
+    const std::size_t it = t.column("iteration");
+    const std::size_t elapsed = t.column("elapsed_s");
     times[0.0] = 0.0;
-    for (const auto& row : t.rows) {
-      times[cell_number(row[it]) + 1.0] = cell_number(row[elapsed]);
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      times[t.number(r, it) + 1.0] = t.number(r, elapsed);
     }
   }
   return times;
 }
 
-Curve read_curve(const fs::path& run_dir) {
-  const fs::path file = run_dir / "metrics.csv";
-  const CsvTable t = parse_csv(read_text(file), file.string());
-  const int it = require_column(t, "iteration", file);
-  const int accuracy = require_column(t, "test_accuracy", file);
-  const int variance = require_column(t, "norm_variance", file);
-  const int consensus = require_column(t, "consensus_distance", file);
-  const auto times = evaluation_times(run_dir);
+// The curve of the run whose files are under `run_dir` (relative to the tree's root; empty for the root).
+Curve read_curve(const ResultsTree& tree, const fs::path& run_dir) {
+  const RunTable t(tree, run_dir / "metrics.csv");
+  const std::size_t it = t.column("iteration");
+  const std::size_t accuracy = t.column("test_accuracy");
+  const std::size_t variance = t.column("norm_variance");
+  const std::size_t consensus = t.column("consensus_distance");
+  const auto times = evaluation_times(tree, run_dir);
   Curve c;
-  for (const auto& row : t.rows) {
-    const double iteration = cell_number(row[it]);
+  for (std::size_t r = 0; r < t.rows(); ++r) {
+    const double iteration = t.number(r, it);
     c.iteration.push_back(iteration);
-    c.accuracy.push_back(cell_number(row[accuracy]));
-    c.norm_variance.push_back(cell_number(row[variance]));
-    c.consensus_distance.push_back(cell_number(row[consensus]));
+    c.accuracy.push_back(t.number(r, accuracy));
+    c.norm_variance.push_back(t.number(r, variance));
+    c.consensus_distance.push_back(t.number(r, consensus));
     const auto time = times.find(iteration);
     c.time_s.push_back(time == times.end() ? kUndefined : time->second);
   }
@@ -613,15 +642,26 @@ struct SweepPlotNames {
 
 class SweepReport {
  public:
-  SweepReport(const fs::path& dir, SweepAnalysis analysis)
-      : dir_(dir),
+  SweepReport(const ResultsTree& tree, SweepAnalysis analysis)
+      : tree_(tree),
+        dir_(tree.root()),
         a_(std::move(analysis)),
-        doc_(fmt::format("DBench sweep report: {}", dir.filename().string())) {
+        doc_(fmt::format("DBench sweep report: {}", dir_.filename().string())) {
     for (std::size_t i = 0; i < a_.labels.size(); ++i) {
       colors_[a_.labels[i]] = std::string(kPalette[i % kPalette.size()]);
     }
     read_curves();
+    try {
+      if (tree_.exists("sweep.toml")) {
+        sweep_toml_ = tree_.read("sweep.toml");
+      }
+    } catch (const ResultsTreeError& e) {
+      left_out_.push_back({"sweep.toml", e.what()});
+    }
   }
+
+  /// The done runs whose files were not read and the files left out, with the reasons.
+  const std::vector<LeftOut>& left_out() const { return left_out_; }
 
   Document build(Plots& plots) {
     add_plots(plots);
@@ -637,6 +677,8 @@ class SweepReport {
   }
 
  private:
+  // A run whose files cannot be read, or must not be (its run cell or a symlink leads out of DIR), is left
+  // out of the curves and named with the reason; its summary.csv numbers still count.
   void read_curves() {
     for (const auto& g : a_.groups) {
       std::vector<Curve> runs;
@@ -644,17 +686,32 @@ class SweepReport {
         if (run.label != g.label || run.workers != g.workers) {
           continue;
         }
-        const fs::path run_dir = dir_ / "runs" / run.run;
-        if (!fs::exists(run_dir / "metrics.csv")) {
-          missing_curves_.push_back(run.run);
-          continue;
+        try {
+          runs.push_back(run_curve(run.run));
+        } catch (const std::runtime_error& e) {
+          left_out_.push_back({run.run, e.what()});
         }
-        runs.push_back(read_curve(run_dir));
       }
       if (!runs.empty()) {
         curves_[{g.label, g.workers}] = mean_curve(runs);
       }
     }
+  }
+
+  // The curve from runs/<id>/; throws ReportError, ResultsTreeError or AnalysisError saying why there is
+  // none.
+  Curve run_curve(const std::string& id) const {
+    if (id.empty()) {
+      throw ReportError("its run cell in summary.csv is empty");
+    }
+    const fs::path run_dir = fs::path("runs") / id;  // an absolute id replaces runs/, and resolve refuses it
+    if (!tree_.is_directory(run_dir)) {
+      throw ReportError(fmt::format("no directory {}", tree_.shown(run_dir).string()));
+    }
+    if (!tree_.exists(run_dir / "metrics.csv")) {
+      throw ReportError(fmt::format("no metrics.csv in {}", tree_.shown(run_dir).string()));
+    }
+    return read_curve(tree_, run_dir);
   }
 
   std::vector<const GroupStats*> groups_at(int workers) const {
@@ -827,9 +884,16 @@ class SweepReport {
         "as one point.",
         a_.done + a_.failed + a_.pending, dir_.string(), a_.done, a_.failed, a_.pending,
         fmt::join(a_.scales, ", "), fmt::join(a_.labels, ", "), percent(target)));
-    if (!missing_curves_.empty()) {
-      doc_.paragraph(fmt::format("No metrics.csv for {} done runs (their curves are left out): {}.",
-                                 missing_curves_.size(), fmt::join(missing_curves_, ", ")));
+    if (!left_out_.empty()) {
+      doc_.heading("Left out");
+      doc_.paragraph(
+          "These done runs (by their run cell in summary.csv) and files were not read: their curves are "
+          "missing from the plots below, while a run's summary.csv numbers still count in the tables.");
+      Table t{{"run or file", "why it was not read"}, {}};
+      for (const auto& [what, reason] : left_out_) {
+        t.rows.push_back({what, reason});
+      }
+      doc_.table(std::move(t));
     }
   }
 
@@ -992,67 +1056,59 @@ class SweepReport {
       doc_.paragraph(
           fmt::format("{} runs failed; their logs are under {}.", a_.failed, (dir_ / "logs").string()));
     }
-    if (const fs::path sweep = dir_ / "sweep.toml"; fs::exists(sweep)) {
+    if (sweep_toml_) {
       doc_.heading("Sweep config");
-      doc_.preformatted(read_text(sweep));
+      doc_.preformatted(*sweep_toml_);
     }
   }
 
+  ResultsTree tree_;
   fs::path dir_;
   SweepAnalysis a_;
   Document doc_;
   std::map<std::string, std::string> colors_;
   std::map<std::pair<std::string, int>, Curve> curves_;
-  std::vector<std::string> missing_curves_;
+  std::vector<LeftOut> left_out_;
+  std::optional<std::string> sweep_toml_;
 };
 
 // The report of one run.
 
-Document run_report(const fs::path& dir, Plots& plots) {
-  const fs::path summary_file = dir / "summary.json";
-  nlohmann::json summary;
-  try {
-    summary = nlohmann::json::parse(read_text(summary_file));
-  } catch (const nlohmann::json::exception& e) {
-    throw ReportError(fmt::format("{} is not valid JSON: {}", summary_file.string(), e.what()));
-  }
-  if (!summary.is_object()) {
-    throw ReportError(fmt::format("{} is not a JSON object", summary_file.string()));
-  }
+Document run_report(const ResultsTree& tree, Plots& plots) {
+  const fs::path& dir = tree.root();
+  const SummaryJson summary =
+      parse_summary_json(tree.read("summary.json"), tree.shown("summary.json").string());
+  // Keys that only some runs carry (the model, the simulated platform).
   const auto text = [&](const char* key) {
-    return summary.contains(key) && summary[key].is_string() ? summary[key].get<std::string>()
-                                                             : std::string(kNone);
+    const auto it = summary.fields.find(key);
+    return it != summary.fields.end() && it->is_string() ? it->get<std::string>() : std::string(kNone);
   };
-  const auto value = [&](const char* key) {
-    return summary.contains(key) && summary[key].is_number() ? summary[key].get<double>() : kUndefined;
-  };
-  const bool simulated = text("engine") == "sim";
+  const bool simulated = summary.engine == "sim";
   Document doc(
-      fmt::format("DBench run report: {}", text("name") == kNone ? dir.filename().string() : text("name")));
+      fmt::format("DBench run report: {}", summary.name.empty() ? dir.filename().string() : summary.name));
   doc.paragraph(fmt::format(
       "{} in {}: {} ({}, {}) on {} workers, {} iterations; final test accuracy {} (best {}), {} s per "
       "iteration "
       "({}), {} samples/s.",
-      simulated ? "Simulated run" : "Run", dir.string(), text("model"), text("algorithm"), text("graph"),
-      number(value("workers")), number(value("iterations")), percent(value("final_test_accuracy")),
-      percent(value("best_test_accuracy")), number(value("seconds_per_iteration")),
+      simulated ? "Simulated run" : "Run", dir.string(), text("model"), summary.algorithm, summary.graph,
+      summary.workers, summary.iterations, percent(summary.final_test_accuracy),
+      percent(summary.best_test_accuracy), number(summary.seconds_per_iteration),
       simulated ? fmt::format("simulated on {}", text("platform")) : std::string("measured"),
-      number(value("samples_per_second"))));
+      number(summary.samples_per_second)));
 
-  const Curve c = read_curve(dir);
+  const Curve c = read_curve(tree, "");
   const std::string clock = simulated ? "simulated time (s)" : "time (s)";
   PlotSpec accuracy{"accuracy-iteration", "Test accuracy of the averaged model", "iteration",
                     "test accuracy (%)"};
   Series a{"averaged model", zip(c.iteration, c.accuracy, 100.0), "linespoints", std::string(kPalette[5])};
   accuracy.series.push_back(a);
   {
-    const fs::path file = dir / "metrics.csv";
-    const CsvTable t = parse_csv(read_text(file), file.string());
-    if (const int replica = t.column("replica_accuracy_mean"); replica >= 0) {
+    const RunTable t(tree, "metrics.csv");
+    if (const auto replica = t.optional_column("replica_accuracy_mean")) {
       Series r{"replicas (mean)", {}, "linespoints", std::string(kPalette[1]), true};
-      for (const auto& row : t.rows) {
-        r.points.emplace_back(cell_number(row[static_cast<std::size_t>(t.column("iteration"))]),
-                              100.0 * cell_number(row[static_cast<std::size_t>(replica)]));
+      const std::size_t iteration = t.column("iteration");
+      for (std::size_t row = 0; row < t.rows(); ++row) {
+        r.points.emplace_back(t.number(row, iteration), 100.0 * t.number(row, *replica));
       }
       accuracy.series.push_back(std::move(r));
     }
@@ -1096,7 +1152,7 @@ Document run_report(const fs::path& dir, Plots& plots) {
   }
   doc.heading("Summary");
   Table t{{"key", "value"}, {}};
-  for (const auto& [key, v] : summary.items()) {
+  for (const auto& [key, v] : summary.fields.items()) {
     if (v.is_number_float()) {
       t.rows.push_back({key, number(v.get<double>(), 6)});
     } else if (v.is_primitive()) {
@@ -1176,8 +1232,10 @@ ReportResult write_report(const fs::path& given) {
   if (!dir.has_filename()) {
     dir = dir.parent_path();  // "." and "results/sweep/" name folders whose names title the report
   }
-  const bool sweep = fs::exists(dir / "summary.csv");
-  const bool run = fs::exists(dir / "summary.json") && fs::exists(dir / "metrics.csv");
+  // DIR is untrusted input: every file below is opened through the tree, which refuses paths out of DIR.
+  const ResultsTree tree(dir);
+  const bool sweep = tree.exists("summary.csv");
+  const bool run = tree.exists("summary.json") && tree.exists("metrics.csv");
   if (!sweep && !run) {
     throw ReportError(fmt::format(
         "{} is neither a sweep directory (no summary.csv) nor a run's results directory (no summary.json and "
@@ -1188,18 +1246,21 @@ ReportResult write_report(const fs::path& given) {
   // Read and analyze everything before the first file is written, so that bad input changes nothing.
   Plots plots;
   Document doc("");
+  std::vector<LeftOut> left_out;
   if (sweep) {
-    const fs::path summary = dir / "summary.csv";
-    const auto rows = parse_summary_csv(read_text(summary), summary.string());
+    const fs::path summary = tree.shown("summary.csv");
+    const auto rows = parse_summary_csv(tree.read("summary.csv"), summary.string());
     SweepAnalysis analysis;
     try {
       analysis = analyze_sweep(rows);
     } catch (const AnalysisError& e) {
       throw ReportError(fmt::format("{}: {}", summary.string(), e.what()));
     }
-    doc = SweepReport(dir, std::move(analysis)).build(plots);
+    SweepReport report(tree, std::move(analysis));
+    left_out = report.left_out();
+    doc = report.build(plots);
   } else {
-    doc = run_report(dir, plots);
+    doc = run_report(tree, plots);
   }
 
   const Staging staging(dir);
@@ -1213,6 +1274,7 @@ ReportResult write_report(const fs::path& given) {
   result.markdown = dir / "report.md";
   result.plots = static_cast<int>(svgs.size());
   result.sweep = sweep;
+  result.left_out = std::move(left_out);
   for (const auto& spec : plots.specs()) {
     result.plot_names.push_back(spec.name);
   }

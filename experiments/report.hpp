@@ -15,6 +15,12 @@ class ReportError : public std::runtime_error {
   explicit ReportError(const std::string& message) : std::runtime_error(message) {}
 };
 
+/// A done run (named by its run cell in summary.csv) or a file that a report did not read, and why.
+struct LeftOut {
+  std::string what;    ///< e.g. "ring_w8_s1" or "sweep.toml"
+  std::string reason;  ///< e.g. "no directory /data/sweep/runs/ring_w8_s1", or that its path leads out of DIR
+};
+
 /// What `write_report` produced.
 struct ReportResult {
   std::filesystem::path html;           ///< report.html, self-contained (plots inline as SVG)
@@ -22,12 +28,16 @@ struct ReportResult {
   int plots = 0;                        ///< number of plots written
   bool sweep = false;                   ///< a sweep's report (false: a single run's)
   std::vector<std::string> plot_names;  ///< each plot is plots/<name>.svg
+  std::vector<LeftOut> left_out;        ///< done runs whose curves are missing and files not read, with why
 };
 
 /// Writes report.html, report.md and plots/ into `dir`: a sweep's directory (summary.csv and runs/) or a
 /// single run's results directory (summary.json and metrics.csv). Plots are drawn by gnuplot. Everything is
 /// staged first and moved into place at the end, so a failed report leaves existing report files as they
-/// were. Throws ReportError or AnalysisError naming what is missing or malformed.
+/// were. DIR is untrusted input: no file is opened through a path (a run cell, a symlink) that leads out of
+/// it; a sweep's done run whose files cannot be read is left out of the curves and listed in `left_out`.
+/// Throws ReportError, AnalysisError, ResultsTreeError or SummaryJsonError naming what is missing, malformed
+/// or outside DIR.
 ReportResult write_report(const std::filesystem::path& dir);
 
 }  // namespace dbench::experiments

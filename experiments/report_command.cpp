@@ -20,6 +20,9 @@ void add_report_command(CLI::App& app) {
   command->add_option("DIR", *dir, "sweep or results directory")->required();
   command->callback([dir] {
     const ReportResult result = write_report(*dir);
+    for (const auto& left_out : result.left_out) {
+      fmt::print(stderr, "dbench report: left out {}: {}\n", left_out.what, left_out.reason);
+    }
     fmt::print("report: {} ({} plots), {}\n", result.html.string(), result.plots, result.markdown.string());
   });
 }

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -21,6 +20,7 @@
 #include "experiments/analysis.hpp"
 #include "experiments/config_text.hpp"
 #include "experiments/sim_setup.hpp"
+#include "experiments/summary_json.hpp"
 #include "experiments/timing_setup.hpp"
 #include "topology/analysis.hpp"
 #include "topology/generators.hpp"
@@ -344,14 +344,6 @@ class RunCsv {
   fs::path path_;
   CsvTable table_;
 };
-
-std::optional<double> json_number(const nlohmann::json& json, const char* key) {
-  const auto it = json.find(key);
-  if (it == json.end() || !it->is_number()) {
-    return std::nullopt;
-  }
-  return it->get<double>();
-}
 
 std::string csv_cell(std::string_view text) {
   if (text.find_first_of(",\"\n\r") == std::string_view::npos) {
@@ -723,17 +715,36 @@ Shard parse_shard(std::string_view text) {
   return Shard{*i, *n};
 }
 
-bool run_finished(const fs::path& run_dir, const ExperimentConfig& config) {
+RunCheck check_run(const fs::path& run_dir, const ExperimentConfig& config) {
   std::error_code ec;
-  if (!fs::is_regular_file(run_dir / "summary.json", ec) ||
-      !fs::is_regular_file(run_dir / "config.toml", ec)) {
-    return false;
+  if (!fs::exists(run_dir, ec)) {
+    return {};
+  }
+  const fs::path config_file = run_dir / "config.toml";
+  if (!fs::is_regular_file(config_file, ec)) {
+    return {false, fmt::format("no config.toml in {}", run_dir.string())};
   }
   try {
-    return load_config_file(run_dir / "config.toml") == config;
-  } catch (const std::exception&) {
-    return false;  // a config this version cannot read is not the run it would now get
+    if (load_config_file(config_file) != config) {
+      return {false, fmt::format("{} differs from the sweep's config for this run", config_file.string())};
+    }
+  } catch (const std::exception& e) {
+    return {false, e.what()};  // a config this version cannot read is not the run it would now get
   }
+  const fs::path summary = run_dir / "summary.json";
+  if (!fs::exists(summary, ec)) {
+    return {false, fmt::format("no summary.json in {}", run_dir.string())};
+  }
+  try {
+    read_summary_json(summary);
+  } catch (const SummaryJsonError& e) {
+    return {false, e.what()};
+  }
+  return {true, {}};
+}
+
+bool run_finished(const fs::path& run_dir, const ExperimentConfig& config) {
+  return check_run(run_dir, config).finished;
 }
 
 std::span<const std::string_view> summary_columns() {
@@ -796,26 +807,18 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   s.seed = config.seed;
   s.target_accuracy = target_accuracy;
 
-  const fs::path summary_path = run_dir / "summary.json";
-  nlohmann::json summary;
-  try {
-    summary = nlohmann::json::parse(read_text(summary_path, "run summary"));
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("{}: not valid JSON: {}", summary_path.string(), e.what()));
-  }
-  s.graph = summary.value("graph", std::string());
-  s.final_test_accuracy = json_number(summary, "final_test_accuracy");
-  s.best_test_accuracy = json_number(summary, "best_test_accuracy");
-  s.final_test_loss = json_number(summary, "final_test_loss");
-  if (const auto iterations = json_number(summary, "iterations")) {
-    s.iterations = static_cast<std::int64_t>(*iterations);
-  }
-  s.seconds_per_iteration = json_number(summary, "seconds_per_iteration");
-  s.samples_per_second = json_number(summary, "samples_per_second");
-  s.scaling_efficiency = json_number(summary, "scaling_efficiency");
-  s.bytes_per_gpu_per_iteration = json_number(summary, "bytes_per_gpu_per_iteration");
-  s.simulated_seconds = json_number(summary, "simulated_seconds");
-  s.wall_seconds = json_number(summary, "wall_seconds");
+  const SummaryJson summary = read_summary_json(run_dir / "summary.json");
+  s.graph = summary.graph;
+  s.final_test_accuracy = summary.final_test_accuracy;
+  s.best_test_accuracy = summary.best_test_accuracy;
+  s.final_test_loss = summary.final_test_loss;
+  s.iterations = summary.iterations;
+  s.seconds_per_iteration = summary.seconds_per_iteration;
+  s.samples_per_second = summary.samples_per_second;
+  s.scaling_efficiency = summary.scaling_efficiency;
+  s.bytes_per_gpu_per_iteration = summary.bytes_per_gpu_per_iteration;
+  s.simulated_seconds = summary.simulated_seconds;
+  s.wall_seconds = summary.wall_seconds;
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
   const RunCsv metrics(run_dir / "metrics.csv");

@@ -80,7 +80,18 @@ struct Shard {
 /// Parses "i/N" with 1 <= i <= N; throws ConfigError saying what is expected.
 Shard parse_shard(std::string_view text);
 
-/// Whether `run_dir` holds a finished run of `config`: summary.json, and a config.toml equal to it.
+/// Whether a grid run's directory holds its finished run and, when it does not, why.
+struct RunCheck {
+  bool finished = false;
+  std::string
+      reason;  ///< why the run must be (re)computed; empty when finished or never started (no directory)
+};
+
+/// Checks `run_dir` against `config`: a config.toml equal to it and a complete summary.json (see
+/// read_summary_json); a missing, unreadable, malformed or incomplete file is a reason to recompute.
+RunCheck check_run(const std::filesystem::path& run_dir, const ExperimentConfig& config);
+
+/// Whether `run_dir` holds a finished run of `config` (check_run's verdict).
 bool run_finished(const std::filesystem::path& run_dir, const ExperimentConfig& config);
 
 /// The summary.csv columns every sweep writes first, in order; one column per grid axis follows them.
@@ -138,7 +149,8 @@ struct RunSummary {
 RunSummary pending_summary(const ExperimentConfig& config);
 
 /// Reads a finished run's directory (config.toml, summary.json, metrics.csv, schedule.csv, trace.csv,
-/// accuracy_time.csv) into its summary row; throws std::runtime_error naming the file at fault.
+/// accuracy_time.csv) into its summary row; throws std::runtime_error (SummaryJsonError for summary.json)
+/// naming the file at fault.
 RunSummary summarize_run(const std::filesystem::path& run_dir, double target_accuracy,
                          GraphStatsCache& cache);
 

@@ -140,7 +140,8 @@ class Children {
   Children(const Children&) = delete;
   Children& operator=(const Children&) = delete;
 
-  void spawn(const SweepRun& run) {
+  /// Starts `run`; `recompute_reason`, when not empty, says in its log why an earlier result is replaced.
+  void spawn(const SweepRun& run, std::string_view recompute_reason) {
     const fs::path config = out_ / "configs" / (run.id + ".toml");
     write_atomically(config, to_toml(run.config));
     const fs::path run_dir = out_ / "runs" / run.id;
@@ -157,7 +158,10 @@ class Children {
     if (fd < 0) {
       throw std::runtime_error(fmt::format("cannot write '{}': {}", log.string(), std::strerror(errno)));
     }
-    const std::string header = fmt::format("dbench sweep: {}\n", command);
+    std::string header = fmt::format("dbench sweep: {}\n", command);
+    if (!recompute_reason.empty()) {
+      header += fmt::format("dbench sweep: recomputing: {}\n", recompute_reason);
+    }
     [[maybe_unused]] const auto written = ::write(fd, header.data(), header.size());
 
     posix_spawn_file_actions_t actions;
@@ -405,10 +409,12 @@ void run_sweep(const SweepOptions& options) {
       width = std::max(width, runs[r].id.size());
     }
     for (const std::size_t r : selected) {
-      const bool finished = run_finished(out / "runs" / runs[r].id, runs[r].config);
+      const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config);
       fmt::print("{:<{}}  {}{}\n", runs[r].id, width,
                  overrides_text(runs[r], axes_from, runs[r].overrides.size()),
-                 finished ? "  (finished)" : "");
+                 check.finished         ? "  (finished)"
+                 : check.reason.empty() ? ""
+                                        : fmt::format("  (to recompute: {})", check.reason));
     }
     return;
   }
@@ -427,10 +433,11 @@ void run_sweep(const SweepOptions& options) {
   const bool terminal = ::isatty(STDERR_FILENO) != 0;
 
   std::vector<std::size_t> queue;
+  std::vector<std::string> recompute_reasons(runs.size());
   std::size_t finished_before = 0;
   for (const std::size_t r : selected) {
-    const fs::path run_dir = out / "runs" / runs[r].id;
-    if (run_finished(run_dir, runs[r].config)) {
+    const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config);
+    if (check.finished) {
       ++finished_before;
       append_to_log(out / "logs" / (runs[r].id + ".log"),
                     "dbench sweep: skipped, finished earlier (summary.json and the same config.toml)");
@@ -438,6 +445,12 @@ void run_sweep(const SweepOptions& options) {
         fmt::print(stderr, "skipped {} (finished earlier)\n", runs[r].id);
       }
     } else {
+      // A directory that is there but not a finished run of this config (damaged, incomplete or from another
+      // config) is run again, and the user is told which and why.
+      if (!check.reason.empty() && !options.quiet) {
+        fmt::print(stderr, "recomputing {}: {}\n", runs[r].id, check.reason);
+      }
+      recompute_reasons[r] = check.reason;
       queue.push_back(r);
     }
   }
@@ -463,7 +476,7 @@ void run_sweep(const SweepOptions& options) {
     }
     while (next < queue.size() || !children.running().empty()) {
       while (next < queue.size() && children.running().size() < static_cast<std::size_t>(jobs)) {
-        children.spawn(runs[queue[next]]);
+        children.spawn(runs[queue[next]], recompute_reasons[queue[next]]);
         queued_cost -= runs[queue[next]].cost();
         ++next;
       }
@@ -484,8 +497,11 @@ void run_sweep(const SweepOptions& options) {
         const SweepRun& run = runs[child.run];
         const double seconds = std::chrono::duration<double>(Clock::now() - child.started).count();
         std::string failure = exit_reason(status);
-        if (failure.empty() && !run_finished(out / "runs" / run.id, run.config)) {
-          failure = "exited without a finished results directory";
+        if (failure.empty()) {
+          if (const RunCheck check = check_run(out / "runs" / run.id, run.config); !check.finished) {
+            failure = fmt::format("exited without a finished results directory: {}",
+                                  check.reason.empty() ? "none was written" : check.reason);
+          }
         }
         const fs::path log = out / "logs" / (run.id + ".log");
         if (!failure.empty()) {
@@ -534,6 +550,9 @@ void run_sweep(const SweepOptions& options) {
   if (!options.no_report) {
     try {
       const ReportResult report = write_report(out);
+      for (const auto& left_out : report.left_out) {
+        fmt::print(stderr, "report: left out {}: {}\n", left_out.what, left_out.reason);
+      }
       fmt::print("report: {}\n", report.html.string());
     } catch (const std::exception& e) {
       std::fflush(stdout);

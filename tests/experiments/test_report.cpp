@@ -237,11 +237,12 @@ TEST_CASE(
   write_file(dir / "summary.csv", done);
   fails_with("PATH=/nonexistent " + report, "gnuplot is not installed");
 
-  // The same directory with gnuplot on PATH reports fine (the runs' curves are simply absent).
+  // The same directory with gnuplot on PATH reports fine; the runs' curves are absent, and the report says
+  // why.
   const auto ok = run_command(report);
   CAPTURE(ok.output);
   CHECK(ok.status == 0);
-  CHECK(read_file(dir / "report.md").find("No metrics.csv for 4 done runs") != std::string::npos);
+  CHECK(read_file(dir / "report.md").find("| r3 | no directory ") != std::string::npos);
 }
 
 namespace {
@@ -356,4 +357,130 @@ description = [{}, {}]
   CAPTURE(reported.output);
   CHECK(reported.status == 0);
   CHECK(canaries_made(canary).empty());
+}
+
+namespace {
+
+/// A done row of summary.csv for run cell `run` with `label`, at 8 workers; `k` varies the numbers.
+std::string done_row(const std::string& run, const std::string& label, int k) {
+  return fmt::format(
+      "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
+      "100,0.9,1000,20000,0.2,1,8\n",
+      run, label, 50 + k, 8 * (k + 1));
+}
+
+/// A well-formed metrics.csv with three evaluations.
+constexpr const char* kMetrics =
+    "iteration,test_accuracy,norm_variance,consensus_distance\n0,0.1,0,0\n10,0.5,0.01,0.1\n20,0.6,0.02,0.1\n";
+
+}  // namespace
+
+TEST_CASE("experiments::report: run cells and symlinks that lead out of DIR are not opened, and are named") {
+  const TempDir temp;
+  const fs::path dir = temp.path() / "sweep";
+  // Each of these would give its label a curve if the report opened it.
+  write_file(temp.path() / "elsewhere" / "metrics.csv", kMetrics);
+  write_file(temp.path() / "absolute" / "metrics.csv", kMetrics);
+  write_file(temp.path() / "linked-target" / "metrics.csv", kMetrics);
+  write_file(temp.path() / "secret.toml", "name = \"SECRET-SWEEP-TEXT\"\n");
+  fs::create_directories(dir / "runs");
+  fs::create_directory_symlink(temp.path() / "linked-target", dir / "runs" / "linked");
+  fs::create_directories(dir / "runs" / "filelink");
+  fs::create_symlink(temp.path() / "elsewhere" / "metrics.csv", dir / "runs" / "filelink" / "metrics.csv");
+  fs::create_symlink(temp.path() / "secret.toml", dir / "sweep.toml");
+  // A run of its own, and a symlink inside DIR to a folder inside DIR, which may be followed.
+  write_file(dir / "runs" / "plain" / "metrics.csv", kMetrics);
+  write_file(dir / "store" / "kept" / "metrics.csv", kMetrics);
+  fs::create_directory_symlink(dir / "store" / "kept", dir / "runs" / "insidelink");
+
+  const std::string absolute = (temp.path() / "absolute").string();
+  write_file(dir / "summary.csv",
+             summary_header() + done_row("plain", "plainlabel", 0) +
+                 done_row("insidelink", "insidelabel", 1) + done_row("../../elsewhere", "dotdotlabel", 2) +
+                 done_row(absolute, "absolutelabel", 3) + done_row("linked", "symlinklabel", 4) +
+                 done_row("filelink", "filelinklabel", 5) + done_row("gone", "gonelabel", 6));
+
+  const auto command = run_dbench(fmt::format("report {}", quoted(dir)));
+  CAPTURE(command.output);
+  REQUIRE(command.status == 0);
+  const std::string curves = read_file(dir / "plots" / "accuracy-iteration-w8.svg");
+  CHECK(curves.find("plainlabel") != std::string::npos);
+  CHECK(curves.find("insidelabel") != std::string::npos);
+  for (const char* label : {"dotdotlabel", "absolutelabel", "symlinklabel", "filelinklabel", "gonelabel"}) {
+    CAPTURE(label);
+    CHECK(curves.find(label) == std::string::npos);
+  }
+  const std::string html = read_file(dir / "report.html");
+  CHECK(html.find("SECRET-SWEEP-TEXT") == std::string::npos);
+  // The report and stderr name every run (and file) left out, with the reason.
+  const std::vector<std::pair<std::string, std::string>> left_out = {
+      {"../../elsewhere", "climbs out"}, {absolute, "absolute path"}, {"linked", "leads out of"},
+      {"filelink", "leads out of"},      {"gone", "no directory"},    {"sweep.toml", "leads out of"},
+  };
+  for (const auto& [name, reason] : left_out) {
+    CAPTURE(name);
+    const auto in_html = html.find(fmt::format("<td>{}</td><td>", name));
+    REQUIRE(in_html != std::string::npos);
+    CHECK(html.substr(in_html, html.find("</tr>", in_html) - in_html).find(reason) != std::string::npos);
+    const auto in_output = command.output.find(fmt::format("left out {}: ", name));
+    REQUIRE(in_output != std::string::npos);
+    CHECK(command.output.substr(in_output, command.output.find('\n', in_output) - in_output).find(reason) !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("experiments::report: a run directory's files are checked: symlinks out, summary.json, columns") {
+  const TempDir temp;
+  const fs::path dir = temp.path() / "run";
+  const auto simulated = run_command(simulate_command(dir));
+  REQUIRE(simulated.status == 0);
+  write_file(dir / "report.html", "<p>the previous report</p>");
+  const std::string metrics = read_file(dir / "metrics.csv");
+  const std::string summary = read_file(dir / "summary.json");
+
+  const auto fails_with = [&](const std::string& expected) {
+    const auto result = run_dbench(fmt::format("report {}", quoted(dir)));
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(std::count(result.output.begin(), result.output.end(), '\n') == 1);
+    CHECK(result.output.find(expected) != std::string::npos);
+    CHECK(read_file(dir / "report.html") == "<p>the previous report</p>");
+  };
+
+  // metrics.csv, accuracy_time.csv and summary.json as symlinks out of the directory.
+  for (const char* name : {"metrics.csv", "accuracy_time.csv", "summary.json"}) {
+    CAPTURE(name);
+    const std::string original = read_file(dir / name);
+    write_file(temp.path() / "outside" / name, original);
+    fs::remove(dir / name);
+    fs::create_symlink(temp.path() / "outside" / name, dir / name);
+    fails_with(fmt::format("{}", (dir / name).string()));
+    fails_with("leads out of");
+    fs::remove(dir / name);
+    write_file(dir / name, original);
+  }
+
+  // summary.json: not JSON, a required key missing, a key of the wrong type.
+  write_file(dir / "summary.json", "{ not json");
+  fails_with("summary.json: not valid JSON");
+  const auto erase_key = [](std::string text, const std::string& key) {
+    const auto at = text.find(fmt::format("\"{}\"", key));
+    REQUIRE(at != std::string::npos);
+    const auto line_start = text.rfind('\n', at);
+    const auto line_end = text.find('\n', at);
+    return text.erase(line_start, line_end - line_start);
+  };
+  write_file(dir / "summary.json", erase_key(summary, "final_test_accuracy"));
+  fails_with("summary.json: no key 'final_test_accuracy'");
+  write_file(dir / "summary.json",
+             std::regex_replace(summary, std::regex("\"workers\": [0-9]+"), "\"workers\": \"eight\""));
+  fails_with("summary.json: key 'workers'");
+  write_file(dir / "summary.json", summary);
+
+  // metrics.csv: a column missing, a cell that is not a number.
+  write_file(dir / "metrics.csv", std::regex_replace(metrics, std::regex("norm_variance,"), "nv,"));
+  fails_with("metrics.csv lacks the column 'norm_variance'");
+  const auto second_line = metrics.find('\n') + 1;
+  write_file(dir / "metrics.csv", metrics.substr(0, second_line) + "x" + metrics.substr(second_line));
+  fails_with("metrics.csv: line 2: column 'iteration'");
 }

@@ -423,3 +423,58 @@ TEST_CASE("experiments::sweep: --dry-run lists the runs and writes nothing") {
   CHECK(result.output.find("algorithm.graph=\"exponential\" train.workers=1008") != std::string::npos);
   CHECK_FALSE(fs::exists(out));
 }
+
+TEST_CASE(
+    "experiments::sweep: a rerun recomputes exactly the runs whose summary.json is damaged, saying why") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "damaged.toml";
+  write_file(sweep, sweep_text("damaged",
+                               "algorithm = [\"ring\"]\n\"train.workers\" = [8]\nseed = [1, 2, 3, 4, 5]\n"));
+  const fs::path out = temp.path() / "out";
+  const std::string command = sweep_command(sweep, out, "-j 2 --no-report");
+  REQUIRE(run_dbench(command).status == 0);
+  const auto summary_of = [&](int seed) {
+    return out / "runs" / fmt::format("ring_w8_s{}", seed) / "summary.json";
+  };
+  const fs::path kept = summary_of(1);
+  const auto kept_time = fs::last_write_time(kept);
+  // Garbage, a required key deleted, a key of the wrong type, the file deleted.
+  write_file(summary_of(2), "{\"final_test_accuracy\": 0.5, garbage");
+  auto json = nlohmann::json::parse(read_file(summary_of(3)));
+  json.erase("final_test_accuracy");
+  write_file(summary_of(3), json.dump(2));
+  json = nlohmann::json::parse(read_file(summary_of(4)));
+  json["best_test_accuracy"] = "high";
+  write_file(summary_of(4), json.dump(2));
+  fs::remove(summary_of(5));
+
+  const auto rerun = run_dbench(command);
+  CAPTURE(rerun.output);
+  REQUIRE(rerun.status == 0);
+  CHECK(rerun.output.find("1 finished earlier, 4 to run") != std::string::npos);
+  CHECK(fs::last_write_time(kept) == kept_time);
+  const std::pair<std::string, std::string> recomputed[] = {
+      {"ring_w8_s2", "not valid JSON"},
+      {"ring_w8_s3", "final_test_accuracy"},
+      {"ring_w8_s4", "best_test_accuracy"},
+      {"ring_w8_s5", "no summary.json"},
+  };
+  for (const auto& [id, reason] : recomputed) {
+    CAPTURE(id);
+    const auto at = rerun.output.find(fmt::format("recomputing {}: ", id));
+    REQUIRE(at != std::string::npos);
+    CHECK(rerun.output.find(fmt::format("recomputing {}: ", id), at + 1) == std::string::npos);
+    CHECK(rerun.output.substr(at, rerun.output.find('\n', at) - at).find(reason) != std::string::npos);
+  }
+  CHECK(rerun.output.find("recomputing ring_w8_s1") == std::string::npos);
+  const Csv csv = read_csv(out / "summary.csv");
+  REQUIRE(csv.rows.size() == 5);
+  for (int seed = 1; seed <= 5; ++seed) {
+    const auto& row = csv.rows[static_cast<std::size_t>(seed - 1)];
+    CAPTURE(seed);
+    CHECK(row.at("status") == "done");
+    const auto summary = nlohmann::json::parse(read_file(summary_of(seed)));
+    CHECK(number(row.at("final_test_accuracy")) == summary.at("final_test_accuracy").get<double>());
+    CHECK(number(row.at("best_test_accuracy")) == summary.at("best_test_accuracy").get<double>());
+  }
+}
