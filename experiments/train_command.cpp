@@ -19,6 +19,7 @@
 #include "experiments/device_option.hpp"
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
+#include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
 #include "models/errors.hpp"
 #include "runtime/communicator.hpp"
@@ -235,6 +236,17 @@ void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
   }
 }
 
+/// The experiment config of this invocation: the file or the embedded defaults, with the --set overrides.
+ExperimentConfig load_train_config(const TrainOptions& options) {
+  return options.config.empty() ? load_config("", options.overrides, "<defaults>")
+                                : load_config_file(options.config, options.overrides);
+}
+
+/// The results directory that rank 0 writes.
+std::string results_path(const TrainOptions& options, const ExperimentConfig& config) {
+  return options.out.empty() ? "results/" + config.name : options.out;
+}
+
 /// A LibTorch model on options.device: tensors move through NCCL on a GPU (the GPU of the worker's local rank
 /// unless the device names one), through `host` on the CPU.
 runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models::Dataset& train,
@@ -274,17 +286,20 @@ runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models
 
 /// Trains as worker `rank`; `connect` joins the other workers once the data is loaded (loading takes
 /// uneven time, and joining blocks without the peer timeout that training waits are held to).
+/// `cleanup` removes rank 0's staged results when a stop signal ends the worker.
 void train_on(int rank, int local_rank, const std::function<runtime::Communicator&()>& connect,
-              const TrainOptions& options) {
-  const ExperimentConfig config = options.config.empty()
-                                      ? load_config("", options.overrides, "<defaults>")
-                                      : load_config_file(options.config, options.overrides);
-  const std::string out = options.out.empty() ? "results/" + config.name : options.out;
+              const TrainOptions& options, SignalCleanup& cleanup) {
+  const ExperimentConfig config = load_train_config(options);
+  const std::string out = results_path(options, config);
   const bool root = rank == 0;
+  runtime::WorkerOptions w;
+  if (!options.inject_kill.empty()) {
+    parse_kill(options.inject_kill, w);
+  }
   // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
   std::unique_ptr<ResultsDir> dir;
   if (root) {
-    dir = std::make_unique<ResultsDir>(out, config);
+    dir = std::make_unique<ResultsDir>(out, config, &cleanup);
   }
   const auto train = load_train_data(config, models::Split::train, options.image_size);
   const auto test = load_train_data(config, models::Split::test, options.image_size);
@@ -292,15 +307,11 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   auto policy = make_policy(config);
   runtime::Communicator& comm = connect();
 
-  runtime::WorkerOptions w;
   w.overlap = options.overlap;
   w.checkpoint_every = options.checkpoint_every;
   w.checkpoint_dir = options.checkpoint_dir.empty() ? out + ".checkpoints" : options.checkpoint_dir;
   w.resume = options.resume;
   w.run_key = to_toml(config);
-  if (!options.inject_kill.empty()) {
-    parse_kill(options.inject_kill, w);
-  }
   if (root && !options.quiet) {
     fmt::print(stderr, "train {}: {} workers x {} on {}, {} ({}), {} iterations{}{}\n", config.name,
                comm.size(), config.train.model, config.train.dataset, config.algorithm.kind, policy->name(),
@@ -345,10 +356,19 @@ void run_train(const TrainOptions& options) {
   const bool launch = false;
 #endif
   if (launch) {
+    const ExperimentConfig config = load_train_config(options);
     const auto command =
         runtime::local_launch_command(options.local, runtime::current_executable(), worker_args(options));
-    const int status = runtime::run_command(command);
+    int status = 0;
+    try {
+      status = runtime::run_command(command);
+    } catch (const runtime::Interrupted&) {
+      remove_abandoned_staging(results_path(options, config));
+      throw;
+    }
     if (status != 0) {
+      // Rank 0 removes its staged results on an error or a stop signal, but not when killed outright.
+      remove_abandoned_staging(results_path(options, config));
       throw runtime::LaunchError(fmt::format(
           "{} local workers failed (launcher exit status {}); the workers' messages above name the "
           "cause",
@@ -356,6 +376,10 @@ void run_train(const TrainOptions& options) {
     }
     return;
   }
+  // From here on this process is a worker; a stop signal or the loss of its launcher ends it, after rank 0
+  // removed its staged results.
+  SignalCleanup cleanup;
+  runtime::LauncherWatch launcher_watch;
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
   if (runtime::MpiEnvironment::launched_by_mpi()) {
     runtime::MpiEnvironment env(nullptr, nullptr);
@@ -371,7 +395,7 @@ void run_train(const TrainOptions& options) {
           [&]() -> runtime::Communicator& {
             return comm.emplace(env, runtime::MpiOptions{options.peer_timeout_s});
           },
-          options);
+          options, cleanup);
     } catch (const std::exception& e) {
       // Each worker names itself: mpirun's summary alone would not say which worker failed or why.
       throw std::runtime_error(
@@ -386,7 +410,7 @@ void run_train(const TrainOptions& options) {
     alone.overrides.emplace_back("train.workers=1");  // as the launcher's worker would be told
   }
   train_on(
-      0, 0, [&]() -> runtime::Communicator& { return single; }, alone);
+      0, 0, [&]() -> runtime::Communicator& { return single; }, alone, cleanup);
 }
 
 }  // namespace
