@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -223,17 +224,41 @@ std::vector<std::string> worker_args(const TrainOptions& o) {
   return args;
 }
 
-void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
+/// The whole of `text` as an integer, if it is one.
+template <typename Int>
+std::optional<Int> parse_integer(std::string_view text) {
+  Int value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+/// --inject-kill RANK:ITERATION of a run of `workers` workers and `iterations` iterations. A fault that
+/// cannot happen (a rank or an iteration the run does not have) is refused: it would let a fault test pass
+/// without its fault.
+void parse_kill(const std::string& spec, int workers, std::int64_t iterations, runtime::WorkerOptions& w) {
   const auto colon = spec.find(':');
-  try {
-    if (colon == std::string::npos) {
-      throw std::invalid_argument(spec);
-    }
-    w.kill_rank = std::stoi(spec.substr(0, colon));
-    w.kill_iteration = std::stoll(spec.substr(colon + 1));
-  } catch (const std::exception&) {
+  const auto rank = parse_integer<int>(std::string_view(spec).substr(0, colon));
+  const auto iteration = colon == std::string::npos
+                             ? std::nullopt
+                             : parse_integer<std::int64_t>(std::string_view(spec).substr(colon + 1));
+  if (!rank || !iteration) {
     throw std::invalid_argument(fmt::format("--inject-kill: expected RANK:ITERATION, got '{}'", spec));
   }
+  if (*rank < 0 || *rank >= workers) {
+    throw std::invalid_argument(
+        fmt::format("--inject-kill {}: rank {} does not exist; the {} workers are ranks 0 to {}", spec, *rank,
+                    workers, workers - 1));
+  }
+  if (*iteration < 0 || *iteration >= iterations) {
+    throw std::invalid_argument(fmt::format(
+        "--inject-kill {}: iteration {} never starts; train.iterations = {} runs iterations 0 to {}", spec,
+        *iteration, iterations, iterations - 1));
+  }
+  w.kill_rank = *rank;
+  w.kill_iteration = *iteration;
 }
 
 /// The experiment config of this invocation: the file or the embedded defaults, with the --set overrides.
@@ -294,7 +319,7 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   const bool root = rank == 0;
   runtime::WorkerOptions w;
   if (!options.inject_kill.empty()) {
-    parse_kill(options.inject_kill, w);
+    parse_kill(options.inject_kill, config.train.workers, config.train.iterations, w);
   }
   // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
   std::unique_ptr<ResultsDir> dir;
@@ -356,7 +381,12 @@ void run_train(const TrainOptions& options) {
   const bool launch = false;
 #endif
   if (launch) {
+    // What the workers would refuse is refused here, before any of them starts.
     const ExperimentConfig config = load_train_config(options);
+    if (!options.inject_kill.empty()) {
+      runtime::WorkerOptions unused;
+      parse_kill(options.inject_kill, options.local, config.train.iterations, unused);
+    }
     const auto command =
         runtime::local_launch_command(options.local, runtime::current_executable(), worker_args(options));
     int status = 0;
