@@ -456,7 +456,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "Results directory, written by rank 0 (default: results/<name>)");
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (sets train.workers)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            const auto workers = parse_integer<long long>(value);
+            return workers && *workers < 1 ? fmt::format("needs at least 1 worker, got {}", value)
+                                           : std::string();
+          },
+          "N >= 1"));
   cmd->add_option("--checkpoint-every", options->checkpoint_every,
                   "Write a checkpoint every K iterations and at the end (0: never)")
       ->check(CLI::NonNegativeNumber);

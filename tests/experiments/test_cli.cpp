@@ -171,3 +171,14 @@ TEST_CASE("experiments::cli: train refuses an --inject-kill fault that the run c
     CHECK(!fs::exists(out));
   }
 }
+
+TEST_CASE("experiments::cli: train --local 0 says that a worker is needed") {
+  for (const std::string count : {"0", "-2"}) {
+    CAPTURE(count);
+    const auto result = run_dbench("train --local " + count + " -q");
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.find("--local: needs at least 1 worker, got " + count) != std::string::npos);
+  }
+}
