@@ -604,6 +604,7 @@ void run_calibrate(const CalibrateOptions& o) {
   }
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
   if (runtime::MpiEnvironment::launched_by_mpi()) {
+    runtime::LauncherWatch launcher_watch;  // a worker whose launcher is gone stops
     runtime::MpiEnvironment env(nullptr, nullptr);
     std::optional<runtime::MpiCommunicator> comm;
     try {

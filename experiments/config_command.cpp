@@ -23,9 +23,10 @@ struct ConfigOptions {
 void run_config_command(const ConfigOptions& options) {
   const ExperimentConfig config = load_config_file(options.config_path, options.overrides);
   // Stage before printing, so that an unusable --out fails before any output.
+  SignalCleanup cleanup;
   std::optional<ResultsDir> results;
   if (!options.out_dir.empty()) {
-    results.emplace(options.out_dir, config);
+    results.emplace(options.out_dir, config, &cleanup);
   }
   fmt::print("{}", to_toml(config));
   std::fflush(stdout);

@@ -114,7 +114,8 @@ void run_graphs(const GraphsOptions& options) {
     all.push_back(to_json(name, stats));
   }
   if (!options.out.empty()) {
-    ResultsDir dir(options.out);
+    SignalCleanup cleanup;
+    ResultsDir dir(options.out, &cleanup);
     dir.write_text("graphs.csv", csv);
     dir.write_text("graphs.md", md);
     dir.write_text("graphs.json", all.dump(2) + "\n");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "experiments/commands.hpp"
+#include "runtime/errors.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"DBench: benchmark centralized and decentralized data-parallel training", "dbench"};
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
     }
     fmt::print(stderr, "dbench: error: {} (see dbench --help)\n", e.what());
     return e.get_exit_code();
+  } catch (const dbench::runtime::Interrupted& e) {
+    // As a shell reports a command that a signal ended.
+    fmt::print(stderr, "dbench: error: {}\n", e.what());
+    return 128 + e.signal();
   } catch (const std::exception& e) {
     fmt::print(stderr, "dbench: error: {}\n", e.what());
     return 1;

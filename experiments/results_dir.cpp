@@ -6,9 +6,13 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -26,6 +30,38 @@ fs::path sibling_name(const fs::path& target, std::string_view role) {
   std::random_device random;
   return target.parent_path() /
          fmt::format(".{}.{}-{}-{:08x}", target.filename().string(), role, ::getpid(), random());
+}
+
+// The marker names the machine, so that a later run tells a staging directory of a dead process on this
+// machine from one of a live process on another machine sharing the file system.
+std::string marker_text() {
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  return fmt::format("This directory was written by DBench; `dbench ... --out` may replace it.\nhost: {}\n",
+                     host.data());
+}
+
+// The PID of a staging directory's name `.NAME.tmp-PID-XXXXXXXX` (see sibling_name), if it is one.
+std::optional<pid_t> staging_pid(const std::string& name) {
+  constexpr std::string_view kRole = ".tmp-";
+  constexpr std::size_t kRandomDigits = 8;
+  const std::size_t role = name.rfind(kRole);
+  if (!name.starts_with('.') || role == std::string::npos || role < 2) {
+    return std::nullopt;
+  }
+  const std::size_t dash = name.find('-', role + kRole.size());
+  if (dash == std::string::npos || name.size() != dash + 1 + kRandomDigits ||
+      name.find_first_not_of("0123456789abcdef", dash + 1) != std::string::npos) {
+    return std::nullopt;
+  }
+  pid_t pid = 0;
+  const char* first = name.data() + role + kRole.size();
+  const char* last = name.data() + dash;
+  const auto [end, error] = std::from_chars(first, last, pid);
+  if (error != std::errc() || end != last || first == last || pid <= 0) {
+    return std::nullopt;
+  }
+  return pid;
 }
 
 // A directory may be replaced if it is empty or was written by a ResultsDir; anything else might be a
@@ -78,7 +114,8 @@ fs::path normalized_target(const fs::path& target) {
 
 }  // namespace
 
-ResultsDir::ResultsDir(const fs::path& target) : target_(normalized_target(target)) {
+ResultsDir::ResultsDir(const fs::path& target, SignalCleanup* cleanup)
+    : target_(normalized_target(target)), cleanup_(cleanup) {
   check_replaceable(target_);
   std::error_code ec;
   fs::create_directories(target_.parent_path(), ec);
@@ -86,6 +123,9 @@ ResultsDir::ResultsDir(const fs::path& target) : target_(normalized_target(targe
     throw ResultsDirError(fmt::format("cannot create the parent directory of results directory '{}': {}",
                                       target_.string(), ec.message()));
   }
+  remove_abandoned_staging(target_);
+  // A signal comes after the directory is registered and marked, so that it is removed now or later.
+  const auto hold = hold_cleanup();
   constexpr int kAttempts = 16;
   for (int attempt = 0; attempt < kAttempts && staging_.empty(); ++attempt) {
     const fs::path candidate = sibling_name(target_, "tmp");
@@ -100,36 +140,57 @@ ResultsDir::ResultsDir(const fs::path& target) : target_(normalized_target(targe
     throw ResultsDirError(
         fmt::format("cannot find a free staging directory name next to '{}'", target_.string()));
   }
-  write_text(kMarkerName, "This directory was written by DBench; `dbench ... --out` may replace it.\n");
+  if (cleanup_ != nullptr) {
+    cleanup_->add(staging_);
+  }
+  try {
+    write_text(kMarkerName, marker_text());
+  } catch (...) {
+    remove_staging();  // no destructor runs for an object whose constructor threw
+    throw;
+  }
 }
 
-ResultsDir::ResultsDir(const fs::path& target, const ExperimentConfig& config) : ResultsDir(target) {
+ResultsDir::ResultsDir(const fs::path& target, const ExperimentConfig& config, SignalCleanup* cleanup)
+    : ResultsDir(target, cleanup) {
   write_config(config);
 }
 
 ResultsDir::~ResultsDir() {
-  if (!committed_ && !staging_.empty()) {
-    std::error_code ec;
-    fs::remove_all(staging_, ec);  // best effort: a destructor must not throw, and DIR is untouched anyway
-  }
+  remove_staging();
 }
 
 ResultsDir::ResultsDir(ResultsDir&& other) noexcept
     : target_(std::move(other.target_)),
       staging_(std::exchange(other.staging_, fs::path())),
-      committed_(std::exchange(other.committed_, false)) {}
+      committed_(std::exchange(other.committed_, false)),
+      cleanup_(std::exchange(other.cleanup_, nullptr)) {}
 
 ResultsDir& ResultsDir::operator=(ResultsDir&& other) noexcept {
   if (this != &other) {
-    if (!committed_ && !staging_.empty()) {
-      std::error_code ec;
-      fs::remove_all(staging_, ec);
-    }
+    remove_staging();
     target_ = std::move(other.target_);
     staging_ = std::exchange(other.staging_, fs::path());
     committed_ = std::exchange(other.committed_, false);
+    cleanup_ = std::exchange(other.cleanup_, nullptr);
   }
   return *this;
+}
+
+std::unique_lock<std::recursive_mutex> ResultsDir::hold_cleanup() const {
+  return cleanup_ != nullptr ? cleanup_->hold() : std::unique_lock<std::recursive_mutex>();
+}
+
+void ResultsDir::remove_staging() {
+  if (committed_ || staging_.empty()) {
+    return;
+  }
+  const auto hold = hold_cleanup();
+  std::error_code ec;
+  fs::remove_all(staging_, ec);  // best effort: a destructor must not throw, and DIR is untouched anyway
+  if (cleanup_ != nullptr) {
+    cleanup_->forget(staging_);
+  }
 }
 
 void ResultsDir::check_writable() const {
@@ -142,6 +203,11 @@ void ResultsDir::check_writable() const {
 }
 
 fs::path ResultsDir::path(std::string_view relative_name) const {
+  const auto hold = hold_cleanup();
+  return staged_path(relative_name);
+}
+
+fs::path ResultsDir::staged_path(std::string_view relative_name) const {
   check_writable();
   const fs::path relative = fs::path(relative_name).lexically_normal();
   const bool escapes = relative.empty() || relative.is_absolute() || *relative.begin() == "..";
@@ -161,7 +227,8 @@ fs::path ResultsDir::path(std::string_view relative_name) const {
 }
 
 void ResultsDir::write_text(std::string_view relative_name, std::string_view content) const {
-  const fs::path file = path(relative_name);
+  const auto hold = hold_cleanup();
+  const fs::path file = staged_path(relative_name);
   errno = 0;  // so that a failure below reports its own cause, not an older one
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
@@ -180,6 +247,13 @@ void ResultsDir::write_config(const ExperimentConfig& config) const {
 void ResultsDir::commit() {
   check_writable();
   check_replaceable(target_);
+  // A signal waits until the staged directory is in place (and then has nothing left to remove).
+  const auto hold = hold_cleanup();
+  const auto forget = [this] {
+    if (cleanup_ != nullptr) {
+      cleanup_->forget(staging_);
+    }
+  };
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(target_, ec))) {
     fs::rename(staging_, target_, ec);
@@ -188,6 +262,7 @@ void ResultsDir::commit() {
           fmt::format("cannot move the staged results into '{}': {}", target_.string(), ec.message()));
     }
     committed_ = true;
+    forget();
     return;
   }
 
@@ -195,6 +270,7 @@ void ResultsDir::commit() {
   if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
     committed_ = true;
     fs::remove_all(staging_, ec);  // the old run now lives here; a leftover is harmless and hidden
+    forget();
     return;
   }
   const int exchange_error = errno;
@@ -225,7 +301,36 @@ void ResultsDir::commit() {
                           target_.string(), ec.message()));
   }
   committed_ = true;
+  forget();
   fs::remove_all(aside, ec);
+}
+
+int remove_abandoned_staging(const fs::path& target) {
+  fs::path parent;
+  try {
+    parent = normalized_target(target).parent_path();  // where ResultsDir(target) stages
+  } catch (const std::exception&) {
+    return 0;
+  }
+  const std::string marker = marker_text();
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<pid_t> pid = staging_pid(it->path().filename().string());
+    std::error_code entry_ec;
+    if (!pid || *pid == ::getpid() || !fs::is_directory(fs::symlink_status(it->path(), entry_ec))) {
+      continue;
+    }
+    // Written by a dbench on this machine (another one's pids mean nothing here), whose process is gone.
+    std::ifstream in(it->path() / ResultsDir::kMarkerName, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const bool gone = ::kill(*pid, 0) != 0 && errno == ESRCH;
+    if (text == marker && gone) {
+      fs::remove_all(it->path(), entry_ec);
+      removed += entry_ec ? 0 : 1;
+    }
+  }
+  return removed;
 }
 
 }  // namespace dbench::experiments

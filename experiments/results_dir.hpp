@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "experiments/config.hpp"
+#include "experiments/signal_cleanup.hpp"
 
 namespace dbench::experiments {
 
@@ -22,16 +23,20 @@ class ResultsDirError : public std::runtime_error {
 /// Readers of DIR see either the old run or the new one, never a mix: until commit() nothing in DIR
 /// changes, and an object destroyed without commit() (an error happened) removes its staging directory.
 /// An existing DIR is replaced only if it is empty or was written by a ResultsDir (it holds the marker
-/// file), so that `--out .` or `--out $HOME` can never delete unrelated files.
+/// file), so that `--out .` or `--out $HOME` can never delete unrelated files. Given a SignalCleanup, a stop
+/// signal removes the staging directory too; and staging directories that a killed run left beside DIR are
+/// removed when the next one is made (see remove_abandoned_staging).
 class ResultsDir {
  public:
   /// Name of the marker file that every staged directory holds.
   static constexpr std::string_view kMarkerName = ".dbench-results";
 
-  /// Creates the staging directory next to `target` (creating missing parents); throws ResultsDirError.
-  explicit ResultsDir(const std::filesystem::path& target);
+  /// Creates the staging directory next to `target` (creating missing parents), registered with `cleanup`
+  /// when one is given; throws ResultsDirError.
+  explicit ResultsDir(const std::filesystem::path& target, SignalCleanup* cleanup = nullptr);
   /// As above, and stages the resolved `config.toml` at once, as every run must.
-  ResultsDir(const std::filesystem::path& target, const ExperimentConfig& config);
+  ResultsDir(const std::filesystem::path& target, const ExperimentConfig& config,
+             SignalCleanup* cleanup = nullptr);
   /// Removes the staging directory unless commit() succeeded.
   ~ResultsDir();
 
@@ -61,10 +66,19 @@ class ResultsDir {
 
  private:
   void check_writable() const;
+  std::filesystem::path staged_path(std::string_view relative_name) const;
+  std::unique_lock<std::recursive_mutex> hold_cleanup() const;
+  void remove_staging();
 
   std::filesystem::path target_;
   std::filesystem::path staging_;
   bool committed_ = false;
+  SignalCleanup* cleanup_ = nullptr;
 };
+
+/// Removes the staging directories beside results directory `target` (in its parent) that a dbench on this
+/// machine left when it was killed outright (SIGKILL, a crash): `.NAME.tmp-PID-XXXXXXXX` directories that
+/// hold this machine's marker file and whose process PID is gone. Returns how many it removed; never throws.
+int remove_abandoned_staging(const std::filesystem::path& target);
 
 }  // namespace dbench::experiments

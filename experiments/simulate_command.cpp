@@ -126,6 +126,8 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
 
 void run_simulate(const SimulateOptions& options) {
   const auto started = std::chrono::steady_clock::now();
+  // A stop signal removes the staged results before it ends the process.
+  SignalCleanup cleanup;
   // Without a file the embedded defaults run (with any --set on top).
   const ExperimentConfig config = options.config.empty()
                                       ? load_config("", options.overrides, "<defaults>")
@@ -141,7 +143,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   const std::string out = options.out.empty() ? "results/" + config.name : options.out;
   // Open the results directory first: a bad --out fails before minutes of training.
-  ResultsDir dir(out, config);
+  ResultsDir dir(out, config, &cleanup);
   auto policy = make_policy(config);
 
   nlohmann::json summary = summary_header(config, "sim", policy->name());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "experiments/device_option.hpp"
 #include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
+#include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
 #include "models/errors.hpp"
 #include "runtime/communicator.hpp"
@@ -222,17 +224,52 @@ std::vector<std::string> worker_args(const TrainOptions& o) {
   return args;
 }
 
-void parse_kill(const std::string& spec, runtime::WorkerOptions& w) {
+/// The whole of `text` as an integer, if it is one.
+template <typename Int>
+std::optional<Int> parse_integer(std::string_view text) {
+  Int value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+/// --inject-kill RANK:ITERATION of a run of `workers` workers and `iterations` iterations. A fault that
+/// cannot happen (a rank or an iteration the run does not have) is refused: it would let a fault test pass
+/// without its fault.
+void parse_kill(const std::string& spec, int workers, std::int64_t iterations, runtime::WorkerOptions& w) {
   const auto colon = spec.find(':');
-  try {
-    if (colon == std::string::npos) {
-      throw std::invalid_argument(spec);
-    }
-    w.kill_rank = std::stoi(spec.substr(0, colon));
-    w.kill_iteration = std::stoll(spec.substr(colon + 1));
-  } catch (const std::exception&) {
+  const auto rank = parse_integer<int>(std::string_view(spec).substr(0, colon));
+  const auto iteration = colon == std::string::npos
+                             ? std::nullopt
+                             : parse_integer<std::int64_t>(std::string_view(spec).substr(colon + 1));
+  if (!rank || !iteration) {
     throw std::invalid_argument(fmt::format("--inject-kill: expected RANK:ITERATION, got '{}'", spec));
   }
+  if (*rank < 0 || *rank >= workers) {
+    throw std::invalid_argument(
+        fmt::format("--inject-kill {}: rank {} does not exist; the {} workers are ranks 0 to {}", spec, *rank,
+                    workers, workers - 1));
+  }
+  if (*iteration < 0 || *iteration >= iterations) {
+    throw std::invalid_argument(fmt::format(
+        "--inject-kill {}: iteration {} never starts; train.iterations = {} runs iterations 0 to {}", spec,
+        *iteration, iterations, iterations - 1));
+  }
+  w.kill_rank = *rank;
+  w.kill_iteration = *iteration;
+}
+
+/// The experiment config of this invocation: the file or the embedded defaults, with the --set overrides.
+ExperimentConfig load_train_config(const TrainOptions& options) {
+  return options.config.empty() ? load_config("", options.overrides, "<defaults>")
+                                : load_config_file(options.config, options.overrides);
+}
+
+/// The results directory that rank 0 writes.
+std::string results_path(const TrainOptions& options, const ExperimentConfig& config) {
+  return options.out.empty() ? "results/" + config.name : options.out;
 }
 
 /// A LibTorch model on options.device: tensors move through NCCL on a GPU (the GPU of the worker's local rank
@@ -274,17 +311,20 @@ runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models
 
 /// Trains as worker `rank`; `connect` joins the other workers once the data is loaded (loading takes
 /// uneven time, and joining blocks without the peer timeout that training waits are held to).
+/// `cleanup` removes rank 0's staged results when a stop signal ends the worker.
 void train_on(int rank, int local_rank, const std::function<runtime::Communicator&()>& connect,
-              const TrainOptions& options) {
-  const ExperimentConfig config = options.config.empty()
-                                      ? load_config("", options.overrides, "<defaults>")
-                                      : load_config_file(options.config, options.overrides);
-  const std::string out = options.out.empty() ? "results/" + config.name : options.out;
+              const TrainOptions& options, SignalCleanup& cleanup) {
+  const ExperimentConfig config = load_train_config(options);
+  const std::string out = results_path(options, config);
   const bool root = rank == 0;
+  runtime::WorkerOptions w;
+  if (!options.inject_kill.empty()) {
+    parse_kill(options.inject_kill, config.train.workers, config.train.iterations, w);
+  }
   // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
   std::unique_ptr<ResultsDir> dir;
   if (root) {
-    dir = std::make_unique<ResultsDir>(out, config);
+    dir = std::make_unique<ResultsDir>(out, config, &cleanup);
   }
   const auto train = load_train_data(config, models::Split::train, options.image_size);
   const auto test = load_train_data(config, models::Split::test, options.image_size);
@@ -292,15 +332,11 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   auto policy = make_policy(config);
   runtime::Communicator& comm = connect();
 
-  runtime::WorkerOptions w;
   w.overlap = options.overlap;
   w.checkpoint_every = options.checkpoint_every;
   w.checkpoint_dir = options.checkpoint_dir.empty() ? out + ".checkpoints" : options.checkpoint_dir;
   w.resume = options.resume;
   w.run_key = to_toml(config);
-  if (!options.inject_kill.empty()) {
-    parse_kill(options.inject_kill, w);
-  }
   if (root && !options.quiet) {
     fmt::print(stderr, "train {}: {} workers x {} on {}, {} ({}), {} iterations{}{}\n", config.name,
                comm.size(), config.train.model, config.train.dataset, config.algorithm.kind, policy->name(),
@@ -345,10 +381,24 @@ void run_train(const TrainOptions& options) {
   const bool launch = false;
 #endif
   if (launch) {
+    // What the workers would refuse is refused here, before any of them starts.
+    const ExperimentConfig config = load_train_config(options);
+    if (!options.inject_kill.empty()) {
+      runtime::WorkerOptions unused;
+      parse_kill(options.inject_kill, options.local, config.train.iterations, unused);
+    }
     const auto command =
         runtime::local_launch_command(options.local, runtime::current_executable(), worker_args(options));
-    const int status = runtime::run_command(command);
+    int status = 0;
+    try {
+      status = runtime::run_command(command);
+    } catch (const runtime::Interrupted&) {
+      remove_abandoned_staging(results_path(options, config));
+      throw;
+    }
     if (status != 0) {
+      // Rank 0 removes its staged results on an error or a stop signal, but not when killed outright.
+      remove_abandoned_staging(results_path(options, config));
       throw runtime::LaunchError(fmt::format(
           "{} local workers failed (launcher exit status {}); the workers' messages above name the "
           "cause",
@@ -356,6 +406,10 @@ void run_train(const TrainOptions& options) {
     }
     return;
   }
+  // From here on this process is a worker; a stop signal or the loss of its launcher ends it, after rank 0
+  // removed its staged results.
+  SignalCleanup cleanup;
+  runtime::LauncherWatch launcher_watch;
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
   if (runtime::MpiEnvironment::launched_by_mpi()) {
     runtime::MpiEnvironment env(nullptr, nullptr);
@@ -371,7 +425,7 @@ void run_train(const TrainOptions& options) {
           [&]() -> runtime::Communicator& {
             return comm.emplace(env, runtime::MpiOptions{options.peer_timeout_s});
           },
-          options);
+          options, cleanup);
     } catch (const std::exception& e) {
       // Each worker names itself: mpirun's summary alone would not say which worker failed or why.
       throw std::runtime_error(
@@ -386,7 +440,7 @@ void run_train(const TrainOptions& options) {
     alone.overrides.emplace_back("train.workers=1");  // as the launcher's worker would be told
   }
   train_on(
-      0, 0, [&]() -> runtime::Communicator& { return single; }, alone);
+      0, 0, [&]() -> runtime::Communicator& { return single; }, alone, cleanup);
 }
 
 }  // namespace
@@ -402,7 +456,13 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "Results directory, written by rank 0 (default: results/<name>)");
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (sets train.workers)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            const auto workers = parse_integer<long long>(value);
+            return workers && *workers < 1 ? fmt::format("needs at least 1 worker, got {}", value)
+                                           : std::string();
+          },
+          "N >= 1"));
   cmd->add_option("--checkpoint-every", options->checkpoint_every,
                   "Write a checkpoint every K iterations and at the end (0: never)")
       ->check(CLI::NonNegativeNumber);

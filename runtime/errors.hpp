@@ -42,4 +42,16 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// SIGINT, SIGTERM or SIGHUP stopped a launch: what was launched got the signal too and has ended.
+class Interrupted : public LaunchError {
+ public:
+  /// `signal` is the signal that arrived first; the message says what was stopped.
+  Interrupted(int signal, const std::string& message) : LaunchError(message), signal_(signal) {}
+  /// The signal, for an exit status of 128 + signal.
+  int signal() const noexcept { return signal_; }
+
+ private:
+  int signal_;
+};
+
 }  // namespace dbench::runtime

@@ -149,3 +149,36 @@ TEST_CASE(
   }
   fs::remove_all(out);
 }
+
+TEST_CASE("experiments::cli: train refuses an --inject-kill fault that the run cannot have") {
+  const fs::path out = temp_dir("inject-kill");
+  const std::string run =
+      "train --local 1 --set train.dataset=synthetic --set train.iterations=100 -q --out \"" + out.string() +
+      "\" --inject-kill ";
+  const std::pair<std::string, std::string> cases[] = {
+      {"5:10", "rank 5 does not exist"},       {"-1:10", "rank -1 does not exist"},
+      {"0:100", "iteration 100 never starts"}, {"0:-3", "iteration -3 never starts"},
+      {"0:x", "expected RANK:ITERATION"},
+  };
+  for (const auto& [spec, reason] : cases) {
+    CAPTURE(spec);
+    const auto result = run_dbench(run + spec);
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.starts_with("dbench: error: --inject-kill"));
+    CHECK(result.output.find(reason) != std::string::npos);
+    CHECK(!fs::exists(out));
+  }
+}
+
+TEST_CASE("experiments::cli: train --local 0 says that a worker is needed") {
+  for (const std::string count : {"0", "-2"}) {
+    CAPTURE(count);
+    const auto result = run_dbench("train --local " + count + " -q");
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.find("--local: needs at least 1 worker, got " + count) != std::string::npos);
+  }
+}

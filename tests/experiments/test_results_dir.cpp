@@ -1,5 +1,8 @@
-// Results directories: staged writes, atomic replacement on commit, and an untouched DIR on failure.
+// Results directories: staged writes, atomic replacement on commit, an untouched DIR on failure, and no
+// staging directory left behind by a stopped or killed run.
 #include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,10 +14,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "experiments/config.hpp"
 #include "experiments/results_dir.hpp"
 #include "support/files.hpp"
+#include "support/processes.hpp"
+#include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
 using dbench::experiments::ExperimentConfig;
@@ -78,6 +84,28 @@ std::string error_of(const std::function<void()>& action) {
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+using dbench::testing::BackgroundDbench;
+using dbench::testing::entries_starting;
+using dbench::testing::wait_until;
+
+/// `dbench simulate` of the quickstart config on synthetic data into `out`; 100000 iterations run for
+/// minutes unless stopped.
+std::vector<std::string> simulate_into(const fs::path& out, int iterations = 100000) {
+  return {"simulate",  (fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml").string(),
+          "--set",     "train.dataset=synthetic",
+          "--set",     "train.iterations=" + std::to_string(iterations),
+          "-q",        "--out",
+          out.string()};
+}
+
+/// Waits until the run into `out` has staged its marker file; false after 60 s.
+bool wait_until_staged(const fs::path& out) {
+  return wait_until(60, [&] {
+    const auto staging = entries_starting(out.parent_path(), "." + out.filename().string() + ".tmp-");
+    return staging.size() == 1 && fs::exists(out.parent_path() / staging.front() / ResultsDir::kMarkerName);
+  });
 }
 
 }  // namespace
@@ -239,4 +267,57 @@ TEST_CASE("experiments::results_dir: a DIR that is a symbolic link stays a link 
   CHECK(fs::is_symlink(link));
   CHECK(read_file(link / "v.txt") == "2");
   CHECK(read_file(real / "v.txt") == "2");
+}
+
+TEST_CASE("experiments::results_dir: SIGTERM or SIGINT to simulate leaves no staging directory") {
+  for (const int signal : {SIGTERM, SIGINT}) {
+    CAPTURE(signal);
+    Scratch dir;
+    const fs::path out = dir.path() / "res";
+    BackgroundDbench simulate(simulate_into(out), dir.path() / "log.txt", out.string());
+    INFO(read_file(dir.path() / "log.txt"));
+    REQUIRE(wait_until_staged(out));
+    ::kill(simulate.pid(), signal);
+    // Ended by the signal itself, as a shell expects of a stopped command.
+    REQUIRE(wait_until(10, [&] { return simulate.status().has_value(); }));
+    const int status = *simulate.status();
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == signal);
+    CHECK(entries_starting(dir.path(), ".res.tmp-").empty());
+    CHECK(!fs::exists(out));
+  }
+}
+
+TEST_CASE(
+    "experiments::results_dir: the staging directory of a killed run goes with the next run into the same "
+    "folder") {
+  Scratch dir;
+  const fs::path out = dir.path() / "killed";
+  {
+    BackgroundDbench simulate(simulate_into(out), dir.path() / "log.txt", out.string());
+    INFO(read_file(dir.path() / "log.txt"));
+    REQUIRE(wait_until_staged(out));
+    ::kill(simulate.pid(), SIGKILL);  // cannot be caught: the staging directory stays
+    REQUIRE(wait_until(10, [&] { return simulate.status().has_value(); }));
+  }
+  const auto abandoned = entries_starting(dir.path(), ".killed.tmp-");
+  REQUIRE(abandoned.size() == 1);
+  // Look-alikes that stay: a directory of the same name shape without the marker (not DBench's), and a
+  // marked one whose process is alive (the test runner's pid).
+  const fs::path unmarked = dir.path() / ".mine.tmp-999999999-0123abcd";
+  const fs::path live = dir.path() / (".live.tmp-" + std::to_string(::getppid()) + "-0123abcd");
+  fs::create_directories(unmarked);
+  fs::create_directories(live);
+  fs::copy_file(dir.path() / abandoned.front() / ResultsDir::kMarkerName, live / ResultsDir::kMarkerName);
+
+  std::string command;
+  for (const auto& argument : simulate_into(dir.path() / "next", 2)) {
+    command += " \"" + argument + "\"";
+  }
+  const auto result = dbench::testing::run_dbench(command);
+  INFO(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(entries_starting(dir.path(), ".killed.tmp-").empty());
+  CHECK(fs::exists(unmarked));
+  CHECK(fs::exists(live));
 }
