@@ -877,13 +877,16 @@ std::string read_config_text(const std::filesystem::path& path, std::string_view
     throw ConfigError(fmt::format("{}: cannot read {}: {}", name, what,
                                   error != 0 ? std::generic_category().message(error) : "cannot open"));
   }
-  // Read at most one byte past the limit, so a file that grows while it is read is still refused.
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  // Chunks up to one byte past the limit, so that a file that grows while it is read is still refused.
+  std::string text;
+  std::array<char, 65536> chunk{};
+  while (in && text.size() <= kMaxConfigBytes) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) {
     throw ConfigError(fmt::format("{}: cannot read {}: read error", name, what));
   }
-  text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxConfigBytes) {
     throw ConfigError(fmt::format("{}: cannot read {}: larger than the {} MiB limit for a {}", name, what,
                                   kMaxConfigBytes >> 20, what));
