@@ -658,6 +658,7 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--sizes", options->sizes, "Message sizes in bytes (at least two)")
       ->delimiter(',')
+      ->check(finite_number())
       ->check(CLI::Range(8.0, 1e9))
       ->capture_default_str();
   cmd->add_option(

@@ -1,8 +1,24 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 namespace dbench::experiments {
+
+/// Refuses nan, inf and -inf for a floating-point option ("--peer-timeout: must be a finite number, got
+/// nan"); other text is left to the option's own conversion, which names what it expected.
+inline CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool parsed = !text.empty() && end == text.c_str() + text.size();
+        return parsed && !std::isfinite(value) ? "must be a finite number, got " + text : std::string();
+      },
+      "FINITE");
+}
 
 /// Adds `dbench graph`: one graph's statistics as text or JSON, exported as DOT or GraphML.
 void add_graph_command(CLI::App& app);
@@ -25,7 +41,8 @@ void add_sweep_command(CLI::App& app);
 /// Adds `dbench report`: report.html and report.md with plots for a sweep or a single run's directory.
 void add_report_command(CLI::App& app);
 
-/// Adds `dbench calibrate`: micro-benchmarks on real workers, fitted into calibration files for the simulator.
+/// Adds `dbench calibrate`: micro-benchmarks on real workers, fitted into calibration files for the
+/// simulator.
 void add_calibrate_command(CLI::App& app);
 
 /// Adds `dbench validate`: a config run by the runtime and by the calibrated simulator, compared per case.

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "experiments/config_text.hpp"
+#include "experiments/sim_setup.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -187,6 +188,24 @@ Check<std::vector<int>> each_at_least(int min, bool increasing) {
   };
 }
 
+// Hidden widths of the mlp: a few layers of a size the simulator's replicas can hold (each replica keeps
+// every layer's weights; a 65536-wide layer on 784 inputs is already 200 MB per replica).
+Check<std::vector<int>> mlp_widths() {
+  constexpr int kMaxWidth = 65536;
+  constexpr std::size_t kMaxLayers = 16;
+  return [=](const std::vector<int>& values) {
+    if (values.size() > kMaxLayers) {
+      return fmt::format("at most {} hidden layers, got {}", kMaxLayers, values.size());
+    }
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (values[i] < 1 || values[i] > kMaxWidth) {
+        return fmt::format("every width must be in [1, {}], got {} at index {}", kMaxWidth, values[i], i);
+      }
+    }
+    return std::string();
+  };
+}
+
 // Empty (keep the preset's value) or one of `allowed`.
 template <std::size_t N>
 Check<std::string> empty_or_one_of(const std::array<std::string_view, N>& allowed) {
@@ -245,7 +264,7 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "eval_samples", t.eval_samples, at_least(0), "averaged model; 0: the whole test set");
   v.field("train", "replica_eval_samples", t.replica_eval_samples, at_least(1),
           "fixed test subset for each replica's accuracy");
-  v.field("train", "mlp_hidden", t.mlp_hidden, each_at_least(1, false), "hidden widths of the mlp");
+  v.field("train", "mlp_hidden", t.mlp_hidden, mlp_widths(), "hidden widths of the mlp");
 
   auto& a = c.algorithm;
   v.field("algorithm", "kind", a.kind, one_of(kAlgorithmKinds), "centralized | dpsgd");
@@ -582,14 +601,23 @@ class Writer {
   std::string out_ = "# DBench experiment config, fully resolved: every key, defaults included.\n";
 };
 
+// The node of "section.key" (or a top-level "key") in a parsed config, for its position; null when absent.
+const toml::node* node_at(const toml::table* root, std::string_view key) {
+  if (root == nullptr) {
+    return nullptr;
+  }
+  const auto dot = key.find('.');
+  if (dot == std::string_view::npos) {
+    return root->get(key);
+  }
+  const auto* table = root->get_as<toml::table>(key.substr(0, dot));
+  return table == nullptr ? nullptr : table->get(key.substr(dot + 1));
+}
+
 // Rules that relate several keys; run only once each key is valid on its own, so they never pile up.
 void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
-  const auto node_of = [root](std::string_view section, std::string_view key) -> const toml::node* {
-    if (root == nullptr) {
-      return nullptr;
-    }
-    const auto* table = root->get_as<toml::table>(section);
-    return table == nullptr ? nullptr : table->get(key);
+  const auto node_of = [root](std::string_view section, std::string_view key) {
+    return node_at(root, full_key(section, key));
   };
   const auto& t = c.train;
   if (t.warmup_iterations > t.iterations) {
@@ -607,6 +635,10 @@ void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml:
   if (t.nesterov && t.momentum == 0.0) {
     problems.add("train.nesterov", node_of("train", "nesterov"), "needs train.momentum > 0");
   }
+  if (t.dataset == "cifar10" && t.data_dir.empty()) {
+    problems.add("train.data_dir", node_of("train", "data_dir"),
+                 "must name the folder of CIFAR-10's binary batches when train.dataset is \"cifar10\"");
+  }
   if (t.dataset == "imagenet-folder" && t.data_dir.empty()) {
     problems.add("train.data_dir", node_of("train", "data_dir"),
                  "must name the image folder when train.dataset is \"imagenet-folder\"");
@@ -621,13 +653,32 @@ void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml:
         {"nic_bandwidth_Bps", p.nic_bandwidth_Bps},
         {"nic_latency_s", p.nic_latency_s},
     }};
+    std::string missing;
     for (const auto& [key, value] : required) {
       if (value <= 0.0) {
-        problems.add(
-            full_key("platform", key), node_of("platform", key),
-            "must be > 0 when platform.preset is \"custom\" (there is no preset value to fall back on)");
+        missing += fmt::format("{}platform.{}", missing.empty() ? "" : ", ", key);
       }
     }
+    if (!missing.empty()) {
+      problems.add("platform.preset", node_of("platform", "preset"),
+                   fmt::format("\"custom\" has no values to fall back on; set {} (each > 0)", missing));
+    }
+  }
+  const auto& a = c.algorithm;
+  if (a.kind == "dpsgd" && a.graph == "ada" && a.ada_low >= a.ada_high) {
+    problems.add("algorithm.ada_low", node_of("algorithm", "ada_low"),
+                 fmt::format("must be below algorithm.ada_high ({}), got {}", toml_double(a.ada_high),
+                             toml_double(a.ada_low)));
+  }
+}
+
+// What the setup code of simulate, train and sweep would refuse (graph, policy, platform, shards), under the
+// key at fault; run last, on a config whose keys are each valid.
+void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
+  try {
+    check_setup(c);
+  } catch (const ConfigKeyError& e) {
+    problems.add(e.key(), node_at(root, e.key()), e.reason());
   }
 }
 
@@ -776,7 +827,7 @@ void apply_override(toml::table& root, const std::string& text, const std::map<s
 }  // namespace
 
 ExperimentConfig load_config(std::string_view toml_text, std::span<const std::string> overrides,
-                             std::string_view source_name) {
+                             std::string_view source_name, Validation validation) {
   toml::table root;
   try {
     root = toml::parse(toml_text, std::string(source_name));
@@ -798,28 +849,49 @@ ExperimentConfig load_config(std::string_view toml_text, std::span<const std::st
   if (problems.empty()) {
     check_cross_keys(config, problems, &root);
   }
+  if (problems.empty() && validation == Validation::full) {
+    check_setup_keys(config, problems, &root);
+  }
   problems.throw_if_any();
   return config;
 }
 
 ExperimentConfig load_config_file(const std::filesystem::path& path, std::span<const std::string> overrides) {
-  const std::string source_name = path.string();
+  return load_config(read_config_text(path, "config"), overrides, path.string());
+}
+
+std::string read_config_text(const std::filesystem::path& path, std::string_view what) {
+  const std::string name = path.string();
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError(fmt::format("{}: cannot read config: it is a directory, not a TOML file", source_name));
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::is_directory(status)) {
+    throw ConfigError(fmt::format("{}: cannot read {}: it is a directory, not a file", name, what));
+  }
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    // A device, pipe or socket could be read without end (/dev/zero) or block forever.
+    throw ConfigError(fmt::format("{}: cannot read {}: not a regular file", name, what));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int error = errno;  // set by the failed open on POSIX systems; names the actual reason
-    throw ConfigError(fmt::format("{}: cannot read config: {}", source_name,
+    throw ConfigError(fmt::format("{}: cannot read {}: {}", name, what,
                                   error != 0 ? std::generic_category().message(error) : "cannot open"));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    throw ConfigError(fmt::format("{}: cannot read config: read error", source_name));
+  // Chunks up to one byte past the limit, so that a file that grows while it is read is still refused.
+  std::string text;
+  std::array<char, 65536> chunk{};
+  while (in && text.size() <= kMaxConfigBytes) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
   }
-  return load_config(text.str(), overrides, source_name);
+  if (in.bad()) {
+    throw ConfigError(fmt::format("{}: cannot read {}: read error", name, what));
+  }
+  if (text.size() > kMaxConfigBytes) {
+    throw ConfigError(fmt::format("{}: cannot read {}: larger than the {} MiB limit for a {}", name, what,
+                                  kMaxConfigBytes >> 20, what));
+  }
+  return text;
 }
 
 void validate(const ExperimentConfig& config, std::string_view source_name) {
@@ -828,6 +900,9 @@ void validate(const ExperimentConfig& config, std::string_view source_name) {
   visit_fields(config, validator);
   if (problems.empty()) {
     check_cross_keys(config, problems, nullptr);
+  }
+  if (problems.empty()) {
+    check_setup_keys(config, problems, nullptr);
   }
   problems.throw_if_any();
 }

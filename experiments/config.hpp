@@ -1,12 +1,14 @@
 // The experiment configuration: typed structs with defaults, loaded from TOML and validated once, at load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dbench::experiments {
@@ -16,6 +18,24 @@ class ConfigError : public std::runtime_error {
  public:
   /// Wraps a complete, user-facing message (one line per problem found).
   explicit ConfigError(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// One config key at fault, found by setup code (graph, policy, platform, data shapes); the loader reports it
+/// like any other key. what() is "key: reason".
+class ConfigKeyError : public std::invalid_argument {
+ public:
+  /// `key` is a config key such as "algorithm.torus_shape"; `reason` is one line.
+  ConfigKeyError(std::string key, std::string reason)
+      : std::invalid_argument(key + ": " + reason), key_(std::move(key)), reason_(std::move(reason)) {}
+
+  /// The config key, e.g. "train.workers".
+  const std::string& key() const noexcept { return key_; }
+  /// Why its value cannot be used.
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string key_;
+  std::string reason_;
 };
 
 /// [train]: what is trained — virtual replicas in sim, real workers in runtime.
@@ -175,19 +195,35 @@ struct ExperimentConfig {
   friend bool operator==(const ExperimentConfig&, const ExperimentConfig&) = default;
 };
 
+/// How much of a config load_config checks.
+enum class Validation {
+  full,       ///< every key, cross-key rule and what setup code would refuse (graph, platform, shards)
+  keys_only,  ///< every key and cross-key rule; for a sweep's base, which its grid completes
+};
+
 /// Parses, overrides and validates a TOML config; throws ConfigError naming `source_name` and the key.
 ///
 /// Each override is `section.key=value` (or `key=value` for a top-level key); the value is read as a TOML
 /// value, and a bare word that is not valid TOML as a string. Overrides are applied before validation, so
-/// an override of an unknown key is rejected like a key in the file.
+/// an override of an unknown key is rejected like a key in the file. Full validation also builds, running
+/// nothing, what `dbench simulate` and `train` build (check_setup), so that a config it accepts runs.
 ExperimentConfig load_config(std::string_view toml_text, std::span<const std::string> overrides = {},
-                             std::string_view source_name = "<config>");
+                             std::string_view source_name = "<config>",
+                             Validation validation = Validation::full);
 
 /// Reads and loads a config file; its path is the source name of every error.
 ExperimentConfig load_config_file(const std::filesystem::path& path,
                                   std::span<const std::string> overrides = {});
 
-/// Checks ranges and cross-key rules of a config built in code; throws ConfigError naming the key.
+/// Largest file the loader reads (configs, sweep files, calibration files): far above any real one.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+
+/// The text of a file the loader reads, `what` naming it in errors ("config", "sweep config"); throws
+/// ConfigError naming the path when it is not a regular file, cannot be read or exceeds kMaxConfigBytes.
+std::string read_config_text(const std::filesystem::path& path, std::string_view what);
+
+/// Checks ranges, cross-key rules and what setup code would refuse (graph, platform, shards) of a config
+/// built in code; throws ConfigError naming the key.
 void validate(const ExperimentConfig& config, std::string_view source_name = "<config>");
 
 /// The fully resolved config, every key included, as TOML that load_config reads back to an equal value.

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -62,6 +63,10 @@ topo::GraphSpec to_spec(const GraphOptions& o) {
   }
   spec.degree = parse_number<int>("--degree", o.degree, "an integer");
   spec.probability = parse_number<double>("--probability", o.probability, "a number");
+  if (!std::isfinite(spec.probability)) {
+    throw std::invalid_argument(
+        fmt::format("--probability: must be a finite number, got '{}'", o.probability));
+  }
   spec.seed = parse_number<std::uint64_t>("--seed", o.seed, "a non-negative integer");
   spec.weights = topo::parse_weight_scheme(o.weights);
   return spec;
@@ -193,9 +198,19 @@ void print_json(const topo::GraphSpec& spec, const topo::GraphStats& s) {
   fmt::print("{}\n", j.dump(2));
 }
 
+// The graph `spec` describes, a GraphError reported under the command line's option (--nodes, --shape, ...).
+topo::GraphSequence build(const GraphOptions& options, topo::GraphSpec& spec) {
+  try {
+    spec = to_spec(options);
+    return topo::make_graph(spec);
+  } catch (const topo::GraphError& e) {
+    throw std::invalid_argument(fmt::format("--{}: {}", topo::graph_input_name(e.input()), e.reason()));
+  }
+}
+
 void run(const GraphOptions& options) {
-  const auto spec = to_spec(options);
-  const auto sequence = topo::make_graph(spec);
+  topo::GraphSpec spec;
+  const auto sequence = build(options, spec);
   // Exports first: a file asked for is written even when the spectrum later turns out too costly.
   if (!options.dot.empty()) {
     write_atomically("--dot", options.dot, [&](std::ostream& out) { topo::write_dot(out, sequence); });

@@ -3,11 +3,16 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "experiments/timing_setup.hpp"
+#include "models/errors.hpp"
+#include "sim/platform.hpp"
 #include "sim/timing.hpp"
 
 namespace dbench::experiments {
@@ -48,6 +53,52 @@ sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Da
 
 namespace {
 
+/// The config key behind a graph input; `graph_key` is the key that named the graph (algorithm.graph, a
+/// stage of algorithm.switch_graphs or a rung of algorithm.ada_ladder).
+std::string config_key(topology::GraphInput input, std::string_view graph_key) {
+  switch (input) {
+    case topology::GraphInput::nodes:
+      return "train.workers";
+    case topology::GraphInput::shape:
+      return "algorithm.torus_shape";
+    case topology::GraphInput::degree:
+      return "algorithm.degree";
+    case topology::GraphInput::probability:
+      return "algorithm.probability";
+    case topology::GraphInput::period:
+      return "algorithm.global_every";
+    case topology::GraphInput::stage_starts:
+      return "algorithm.switch_at";
+    case topology::GraphInput::ladder:
+      return "algorithm.ada_ladder";
+    case topology::GraphInput::band:
+      return "algorithm.ada_low";
+    case topology::GraphInput::ada_timing:
+      return "algorithm.ada_check_every";
+    case topology::GraphInput::start_rung:
+      return "algorithm.ada_start";
+    case topology::GraphInput::kind:
+    case topology::GraphInput::weights:
+    case topology::GraphInput::graph:
+      break;
+  }
+  return std::string(graph_key);
+}
+
+/// Runs `build` and reports a GraphError under the config key behind it.
+template <class Build>
+auto with_config_keys(std::string_view graph_key, const std::string& name, Build&& build) {
+  try {
+    return build();
+  } catch (const topology::GraphError& e) {
+    std::string reason = e.reason();
+    if (e.input() == topology::GraphInput::nodes && !name.empty()) {
+      reason += fmt::format(" ({} names \"{}\")", graph_key, name);
+    }
+    throw ConfigKeyError(config_key(e.input(), graph_key), reason);
+  }
+}
+
 /// The graph spec of one named graph kind for the configured workers; `key` names the config key it came
 /// from.
 topology::GraphSpec spec_for(const ExperimentConfig& config, const std::string& kind, const char* key) {
@@ -55,23 +106,26 @@ topology::GraphSpec spec_for(const ExperimentConfig& config, const std::string& 
   try {
     spec.kind = topology::parse_graph_kind(kind);
   } catch (const topology::GraphError& e) {
-    // Same reason, but named by the config key the user wrote.
-    std::string reason = e.what();
-    reason.erase(0, e.argument().size() + 2);
-    throw topology::GraphError(
-        key, reason + "; or ada, switch, allreduce, global-average where a policy is allowed");
+    throw ConfigKeyError(
+        key, e.reason() + "; or ada, switch, allreduce, global-average where a policy is allowed");
   }
   spec.nodes = config.train.workers;
   spec.degree = config.algorithm.degree;
   if (spec.kind == topology::GraphKind::erdos_renyi) {
     spec.probability = config.algorithm.probability;
   }
-  if (config.algorithm.torus_shape.size() == 2) {
-    spec.torus_rows = config.algorithm.torus_shape[0];
-    spec.torus_cols = config.algorithm.torus_shape[1];
-  } else if (!config.algorithm.torus_shape.empty()) {
-    throw topology::GraphError("algorithm.torus_shape", fmt::format("expected [rows, cols], got {} values",
-                                                                    config.algorithm.torus_shape.size()));
+  const auto& shape = config.algorithm.torus_shape;
+  if (shape.size() == 2) {
+    spec.torus_rows = shape[0];
+    spec.torus_cols = shape[1];
+    const std::int64_t nodes = std::int64_t{shape[0]} * shape[1];
+    if (spec.kind == topology::GraphKind::torus && nodes != spec.nodes) {
+      throw ConfigKeyError("algorithm.torus_shape", fmt::format("{}x{} is {} nodes, but train.workers is {}",
+                                                                shape[0], shape[1], nodes, spec.nodes));
+    }
+  } else if (!shape.empty()) {
+    throw ConfigKeyError("algorithm.torus_shape",
+                         fmt::format("expected [rows, cols], got {} values", shape.size()));
   }
   spec.seed = config.seed;
   return spec;
@@ -86,7 +140,9 @@ std::unique_ptr<topology::GraphPolicy> simple_policy(const ExperimentConfig& con
   if (name == "global-average") {
     return std::make_unique<topology::GlobalAveragePolicy>();
   }
-  return std::make_unique<topology::SequencePolicy>(topology::make_graph(spec_for(config, name, key)));
+  const topology::GraphSpec spec = spec_for(config, name, key);
+  return std::make_unique<topology::SequencePolicy>(
+      with_config_keys(key, name, [&] { return topology::make_graph(spec); }));
 }
 
 /// Simulated seconds per iteration of one rung on the configured platform, over 16 iterations (enough for
@@ -104,7 +160,7 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
   const AlgorithmConfig& a = config.algorithm;
   std::vector<std::string> names = split_names(a.ada_ladder);
   if (names.empty()) {
-    throw topology::GraphError("algorithm.ada_ladder", "needs at least one graph");
+    throw ConfigKeyError("algorithm.ada_ladder", "needs at least one graph");
   }
   // The start is resolved on the ladder as written, then carried over the rungs that cost-awareness keeps.
   std::size_t start = 0;
@@ -113,10 +169,9 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
   } else if (a.ada_start != "sparsest") {
     const auto it = std::find(names.begin(), names.end(), a.ada_start);
     if (it == names.end()) {
-      throw topology::GraphError(
-          "algorithm.ada_start",
-          fmt::format("'{}' is neither sparsest, densest nor a rung of ada_ladder ({})", a.ada_start,
-                      a.ada_ladder));
+      throw ConfigKeyError("algorithm.ada_start",
+                           fmt::format("'{}' is neither sparsest, densest nor a rung of ada_ladder ({})",
+                                       a.ada_start, a.ada_ladder));
     }
     start = static_cast<std::size_t>(it - names.begin());
   }
@@ -149,7 +204,8 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
   options.min_dwell = a.ada_min_dwell;
   options.patience = a.ada_patience;
   options.start_rung = start_rung;
-  return std::make_unique<topology::AdaPolicy>(std::move(ladder), options);
+  return with_config_keys("algorithm.ada_ladder", "",
+                          [&] { return std::make_unique<topology::AdaPolicy>(std::move(ladder), options); });
 }
 
 }  // namespace
@@ -187,14 +243,75 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
     for (const auto& name : split_names(a.switch_graphs)) {
       stages.push_back(simple_policy(config, name, "algorithm.switch_graphs"));
     }
-    return std::make_unique<topology::SwitchPolicy>(
-        std::move(stages), std::vector<std::int64_t>(a.switch_at.begin(), a.switch_at.end()));
+    if (stages.empty()) {
+      throw ConfigKeyError("algorithm.switch_graphs", "needs at least one graph");
+    }
+    if (stages.size() != a.switch_at.size()) {
+      throw ConfigKeyError("algorithm.switch_at",
+                           fmt::format("lists {} start iterations, but algorithm.switch_graphs has {} stages",
+                                       a.switch_at.size(), stages.size()));
+    }
+    return with_config_keys("algorithm.switch_graphs", "", [&]() -> std::unique_ptr<topology::GraphPolicy> {
+      return std::make_unique<topology::SwitchPolicy>(
+          std::move(stages), std::vector<std::int64_t>(a.switch_at.begin(), a.switch_at.end()));
+    });
   }
-  auto sequence = topology::make_graph(graph_spec(config));
+  const topology::GraphSpec spec = graph_spec(config);
+  auto sequence = with_config_keys("algorithm.graph", a.graph, [&] { return topology::make_graph(spec); });
   if (a.global_every > 0) {
     return std::make_unique<topology::PeriodicAveragePolicy>(std::move(sequence), a.global_every);
   }
   return std::make_unique<topology::SequencePolicy>(std::move(sequence));
+}
+
+namespace {
+
+/// Training samples of the data sets whose size a config fixes (imagenet-folder's is the folder's).
+std::optional<std::int64_t> nominal_train_samples(const std::string& dataset) {
+  if (dataset == "fashion-mnist" || dataset == "synthetic") {
+    return 60000;
+  }
+  if (dataset == "cifar10") {
+    return 50000;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void check_setup(const ExperimentConfig& config) {
+  // Cost-aware Ada only drops rungs by simulated time; the rungs and the start it checks are the same.
+  ExperimentConfig quick = config;
+  quick.algorithm.ada_cost_aware = false;
+  make_policy(quick);
+  try {
+    timing_spec(config);
+  } catch (const sim::PlatformError& e) {
+    std::string reason = e.what();
+    reason.erase(0, e.key().size() + 2);
+    throw ConfigKeyError(e.key(), reason);
+  } catch (const ConfigError& e) {
+    // An unreadable or invalid calibration file: its own message names the file and its key.
+    throw ConfigKeyError("platform.preset", e.what());
+  } catch (const models::ModelError& e) {
+    throw ConfigKeyError("platform.timing_model", e.what());
+  }
+  // Every replica's shard holds floor(samples / workers) or one more sample (iid and Dirichlet alike).
+  const TrainConfig& t = config.train;
+  if (const auto samples = nominal_train_samples(t.dataset)) {
+    const std::int64_t shard = *samples / t.workers;
+    if (shard < 1) {
+      throw ConfigKeyError("train.workers", fmt::format("{} replicas cannot share {}'s {} training samples",
+                                                        t.workers, t.dataset, *samples));
+    }
+    if (t.batch_per_worker > shard) {
+      throw ConfigKeyError(
+          "train.batch_per_worker",
+          fmt::format("{} does not fit a replica's shard of {} samples ({}'s {} training samples over "
+                      "train.workers = {})",
+                      t.batch_per_worker, shard, t.dataset, *samples, t.workers));
+    }
+  }
 }
 
 }  // namespace dbench::experiments

@@ -57,6 +57,21 @@ std::string describe(const SweepValue& value, const toml::node& node) {
   }
 }
 
+// The first nan or inf in a value (or one of its array's elements), to say that numbers must be finite.
+const toml::node* non_finite(const toml::node& node) {
+  if (const auto* f = node.as_floating_point(); f != nullptr && !std::isfinite(f->get())) {
+    return &node;
+  }
+  if (const auto* array = node.as_array()) {
+    for (const auto& element : *array) {
+      if (const auto* found = non_finite(element)) {
+        return found;
+      }
+    }
+  }
+  return nullptr;
+}
+
 // A TOML value as override text and as shown; throws on tables, dates and times, which no key takes.
 std::optional<SweepValue> sweep_value(const toml::node& node) {
   SweepValue value;
@@ -192,19 +207,7 @@ const toml::node& require_node(const toml::table& root, std::string_view key) {
 }
 
 std::string read_text(const fs::path& path, std::string_view what) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    throw ConfigError(fmt::format("{}: cannot read {}: it is a directory", path.string(), what));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    throw ConfigError(fmt::format("{}: cannot read {}: {}", path.string(), what,
-                                  error != 0 ? std::generic_category().message(error) : "cannot open"));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_config_text(path, what);
 }
 
 // A filesystem-safe token of a value for run ids: letters, digits, '.', '_' and '-'.
@@ -268,8 +271,8 @@ std::string explain_config_error(const std::string& message, std::string_view ba
       const std::string prefix = fmt::format("{}: ", base_source);
       if (line.ends_with(suffix) && line.starts_with(prefix)) {
         const std::string middle = line.substr(prefix.size(), line.size() - prefix.size() - suffix.size());
-        rewritten = fmt::format("{}{} (from {})", where(sweep.source, origin.line, origin.column), middle,
-                                origin.written);
+        rewritten = fmt::format("{}{} (from {}; run {})", where(sweep.source, origin.line, origin.column),
+                                middle, origin.written, run.id);
         break;
       }
     }
@@ -495,6 +498,10 @@ SweepConfig parse_sweep(std::string_view toml_text, std::string_view source_name
           "algorithm.graph",
           where(source_name, *node)));
     }
+    if (const auto* bad = non_finite(*node)) {
+      throw ConfigError(fmt::format("{}[set] {}: must be a finite number, got {}", where(source_name, *bad),
+                                    key, bad->as_floating_point()->get()));
+    }
     const auto value = sweep_value(*node);
     if (!value) {
       throw ConfigError(fmt::format("{}[set] {}: expected a string, number, boolean or array of them",
@@ -527,6 +534,10 @@ SweepConfig parse_sweep(std::string_view toml_text, std::string_view source_name
     SweepAxis axis;
     axis.key = key;
     for (const auto& element : *array) {
+      if (const auto* bad = non_finite(element)) {
+        throw ConfigError(fmt::format("{}[grid] {}: must be a finite number, got {}",
+                                      where(source_name, *bad), key, bad->as_floating_point()->get()));
+      }
       const auto value = sweep_value(element);
       if (!value) {
         throw ConfigError(fmt::format("{}[grid] {}: expected a string, number, boolean or array of them",
@@ -568,7 +579,9 @@ SweepConfig load_sweep_file(const fs::path& path) {
 std::vector<SweepRun> expand_sweep(const SweepConfig& sweep) {
   const std::string base_source = sweep.base.empty() ? "<defaults>" : sweep.base.string();
   const std::string base_text = sweep.base.empty() ? std::string() : read_text(sweep.base, "base config");
-  load_config(base_text, {}, base_source);  // the base alone first: its errors point into its own file
+  // The base alone first, so that its errors point into its own file; its graph and platform are checked
+  // per run, with the grid's values.
+  load_config(base_text, {}, base_source, Validation::keys_only);
 
   std::size_t total = 1;
   for (const auto& axis : sweep.grid) {

@@ -3,10 +3,9 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
-#include <fstream>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <variant>
 
@@ -19,13 +18,17 @@ using Value = std::variant<double, std::string>;
 bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, const std::string& where) {
   const auto number = [&]() {
     if (const auto* d = std::get_if<double>(&value)) {
+      if (!std::isfinite(*d)) {
+        throw ConfigError(fmt::format("{}: {}: must be a finite number, got {}", where, key, *d));
+      }
       return *d;
     }
     throw ConfigError(fmt::format("{}: {}: expected a number", where, key));
   };
   const auto count = [&]() {
     const double d = number();
-    if (d != static_cast<double>(static_cast<int>(d))) {
+    constexpr double kMaxCount = 1 << 30;
+    if (!(std::abs(d) <= kMaxCount) || d != std::floor(d)) {
       throw ConfigError(fmt::format("{}: {}: expected an integer, got {}", where, key, d));
     }
     return static_cast<int>(d);
@@ -69,17 +72,12 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
 }
 
 std::map<std::string, Value> read_values(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError(fmt::format("{}: cannot read calibration file", path.string()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_config_text(path, "calibration file");
   std::map<std::string, Value> values;
   if (path.extension() == ".json") {
     nlohmann::json json;
     try {
-      json = nlohmann::json::parse(text.str());
+      json = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
       throw ConfigError(fmt::format("{}: JSON syntax error: {}", path.string(), e.what()));
     }
@@ -96,7 +94,7 @@ std::map<std::string, Value> read_values(const std::filesystem::path& path) {
   }
   toml::table table;
   try {
-    table = toml::parse(text.str(), path.string());
+    table = toml::parse(text, path.string());
   } catch (const toml::parse_error& e) {
     throw ConfigError(fmt::format("{}: TOML syntax error: {}", path.string(), e.description()));
   }

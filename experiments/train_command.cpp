@@ -475,6 +475,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--peer-timeout", options->peer_timeout_s,
                   "Seconds without progress after which a silent worker is reported lost (0: wait forever)")
       ->capture_default_str()
+      ->check(finite_number())
       ->check(CLI::NonNegativeNumber);
   cmd->add_option(
       "--inject-kill", options->inject_kill,

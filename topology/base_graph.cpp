@@ -217,11 +217,12 @@ int plan_simple_base(RoundPlan& plan, int start, std::span<const int> nodes, int
 
 void check_arguments(int n, int k, std::string_view what) {
   if (n < 2) {
-    throw GraphError("--nodes", fmt::format("{} needs at least 2 nodes, got {}", what, n));
+    throw GraphError(GraphInput::nodes, fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
   if (k < 1 || k >= n) {
-    throw GraphError("--degree", fmt::format("a {} on {} nodes needs a maximum degree k in [1, {}], got {}",
-                                             what, n, n - 1, k));
+    throw GraphError(
+        GraphInput::degree,
+        fmt::format("a {} on {} nodes needs a maximum degree k in [1, {}], got {}", what, n, n - 1, k));
   }
 }
 
@@ -239,7 +240,7 @@ GraphSequence hyper_hypercube(int n, int k) {
   check_arguments(n, k, "a hyper-hypercube");
   if (const int p = largest_prime_factor(n); p > k + 1) {
     throw GraphError(
-        "--nodes",
+        GraphInput::nodes,
         fmt::format("a {}-peer hyper-hypercube needs n without prime factors above {}, got {} (factor "
                     "{}); the base kind handles any n",
                     k, k + 1, n, p));

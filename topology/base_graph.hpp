@@ -14,7 +14,7 @@ namespace dbench::topology {
 /// factors): write a node in mixed radix (f_0, ..., f_{L-1}); round l joins the f_l nodes that differ only in
 /// digit l into a clique with weights 1/f_l, so after L rounds every digit has been averaged out.
 ///   n = 6, k = 2 (f = 3, 2):  round 0: {0,1,2} {3,4,5}   round 1: {0,3} {1,4} {2,5}
-/// Throws GraphError("--nodes", ...) when n has a prime factor above k+1.
+/// Throws GraphError(GraphInput::nodes, ...) when n has a prime factor above k+1.
 GraphSequence hyper_hypercube(int n, int k);
 
 /// Simple Base-(k+1) graph for any n: write n in base k+1, n = sum_l a_l (k+1)^{p_l} with p_0 > p_1 > ...,

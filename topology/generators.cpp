@@ -38,14 +38,14 @@ constexpr int kMaxDraws = 100;
 
 void require_nodes(int n, std::string_view what) {
   if (n < 2) {
-    throw GraphError("--nodes", fmt::format("{} needs at least 2 nodes, got {}", what, n));
+    throw GraphError(GraphInput::nodes, fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
 }
 
-void require_entries(std::int64_t entries, std::string_view argument, std::string_view what) {
+void require_entries(std::int64_t entries, GraphInput input, std::string_view what) {
   if (entries > kMaxEntries) {
-    throw GraphError(std::string(argument), fmt::format("{} would hold {} mixing entries; the limit is {}",
-                                                        what, entries, kMaxEntries));
+    throw GraphError(
+        input, fmt::format("{} would hold {} mixing entries; the limit is {}", what, entries, kMaxEntries));
   }
 }
 
@@ -196,9 +196,9 @@ std::vector<Edge> complement(int n, std::span<const Edge> edges) {
   return out;
 }
 
-void reject_option(bool given, std::string_view argument, std::string_view kind, std::string_view what) {
+void reject_option(bool given, GraphInput input, std::string_view kind, std::string_view what) {
   if (given) {
-    throw GraphError(std::string(argument), fmt::format("kind '{}' takes no {}", kind, what));
+    throw GraphError(input, fmt::format("kind '{}' takes no {}", kind, what));
   }
 }
 
@@ -224,8 +224,9 @@ std::string_view noun(GraphKind kind) {
 int peer_degree(const GraphSpec& spec) {
   const int k = spec.degree == 0 ? 1 : spec.degree;
   if (k < 1 || k >= spec.nodes) {
-    throw GraphError("--degree", fmt::format("{} on {} nodes needs a maximum degree k in [1, {}], got {}",
-                                             noun(spec.kind), spec.nodes, spec.nodes - 1, k));
+    throw GraphError(GraphInput::degree,
+                     fmt::format("{} on {} nodes needs a maximum degree k in [1, {}], got {}",
+                                 noun(spec.kind), spec.nodes, spec.nodes - 1, k));
   }
   return k;
 }
@@ -251,7 +252,7 @@ GraphKind parse_graph_kind(std::string_view name) {
     known += known.empty() ? "" : ", ";
     known += k;
   }
-  throw GraphError("--kind", fmt::format("unknown kind '{}' (known: {})", name, known));
+  throw GraphError(GraphInput::kind, fmt::format("unknown kind '{}' (known: {})", name, known));
 }
 
 WeightScheme parse_weight_scheme(std::string_view name) {
@@ -265,13 +266,13 @@ WeightScheme parse_weight_scheme(std::string_view name) {
     return WeightScheme::metropolis_hastings;
   }
   throw GraphError(
-      "--weights",
+      GraphInput::weights,
       fmt::format("unknown weights '{}' (known: automatic, uniform, metropolis-hastings)", name));
 }
 
 std::pair<int, int> parse_torus_shape(std::string_view text) {
   const auto bad = [&] {
-    return GraphError("--shape",
+    return GraphError(GraphInput::shape,
                       fmt::format("expected ROWSxCOLS with positive integers, e.g. 24x42, got '{}'", text));
   };
   const auto x = text.find_first_of("xX");
@@ -308,12 +309,12 @@ std::pair<int, int> most_square_shape(int n) {
 Graph weighted_graph(std::string name, int n, std::span<const Edge> edges, WeightScheme scheme,
                      bool vertex_transitive) {
   require_nodes(n, fmt::format("a graph '{}'", name));
-  require_entries(static_cast<std::int64_t>(n) + 2 * static_cast<std::int64_t>(edges.size()), "--nodes",
-                  name);
+  require_entries(static_cast<std::int64_t>(n) + 2 * static_cast<std::int64_t>(edges.size()),
+                  GraphInput::nodes, name);
   std::vector<std::vector<int>> neighbours(static_cast<std::size_t>(n));
   for (const auto& e : edges) {
     if (e.u < 0 || e.u >= n || e.v < 0 || e.v >= n || e.u == e.v) {
-      throw GraphError("graph",
+      throw GraphError(GraphInput::graph,
                        fmt::format("{}: edge {} -- {} is a loop or leaves [0, {})", name, e.u, e.v, n));
     }
     neighbours[static_cast<std::size_t>(e.u)].push_back(e.v);
@@ -323,7 +324,7 @@ Graph weighted_graph(std::string name, int n, std::span<const Edge> edges, Weigh
   for (auto& list : neighbours) {
     std::sort(list.begin(), list.end());
     if (std::adjacent_find(list.begin(), list.end()) != list.end()) {
-      throw GraphError("graph", fmt::format("{}: an edge is listed twice", name));
+      throw GraphError(GraphInput::graph, fmt::format("{}: an edge is listed twice", name));
     }
     regular = regular && list.size() == neighbours.front().size();
   }
@@ -366,12 +367,12 @@ Graph torus(int n, int rows, int cols) {
     std::tie(rows, cols) = most_square_shape(n);
   }
   if (rows < 1 || cols < 1) {
-    throw GraphError("--shape",
+    throw GraphError(GraphInput::shape,
                      fmt::format("a torus needs positive rows and columns, got {}x{}", rows, cols));
   }
   if (static_cast<std::int64_t>(rows) * cols != n) {
-    throw GraphError("--shape", fmt::format("{}x{} is {} nodes, but --nodes is {}", rows, cols,
-                                            static_cast<std::int64_t>(rows) * cols, n));
+    throw GraphError(GraphInput::shape, fmt::format("{}x{} is {} nodes, but the graph has {}", rows, cols,
+                                                    static_cast<std::int64_t>(rows) * cols, n));
   }
   std::vector<Edge> edges;
   const auto add = [&](int u, int v) {
@@ -397,7 +398,7 @@ Graph torus(int n, int rows, int cols) {
 Graph hypercube(int n) {
   require_nodes(n, "a hypercube");
   if ((n & (n - 1)) != 0) {
-    throw GraphError("--nodes", fmt::format("a hypercube needs a power of two, got {}", n));
+    throw GraphError(GraphInput::nodes, fmt::format("a hypercube needs a power of two, got {}", n));
   }
   std::vector<Edge> edges;
   for (int i = 0; i < n; ++i) {
@@ -412,7 +413,7 @@ Graph hypercube(int n) {
 
 Graph complete(int n) {
   require_nodes(n, "a complete graph");
-  require_entries(static_cast<std::int64_t>(n) * n, "--nodes",
+  require_entries(static_cast<std::int64_t>(n) * n, GraphInput::nodes,
                   fmt::format("a complete graph on {} nodes", n));
   std::vector<std::vector<MixingEntry>> rows(static_cast<std::size_t>(n));
   for (auto& row : rows) {
@@ -436,7 +437,7 @@ Graph star(int n, WeightScheme scheme) {
 Graph exponential(int n) {
   require_nodes(n, "an exponential graph");
   const int tau = ceil_log2(n);
-  require_entries(static_cast<std::int64_t>(n) * (tau + 1), "--nodes",
+  require_entries(static_cast<std::int64_t>(n) * (tau + 1), GraphInput::nodes,
                   fmt::format("an exponential graph on {} nodes", n));
   const double w = 1.0 / (tau + 1);
   std::vector<std::vector<MixingEntry>> rows(static_cast<std::size_t>(n));
@@ -454,7 +455,7 @@ Graph exponential(int n) {
 GraphSequence one_peer_exponential(int n) {
   require_nodes(n, "a one-peer exponential graph");
   const int tau = ceil_log2(n);
-  require_entries(static_cast<std::int64_t>(n) * 2 * tau, "--nodes",
+  require_entries(static_cast<std::int64_t>(n) * 2 * tau, GraphInput::nodes,
                   fmt::format("a one-peer exponential graph on {} nodes", n));
   std::vector<Graph> rounds;
   for (int m = 0; m < tau; ++m) {
@@ -473,18 +474,18 @@ Graph random_regular(int n, int degree, std::uint64_t seed) {
   const int d = degree;
   if (d < 1 || d >= n) {
     throw GraphError(
-        "--degree",
+        GraphInput::degree,
         fmt::format("a random regular graph on {} nodes needs a degree d in [1, {}], got {}", n, n - 1, d));
   }
   if ((static_cast<std::int64_t>(n) * d) % 2 != 0) {
-    throw GraphError("--degree", fmt::format("a d-regular graph needs n*d even, got {}*{}", n, d));
+    throw GraphError(GraphInput::degree, fmt::format("a d-regular graph needs n*d even, got {}*{}", n, d));
   }
   if (d == 1 && n > 2) {
     throw GraphError(
-        "--degree",
+        GraphInput::degree,
         fmt::format("a 1-regular graph on {} nodes is a matching, never connected; use 2 or more", n));
   }
-  require_entries(static_cast<std::int64_t>(n) * (d + 1), "--degree",
+  require_entries(static_cast<std::int64_t>(n) * (d + 1), GraphInput::degree,
                   fmt::format("a {}-regular graph on {} nodes", d, n));
   Rng rng(seed);
   for (int draw = 0; draw < kMaxDraws; ++draw) {
@@ -503,19 +504,20 @@ Graph random_regular(int n, int degree, std::uint64_t seed) {
       return weighted_graph("random-regular", n, edges, WeightScheme::uniform);
     }
   }
-  throw GraphError("--degree", fmt::format("no connected {}-regular graph on {} nodes in {} draws (seed {})",
-                                           d, n, kMaxDraws, seed));
+  throw GraphError(
+      GraphInput::degree,
+      fmt::format("no connected {}-regular graph on {} nodes in {} draws (seed {})", d, n, kMaxDraws, seed));
 }
 
 Graph erdos_renyi(int n, double probability, std::uint64_t seed, WeightScheme scheme) {
   require_nodes(n, "an Erdos-Renyi graph");
   const double p = probability;
   if (!(p > 0.0 && p <= 1.0)) {
-    throw GraphError("--probability",
+    throw GraphError(GraphInput::probability,
                      fmt::format("an Erdos-Renyi graph needs an edge probability in (0, 1], got {}", p));
   }
   const double pairs = 0.5 * static_cast<double>(n) * (n - 1);
-  require_entries(static_cast<std::int64_t>(n + 2.0 * p * pairs), "--probability",
+  require_entries(static_cast<std::int64_t>(n + 2.0 * p * pairs), GraphInput::probability,
                   fmt::format("G({}, {}) on average", n, p));
   Rng rng(seed);
   const double log_q = std::log1p(-p);
@@ -541,7 +543,7 @@ Graph erdos_renyi(int n, double probability, std::uint64_t seed, WeightScheme sc
     }
   }
   throw GraphError(
-      "--probability",
+      GraphInput::probability,
       fmt::format("G({}, {}) came out disconnected in {} draws (seed {}); connectivity needs p well "
                   "above ln(n)/n = {:.3g}",
                   n, p, kMaxDraws, seed, std::log(static_cast<double>(n)) / n));
@@ -550,18 +552,18 @@ Graph erdos_renyi(int n, double probability, std::uint64_t seed, WeightScheme sc
 GraphSequence make_graph(const GraphSpec& spec) {
   const auto kind = graph_kind_name(spec.kind);
   require_nodes(spec.nodes, noun(spec.kind));
-  reject_option((spec.torus_rows != 0 || spec.torus_cols != 0) && spec.kind != GraphKind::torus, "--shape",
-                kind, "shape (only a torus has one)");
-  reject_option(spec.probability != 0.0 && spec.kind != GraphKind::erdos_renyi, "--probability", kind,
+  reject_option((spec.torus_rows != 0 || spec.torus_cols != 0) && spec.kind != GraphKind::torus,
+                GraphInput::shape, kind, "shape (only a torus has one)");
+  reject_option(spec.probability != 0.0 && spec.kind != GraphKind::erdos_renyi, GraphInput::probability, kind,
                 "probability (only erdos-renyi has one)");
   const bool takes_degree = spec.kind == GraphKind::random_regular ||
                             spec.kind == GraphKind::hyper_hypercube || spec.kind == GraphKind::simple_base ||
                             spec.kind == GraphKind::base;
-  reject_option(spec.degree != 0 && !takes_degree, "--degree", kind,
+  reject_option(spec.degree != 0 && !takes_degree, GraphInput::degree, kind,
                 "degree (only random-regular, hyper-hypercube, simple-base and base have one)");
   const bool takes_weights = spec.kind == GraphKind::star || spec.kind == GraphKind::erdos_renyi;
   reject_option(
-      spec.weights != WeightScheme::automatic && !takes_weights, "--weights", kind,
+      spec.weights != WeightScheme::automatic && !takes_weights, GraphInput::weights, kind,
       "weight choice (only star and erdos-renyi have one; the others are regular or fixed families)");
   switch (spec.kind) {
     case GraphKind::ring:
@@ -589,7 +591,7 @@ GraphSequence make_graph(const GraphSpec& spec) {
     case GraphKind::base:
       return base_graph(spec.nodes, peer_degree(spec));
   }
-  throw GraphError("--kind", "unhandled kind");
+  throw GraphError(GraphInput::kind, "unhandled kind");
 }
 
 }  // namespace dbench::topology

@@ -57,11 +57,11 @@ struct Edge {
 std::span<const std::string_view> known_graph_kinds() noexcept;
 /// The name of a kind, e.g. "one-peer-exponential".
 std::string_view graph_kind_name(GraphKind kind) noexcept;
-/// Parses a kind name; throws GraphError("--kind", "unknown kind 'X' (known: ring, torus, ...)").
+/// Parses a kind name; throws GraphError(GraphInput::kind, "unknown kind 'X' (known: ring, torus, ...)").
 GraphKind parse_graph_kind(std::string_view name);
 /// Parses a weight scheme name: automatic, uniform or metropolis-hastings.
 WeightScheme parse_weight_scheme(std::string_view name);
-/// Parses "RxC" (e.g. "24x42") into {rows, cols}; throws GraphError("--shape", ...).
+/// Parses "RxC" (e.g. "24x42") into {rows, cols}; throws GraphError(GraphInput::shape, ...).
 std::pair<int, int> parse_torus_shape(std::string_view text);
 /// The factorisation rows x cols = n with rows <= cols and rows as large as possible.
 std::pair<int, int> most_square_shape(int n);

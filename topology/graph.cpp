@@ -8,14 +8,48 @@
 
 namespace dbench::topology {
 
-GraphError::GraphError(std::string argument, const std::string& reason)
-    : std::invalid_argument(argument + ": " + reason), argument_(std::move(argument)) {}
+std::string_view graph_input_name(GraphInput input) noexcept {
+  switch (input) {
+    case GraphInput::nodes:
+      return "nodes";
+    case GraphInput::kind:
+      return "kind";
+    case GraphInput::shape:
+      return "shape";
+    case GraphInput::degree:
+      return "degree";
+    case GraphInput::probability:
+      return "probability";
+    case GraphInput::weights:
+      return "weights";
+    case GraphInput::graph:
+      return "graph";
+    case GraphInput::period:
+      return "period";
+    case GraphInput::stage_starts:
+      return "stage starts";
+    case GraphInput::ladder:
+      return "ladder";
+    case GraphInput::band:
+      return "band";
+    case GraphInput::ada_timing:
+      return "ada timing";
+    case GraphInput::start_rung:
+      return "start rung";
+  }
+  return "graph";
+}
+
+GraphError::GraphError(GraphInput input, const std::string& reason)
+    : std::invalid_argument(fmt::format("{}: {}", graph_input_name(input), reason)),
+      input_(input),
+      reason_(reason) {}
 
 Graph::Graph(std::string name, std::vector<std::vector<MixingEntry>> rows, bool vertex_transitive)
     : name_(std::move(name)), vertex_transitive_(vertex_transitive) {
   const auto n = rows.size();
   if (n == 0) {
-    throw GraphError("--nodes", "a graph needs at least one node");
+    throw GraphError(GraphInput::nodes, "a graph needs at least one node");
   }
   std::size_t total = 0;
   for (const auto& r : rows) {
@@ -30,14 +64,14 @@ Graph::Graph(std::string name, std::vector<std::vector<MixingEntry>> rows, bool 
     for (std::size_t k = 0; k < r.size(); ++k) {
       const auto& e = r[k];
       if (e.from < 0 || static_cast<std::size_t>(e.from) >= n) {
-        throw GraphError("graph",
+        throw GraphError(GraphInput::graph,
                          fmt::format("{}: row {} names node {}, outside [0, {})", name_, i, e.from, n));
       }
       if (k > 0 && r[k - 1].from == e.from) {
-        throw GraphError("graph", fmt::format("{}: row {} lists node {} twice", name_, i, e.from));
+        throw GraphError(GraphInput::graph, fmt::format("{}: row {} lists node {} twice", name_, i, e.from));
       }
       if (!std::isfinite(e.weight)) {
-        throw GraphError("graph", fmt::format("{}: W[{}][{}] is not finite", name_, i, e.from));
+        throw GraphError(GraphInput::graph, fmt::format("{}: W[{}][{}] is not finite", name_, i, e.from));
       }
       entries_.push_back(e);
     }
@@ -58,8 +92,8 @@ namespace {
 
 void check_sizes(const Graph& g, std::size_t x, std::size_t y) {
   if (x != static_cast<std::size_t>(g.nodes()) || y != x) {
-    throw GraphError("graph", fmt::format("{}: mixing needs vectors of {} values, got {} and {}", g.name(),
-                                          g.nodes(), x, y));
+    throw GraphError(GraphInput::graph, fmt::format("{}: mixing needs vectors of {} values, got {} and {}",
+                                                    g.name(), g.nodes(), x, y));
   }
 }
 
@@ -97,12 +131,13 @@ GraphSequence::GraphSequence(Graph graph)
 GraphSequence::GraphSequence(std::string kind, std::vector<Graph> rounds, bool union_vertex_transitive)
     : kind_(std::move(kind)), rounds_(std::move(rounds)), union_vertex_transitive_(union_vertex_transitive) {
   if (rounds_.empty()) {
-    throw GraphError("graph", fmt::format("{}: a graph sequence needs at least one round", kind_));
+    throw GraphError(GraphInput::graph, fmt::format("{}: a graph sequence needs at least one round", kind_));
   }
   for (const auto& g : rounds_) {
     if (g.nodes() != rounds_.front().nodes()) {
-      throw GraphError("graph", fmt::format("{}: rounds on {} and {} nodes cannot form one sequence", kind_,
-                                            rounds_.front().nodes(), g.nodes()));
+      throw GraphError(GraphInput::graph,
+                       fmt::format("{}: rounds on {} and {} nodes cannot form one sequence", kind_,
+                                   rounds_.front().nodes(), g.nodes()));
     }
   }
 }

@@ -7,21 +7,47 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dbench::topology {
 
-/// A graph request that cannot be honoured; argument() names the offending input (e.g. "--nodes").
+/// What a graph request got wrong. Callers name it their own way: the command line as --nodes, a config as
+/// train.workers; the topology library knows neither.
+enum class GraphInput {
+  nodes,         ///< the number of nodes
+  kind,          ///< the graph kind's name
+  shape,         ///< a torus's rows x cols
+  degree,        ///< the degree of a random-regular graph, or the peers k of a Base-(k+1) family
+  probability,   ///< an Erdos-Renyi edge probability
+  weights,       ///< the mixing-weight scheme
+  graph,         ///< the graph's own rows or rounds (built in code, not requested)
+  period,        ///< the period of periodic global averaging
+  stage_starts,  ///< a switch policy's start iterations, one per stage
+  ladder,        ///< an Ada ladder's rungs
+  band,          ///< an Ada consensus-distance band (low, high)
+  ada_timing,    ///< an Ada's check interval, dwell and patience
+  start_rung,    ///< an Ada's first rung
+};
+
+/// The neutral name of an input ("nodes", "shape", "stage starts"): the command line's flag without "--".
+std::string_view graph_input_name(GraphInput input) noexcept;
+
+/// A graph request that cannot be honoured; input() says what was wrong, reason() why, in words that name
+/// no command-line flag and no config key.
 class GraphError : public std::invalid_argument {
  public:
-  /// Builds "argument: reason", so the message alone tells the user what to change.
-  GraphError(std::string argument, const std::string& reason);
+  /// what() is "name: reason", the name from graph_input_name.
+  GraphError(GraphInput input, const std::string& reason);
 
-  /// The input the error is about, e.g. "--nodes", so callers with other spellings can rename it.
-  const std::string& argument() const noexcept { return argument_; }
+  /// The input the error is about.
+  GraphInput input() const noexcept { return input_; }
+  /// The reason alone, for callers that name the input themselves.
+  const std::string& reason() const noexcept { return reason_; }
 
  private:
-  std::string argument_;
+  GraphInput input_;
+  std::string reason_;
 };
 
 /// One term of a row of W: node `from` contributes `weight` times its value to the row's node.

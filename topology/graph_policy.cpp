@@ -19,7 +19,7 @@ namespace dbench::topology {
 PeriodicAveragePolicy::PeriodicAveragePolicy(GraphSequence sequence, std::int64_t every)
     : gossip_(std::move(sequence)), every_(every) {
   if (every < 1) {
-    throw GraphError("algorithm.global_every", fmt::format("must be >= 1, got {}", every));
+    throw GraphError(GraphInput::period, fmt::format("global averaging needs a period >= 1, got {}", every));
   }
 }
 
@@ -37,14 +37,17 @@ std::string PeriodicAveragePolicy::name() const {
 SwitchPolicy::SwitchPolicy(std::vector<std::unique_ptr<GraphPolicy>> stages, std::vector<std::int64_t> starts)
     : stages_(std::move(stages)), starts_(std::move(starts)) {
   if (stages_.empty() || stages_.size() != starts_.size()) {
-    throw GraphError("algorithm.switch_at", "needs one start iteration per stage of algorithm.switch_graphs");
+    throw GraphError(GraphInput::stage_starts,
+                     fmt::format("needs one start iteration per stage, got {} stages and {} starts",
+                                 stages_.size(), starts_.size()));
   }
   if (starts_.front() != 0) {
-    throw GraphError("algorithm.switch_at", "the first stage must start at iteration 0");
+    throw GraphError(GraphInput::stage_starts,
+                     fmt::format("the first stage must start at iteration 0, got {}", starts_.front()));
   }
   for (std::size_t s = 1; s < starts_.size(); ++s) {
     if (starts_[s] <= starts_[s - 1]) {
-      throw GraphError("algorithm.switch_at", "start iterations must be strictly increasing");
+      throw GraphError(GraphInput::stage_starts, "start iterations must be strictly increasing");
     }
   }
 }
@@ -68,17 +71,22 @@ std::string SwitchPolicy::name() const {
 AdaPolicy::AdaPolicy(std::vector<std::unique_ptr<GraphPolicy>> ladder, AdaOptions options)
     : ladder_(std::move(ladder)), options_(options), rung_(options.start_rung) {
   if (ladder_.empty()) {
-    throw GraphError("algorithm.ada_ladder", "needs at least one graph");
+    throw GraphError(GraphInput::ladder, "needs at least one rung");
   }
   if (!(options_.low >= 0.0) || !(options_.high > options_.low)) {
-    throw GraphError("algorithm.ada_low", "must be >= 0 and below algorithm.ada_high");
+    throw GraphError(GraphInput::band, fmt::format("needs 0 <= low < high, got low {} and high {}",
+                                                   options_.low, options_.high));
   }
   if (options_.check_every < 1 || options_.min_dwell < 0 || options_.patience < 1) {
-    throw GraphError("algorithm.ada_check_every",
-                     "ada_check_every and ada_patience must be >= 1, ada_min_dwell >= 0");
+    throw GraphError(
+        GraphInput::ada_timing,
+        fmt::format("the check interval and patience must be >= 1 and the dwell >= 0, got {}, {} "
+                    "and {}",
+                    options_.check_every, options_.patience, options_.min_dwell));
   }
   if (rung_ < 0 || rung_ >= static_cast<int>(ladder_.size())) {
-    throw GraphError("algorithm.ada_start_rung", "must be a rung of the ladder");
+    throw GraphError(GraphInput::start_rung,
+                     fmt::format("{} is not a rung of a ladder of {}", rung_, ladder_.size()));
   }
 }
 

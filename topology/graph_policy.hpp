@@ -82,7 +82,7 @@ class SequencePolicy final : public GraphPolicy {
 /// averaging").
 class PeriodicAveragePolicy final : public GraphPolicy {
  public:
-  /// Throws GraphError naming algorithm.global_every when every < 1.
+  /// Throws GraphError (GraphInput::period) when every < 1.
   PeriodicAveragePolicy(GraphSequence sequence, std::int64_t every);
   ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) override;
   std::string name() const override;
@@ -96,7 +96,7 @@ class PeriodicAveragePolicy final : public GraphPolicy {
 /// e.g. dense-to-sparse (exponential, then one-peer exponential) or sparse-to-dense.
 class SwitchPolicy final : public GraphPolicy {
  public:
-  /// Stages in order; starts strictly increasing from 0 (GraphError naming algorithm.switch_at otherwise).
+  /// Stages in order; starts strictly increasing from 0 (GraphError on GraphInput::stage_starts otherwise).
   /// A null stage is an all-reduce of the gradients.
   SwitchPolicy(std::vector<std::unique_ptr<GraphPolicy>> stages, std::vector<std::int64_t> starts);
   ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) override;
@@ -124,7 +124,7 @@ struct AdaOptions {
 /// stays in a band: denser when it rises above the band, sparser when it stays below it.
 class AdaPolicy final : public GraphPolicy {
  public:
-  /// `ladder` sparse to dense, at least one rung; throws GraphError naming the algorithm.ada_* key at fault.
+  /// `ladder` sparse to dense, at least one rung; throws GraphError on the input at fault.
   AdaPolicy(std::vector<std::unique_ptr<GraphPolicy>> ladder, AdaOptions options);
   ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) override;
   std::string name() const override { return "ada"; }

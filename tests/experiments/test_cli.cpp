@@ -182,3 +182,40 @@ TEST_CASE("experiments::cli: train --local 0 says that a worker is needed") {
     CHECK(result.output.find("--local: needs at least 1 worker, got " + count) != std::string::npos);
   }
 }
+
+TEST_CASE("experiments::cli: nan and inf are refused by every float option, naming it") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"train --peer-timeout nan", "--peer-timeout: must be a finite number, got nan"},
+      {"train --peer-timeout inf", "--peer-timeout: must be a finite number, got inf"},
+      {"train --peer-timeout -inf", "--peer-timeout: must be a finite number, got -inf"},
+      {"calibrate --sizes 256,nan", "--sizes: must be a finite number, got nan"},
+      {"calibrate --sizes inf,256", "--sizes: must be a finite number, got inf"},
+      {"graph --kind erdos-renyi --nodes 8 --probability nan", "--probability: must be a finite number"},
+      {"graph --kind erdos-renyi --nodes 8 --probability inf", "--probability: must be a finite number"},
+  };
+  for (const auto& [arguments, expected] : cases) {
+    CAPTURE(arguments);
+    const auto result = run_dbench(arguments);
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.find(expected) != std::string::npos);
+  }
+}
+
+TEST_CASE("experiments::cli: graph errors name graph's own options; graphs works from 2 nodes") {
+  const auto shape = run_dbench("graph --kind torus --nodes 16 --shape 3x5");
+  CHECK(shape.output == "dbench: error: --shape: 3x5 is 15 nodes, but the graph has 16\n");
+  for (const char* nodes : {"2", "3", "5"}) {
+    CAPTURE(nodes);
+    const auto result = run_dbench(std::string("graphs --nodes ") + nodes);
+    CAPTURE(result.output);
+    CHECK(result.status == 0);
+    CHECK(result.output.find("--degree") == std::string::npos);
+    CHECK(result.output.find("ring") != std::string::npos);
+  }
+  const auto one = run_dbench("graphs --nodes 1");
+  CHECK(one.status != 0);
+  CHECK(one.output ==
+        "dbench: error: --nodes: must be at least 2 (a graph of one node has no edges), got 1\n");
+}

@@ -361,6 +361,20 @@ TEST_CASE("experiments::sweep: a bad sweep is refused before any run, naming the
       {fmt::format("target_accuracy = 2\n{}", grid), "target_accuracy"},
       {fmt::format("base = \"missing.toml\"\n{}", grid), "base"},
       {"[grid]\nseed = [1, 1]\n", "seed"},
+      {"[grid]\n\"train.lr\" = [0.1, nan]\n",
+       "bad.toml:2:20: [grid] train.lr: must be a finite number, got nan"},
+      {"[grid]\n\"train.lr\" = [inf]\n", "[grid] train.lr: must be a finite number, got inf"},
+      {"[set]\n\"train.momentum\" = -inf\n[grid]\nseed = [1]\n",
+       "[set] train.momentum: must be a finite number"},
+      // Every expanded run is checked as simulate would check it: the run and the key are named.
+      {"[grid]\n\"train.workers\" = [16, 512]\n\"train.batch_per_worker\" = [64, 128]\n",
+       "bad.toml:3:33: train.batch_per_worker: 128 does not fit a replica's shard of 117 samples "
+       "(fashion-mnist's "
+       "60000 training samples over train.workers = 512) (from [grid] train.batch_per_worker = 128; run "
+       "w512_batch_per_worker-128)"},
+      {"[grid]\n\"train.workers\" = [8, 12]\nalgorithm = [\"hypercube\"]\n",
+       "train.workers: a hypercube needs a "
+       "power of two, got 12"},
   };
   for (const auto& [text, named] : cases) {
     CAPTURE(text);

@@ -38,7 +38,8 @@ std::string config_error(const std::string& toml) {
 
 std::string platform_error_key(const std::string& toml) {
   try {
-    ex::platform_spec(ex::load_config(toml));
+    // Keys only: the full load refuses the same configs, under the same key (checked below).
+    ex::platform_spec(ex::load_config(toml, {}, "<config>", ex::Validation::keys_only));
   } catch (const sim::PlatformError& e) {
     return e.key();
   }
@@ -85,8 +86,9 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
       "= 1e11\n"
       "intra_node_latency_s = 1e-6\nnic_bandwidth_Bps = 0.0\nnic_latency_s = 1e-6\nswitch_latency_s = "
       "1e-7\n");
-  CHECK(custom.find("platform.nic_bandwidth_Bps: must be > 0 when platform.preset is \"custom\"") !=
-        std::string::npos);
+  CHECK(
+      custom.find("platform.preset: \"custom\" has no values to fall back on; set platform.nic_bandwidth_Bps "
+                  "(each > 0)") != std::string::npos);
   const sim::PlatformSpec minimal = ex::platform_spec(ex::load_config(
       "[train]\nworkers = 8\n[platform]\npreset = \"custom\"\ngpus_per_node = 4\ngpu_flops_per_s = 1e13\n"
       "intra_node_bandwidth_Bps = 1e11\nintra_node_latency_s = 1e-6\nnic_bandwidth_Bps = 1e10\nnic_latency_s "
@@ -99,6 +101,8 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(platform_error_key("[train]\nworkers = 20\n[platform]\npreset = \"frontier\"\n") ==
         "platform.gpus_per_node");
   CHECK(platform_error_key("[train]\nworkers = 24\n[platform]\npreset = \"frontier\"\n").empty());
+  CHECK(config_error("[train]\nworkers = 20\n[platform]\npreset = \"frontier\"\n")
+            .starts_with("<config>: platform.gpus_per_node: 20 GPUs do not fill whole nodes of 8 GPUs"));
 }
 
 TEST_CASE("experiments::read_calibration: a base preset with measured values on top from TOML or JSON") {

@@ -68,7 +68,9 @@ TEST_SUITE("gpu") {
     if (!dbench::testing::cuda_device_or_skip()) {
       return;
     }
-    const std::vector<std::string> overrides{"train.model=lenet", "train.workers=1"};
+    // One worker: centralized, as dbench train --local 1 needs (no graph has a single node).
+    const std::vector<std::string> overrides{"train.model=lenet", "train.workers=1",
+                                             "algorithm.kind=centralized"};
     const auto config = dbench::experiments::load_config("", overrides, "<test>");
     const auto train = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
     const auto spec = dbench::experiments::numerics_spec(config, train);

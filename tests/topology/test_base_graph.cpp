@@ -73,9 +73,9 @@ TEST_CASE("topology::hyper-hypercube: exact in as many rounds as factors, reject
   CHECK(topo::hyper_hypercube(1024, 1).period() == 10);
   CHECK(consensus_error_after_period(topo::hyper_hypercube(1296, 2), 4) < 1e-12);
   CHECK(graph_error_of([] { topo::hyper_hypercube(1008, 2); })
-            .starts_with("--nodes: a 2-peer hyper-hypercube needs n without prime factors above 3, got 1008 "
+            .starts_with("nodes: a 2-peer hyper-hypercube needs n without prime factors above 3, got 1008 "
                          "(factor 7)"));
-  CHECK(graph_error_of([] { topo::base_graph(10, 10); }).starts_with("--degree: "));
-  CHECK(graph_error_of([] { topo::base_graph(10, 0); }).starts_with("--degree: "));
-  CHECK(graph_error_of([] { topo::base_graph(1, 1); }).starts_with("--nodes: "));
+  CHECK(graph_error_of([] { topo::base_graph(10, 10); }).starts_with("degree: "));
+  CHECK(graph_error_of([] { topo::base_graph(10, 0); }).starts_with("degree: "));
+  CHECK(graph_error_of([] { topo::base_graph(1, 1); }).starts_with("nodes: "));
 }

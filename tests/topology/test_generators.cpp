@@ -43,7 +43,7 @@ TEST_CASE("topology::make_graph: n = 0 and n = 1 are rejected for every kind") {
       CAPTURE(kind);
       CAPTURE(n);
       const auto message = graph_error_of([&] { build(kind, n, 0, kind == "erdos-renyi" ? 0.5 : 0.0); });
-      CHECK(message.starts_with("--nodes: "));
+      CHECK(message.starts_with("nodes: "));
       CHECK(message.find("at least 2 nodes, got " + std::to_string(n)) != std::string::npos);
     }
   }
@@ -60,7 +60,7 @@ TEST_CASE("topology::make_graph: builds every kind at n = 2") {
 
 TEST_CASE("topology::parse_graph_kind: an unknown kind names itself and the known ones") {
   const auto message = graph_error_of([] { topo::parse_graph_kind("rnig"); });
-  CHECK(message.starts_with("--kind: unknown kind 'rnig' (known: ring, torus, hypercube, complete, star, "));
+  CHECK(message.starts_with("kind: unknown kind 'rnig' (known: ring, torus, hypercube, complete, star, "));
   CHECK(message.ends_with(", base)"));
   for (const auto kind : topo::known_graph_kinds()) {
     CHECK(topo::graph_kind_name(topo::parse_graph_kind(kind)) == kind);
@@ -72,17 +72,17 @@ TEST_CASE("topology::make_graph: an option the kind does not take is rejected") 
   spec.kind = topo::GraphKind::ring;
   spec.nodes = 8;
   spec.degree = 3;
-  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("--degree: kind 'ring' takes no degree"));
+  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("degree: kind 'ring' takes no degree"));
   spec.degree = 0;
   spec.torus_rows = 2;
   spec.torus_cols = 4;
-  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("--shape: "));
+  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("shape: "));
   spec.torus_rows = spec.torus_cols = 0;
   spec.probability = 0.5;
-  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("--probability: "));
+  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("probability: "));
   spec.probability = 0.0;
   spec.weights = topo::WeightScheme::uniform;
-  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("--weights: "));
+  CHECK(graph_error_of([&] { topo::make_graph(spec); }).starts_with("weights: "));
 }
 
 TEST_CASE("topology::ring: i -- i+1 mod n") {
@@ -115,17 +115,16 @@ TEST_CASE("topology::torus: sides of 1 and 2 do not repeat edges") {
 }
 
 TEST_CASE("topology::torus: rejects a shape that does not match n") {
-  CHECK(graph_error_of([] { topo::torus(16, 3, 5); }) == "--shape: 3x5 is 15 nodes, but --nodes is 16");
-  CHECK(graph_error_of([] { topo::torus(16, 0, 16); }).starts_with("--shape: "));
-  CHECK(graph_error_of([] { topo::parse_torus_shape("4by4"); }).starts_with("--shape: expected ROWSxCOLS"));
-  CHECK(graph_error_of([] { topo::parse_torus_shape("0x4"); }).starts_with("--shape: "));
-  CHECK(graph_error_of([] { topo::parse_torus_shape("4x"); }).starts_with("--shape: "));
+  CHECK(graph_error_of([] { topo::torus(16, 3, 5); }) == "shape: 3x5 is 15 nodes, but the graph has 16");
+  CHECK(graph_error_of([] { topo::torus(16, 0, 16); }).starts_with("shape: "));
+  CHECK(graph_error_of([] { topo::parse_torus_shape("4by4"); }).starts_with("shape: expected ROWSxCOLS"));
+  CHECK(graph_error_of([] { topo::parse_torus_shape("0x4"); }).starts_with("shape: "));
+  CHECK(graph_error_of([] { topo::parse_torus_shape("4x"); }).starts_with("shape: "));
   CHECK(topo::parse_torus_shape("24x42") == std::pair(24, 42));
 }
 
 TEST_CASE("topology::hypercube: rejects n that is not a power of two") {
-  CHECK(graph_error_of([] { topo::hypercube(1008); }) ==
-        "--nodes: a hypercube needs a power of two, got 1008");
+  CHECK(graph_error_of([] { topo::hypercube(1008); }) == "nodes: a hypercube needs a power of two, got 1008");
   const auto g = topo::hypercube(64);
   CHECK(regular(g, 6));
   CHECK(g.weight(5, 5 ^ 16) > 0.0);
@@ -189,11 +188,11 @@ TEST_CASE("topology::random-regular: d-regular, connected, reproducible from its
 
 TEST_CASE("topology::random-regular: rejects degree >= n, odd n*d and a matching") {
   CHECK(graph_error_of([] { topo::random_regular(10, 10, 1); }) ==
-        "--degree: a random regular graph on 10 nodes needs a degree d in [1, 9], got 10");
+        "degree: a random regular graph on 10 nodes needs a degree d in [1, 9], got 10");
   CHECK(graph_error_of([] { topo::random_regular(9, 3, 1); }) ==
-        "--degree: a d-regular graph needs n*d even, got 9*3");
-  CHECK(graph_error_of([] { topo::random_regular(10, 1, 1); }).starts_with("--degree: a 1-regular graph"));
-  CHECK(graph_error_of([] { topo::random_regular(10, 0, 1); }).starts_with("--degree: "));
+        "degree: a d-regular graph needs n*d even, got 9*3");
+  CHECK(graph_error_of([] { topo::random_regular(10, 1, 1); }).starts_with("degree: a 1-regular graph"));
+  CHECK(graph_error_of([] { topo::random_regular(10, 0, 1); }).starts_with("degree: "));
 }
 
 TEST_CASE("topology::erdos-renyi: seeded, connected, about p n(n-1)/2 edges") {
@@ -206,15 +205,14 @@ TEST_CASE("topology::erdos-renyi: seeded, connected, about p n(n-1)/2 edges") {
 }
 
 TEST_CASE("topology::erdos-renyi: rejects p <= 0 and p > 1, and gives up on disconnected draws") {
-  CHECK(graph_error_of([] { topo::erdos_renyi(10, 0.0, 1); }).starts_with("--probability: "));
-  CHECK(graph_error_of([] { topo::erdos_renyi(10, 1.5, 1); }).starts_with("--probability: "));
+  CHECK(graph_error_of([] { topo::erdos_renyi(10, 0.0, 1); }).starts_with("probability: "));
+  CHECK(graph_error_of([] { topo::erdos_renyi(10, 1.5, 1); }).starts_with("probability: "));
   CHECK(graph_error_of([] {
           topo::erdos_renyi(1000, 0.0005, 1);
-        }).starts_with("--probability: G(1000, 0.0005) came out disconnected in 100 draws"));
+        }).starts_with("probability: G(1000, 0.0005) came out disconnected in 100 draws"));
 }
 
 TEST_CASE("topology::make_graph: graphs too large to hold are refused before allocating") {
-  CHECK(graph_error_of([] {
-          topo::complete(100000);
-        }).starts_with("--nodes: a complete graph on 100000 nodes"));
+  CHECK(
+      graph_error_of([] { topo::complete(100000); }).starts_with("nodes: a complete graph on 100000 nodes"));
 }
