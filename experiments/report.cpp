@@ -24,7 +24,9 @@
 
 #include "experiments/analysis.hpp"
 #include "experiments/gnuplot.hpp"
+#include "experiments/results_dir.hpp"
 #include "experiments/results_tree.hpp"
+#include "experiments/signal_cleanup.hpp"
 #include "experiments/summary_json.hpp"
 
 namespace dbench::experiments {
@@ -1167,11 +1169,15 @@ Document run_report(const ResultsTree& tree, Plots& plots) {
 
 class Staging {
  public:
-  explicit Staging(const fs::path& dir) {
+  /// A hidden `.report.tmp-PID-XXXXXXXX` directory in `dir`, named and marked as a ResultsDir stages, so
+  /// that one a killed report left behind is removed here, by the next report into `dir`; registered with
+  /// `cleanup` (when given) so that a stop signal removes it.
+  Staging(const fs::path& dir, SignalCleanup* cleanup) : cleanup_(cleanup) {
+    remove_abandoned_staging(dir / "report");
     std::random_device random;
     std::error_code ec;
     for (int attempt = 0; attempt < 16 && path_.empty(); ++attempt) {
-      const fs::path candidate = dir / fmt::format(".report-{}-{:08x}", ::getpid(), random());
+      const fs::path candidate = dir / fmt::format(".report.tmp-{}-{:08x}", ::getpid(), random());
       if (fs::create_directory(candidate, ec)) {
         path_ = candidate;
       } else if (ec) {
@@ -1181,6 +1187,10 @@ class Staging {
     if (path_.empty()) {
       throw ReportError(fmt::format("cannot find a free staging directory name in {}", dir.string()));
     }
+    if (cleanup_ != nullptr) {
+      cleanup_->add(path_);
+    }
+    write_text(path_ / ResultsDir::kMarkerName, staging_marker_text());
     fs::create_directory(path_ / "plots");
     fs::create_directory(path_ / "work");
   }
@@ -1188,13 +1198,17 @@ class Staging {
   Staging& operator=(const Staging&) = delete;
   ~Staging() {
     std::error_code ec;
-    fs::remove_all(path_, ec);  // best effort; a leftover is hidden and harmless
+    fs::remove_all(path_, ec);  // best effort; a leftover is hidden, and the next report removes it
+    if (cleanup_ != nullptr) {
+      cleanup_->forget(path_);
+    }
   }
 
   const fs::path& path() const { return path_; }
 
   /// Moves plots/, report.md and report.html into `dir`, report.html last: it is the file readers open.
   void commit(const fs::path& dir) const {
+    const auto hold = cleanup_ != nullptr ? cleanup_->hold() : std::unique_lock<std::recursive_mutex>();
     const fs::path plots = dir / "plots";
     std::error_code ec;
     if (fs::exists(fs::symlink_status(plots, ec))) {
@@ -1219,11 +1233,12 @@ class Staging {
   }
 
   fs::path path_;
+  SignalCleanup* cleanup_ = nullptr;
 };
 
 }  // namespace
 
-ReportResult write_report(const fs::path& given) {
+ReportResult write_report(const fs::path& given, SignalCleanup* cleanup) {
   std::error_code ec;
   if (!fs::is_directory(given, ec)) {
     throw ReportError(fmt::format("{} is not a directory", given.string()));
@@ -1263,7 +1278,7 @@ ReportResult write_report(const fs::path& given) {
     doc = run_report(tree, plots);
   }
 
-  const Staging staging(dir);
+  const Staging staging(dir, cleanup);
   const auto svgs = plots.render(staging.path() / "work", staging.path() / "plots");
   write_text(staging.path() / "report.md", doc.markdown());
   write_text(staging.path() / "report.html", doc.html(svgs));

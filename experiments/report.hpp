@@ -7,6 +7,8 @@
 
 namespace dbench::experiments {
 
+class SignalCleanup;
+
 /// A report that cannot be written: the directory is neither a sweep nor a run, an input is missing or
 /// malformed, or gnuplot is missing or failed. The message names the path or the tool.
 class ReportError : public std::runtime_error {
@@ -37,7 +39,8 @@ struct ReportResult {
 /// were. DIR is untrusted input: no file is opened through a path (a run cell, a symlink) that leads out of
 /// it; a sweep's done run whose files cannot be read is left out of the curves and listed in `left_out`.
 /// Throws ReportError, AnalysisError, ResultsTreeError or SummaryJsonError naming what is missing, malformed
-/// or outside DIR.
-ReportResult write_report(const std::filesystem::path& dir);
+/// or outside DIR. Given `cleanup`, a stop signal removes the staging directory; one that a killed report
+/// left in DIR is removed by the next report.
+ReportResult write_report(const std::filesystem::path& dir, SignalCleanup* cleanup = nullptr);
 
 }  // namespace dbench::experiments

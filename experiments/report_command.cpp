@@ -6,6 +6,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/report.hpp"
+#include "experiments/signal_cleanup.hpp"
 
 namespace dbench::experiments {
 
@@ -19,7 +20,8 @@ void add_report_command(CLI::App& app) {
       "drawn with gnuplot; a failed report leaves existing report files unchanged.");
   command->add_option("DIR", *dir, "sweep or results directory")->required();
   command->callback([dir] {
-    const ReportResult result = write_report(*dir);
+    SignalCleanup cleanup;  // a stop signal removes the report's staging directory
+    const ReportResult result = write_report(*dir, &cleanup);
     for (const auto& left_out : result.left_out) {
       fmt::print(stderr, "dbench report: left out {}: {}\n", left_out.what, left_out.reason);
     }

@@ -305,6 +305,10 @@ void ResultsDir::commit() {
   fs::remove_all(aside, ec);
 }
 
+std::string staging_marker_text() {
+  return marker_text();
+}
+
 int remove_abandoned_staging(const fs::path& target) {
   fs::path parent;
   try {

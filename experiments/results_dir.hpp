@@ -81,4 +81,8 @@ class ResultsDir {
 /// hold this machine's marker file and whose process PID is gone. Returns how many it removed; never throws.
 int remove_abandoned_staging(const std::filesystem::path& target);
 
+/// The text of the marker file on this machine (what remove_abandoned_staging recognises), for other writers
+/// that stage the same way.
+std::string staging_marker_text();
+
 }  // namespace dbench::experiments

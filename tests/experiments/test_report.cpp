@@ -2,6 +2,7 @@
 // every plot the report wrote is actually drawn; and the errors that must leave an existing report alone.
 #include <doctest/doctest.h>
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -251,9 +252,10 @@ namespace {
 /// quotes, backquotes, `@`, `\` among them) around the payloads of each route into a gnuplot script.
 std::string hostile_text(const fs::path& canary) {
   const std::string c = canary.string();
-  std::string text = fmt::format("x\n!touch {0}-shell\n# ' \" `touch {0}-backquote` @x system(\"touch {0}-system\")"
-                                 "' . system('touch {0}-system2') . '\n",
-                                 c);
+  std::string text = fmt::format(
+      "x\n!touch {0}-shell\n# ' \" `touch {0}-backquote` @x system(\"touch {0}-system\")"
+      "' . system('touch {0}-system2') . '\n",
+      c);
   for (int b = 1; b < 256; ++b) {
     text.push_back(static_cast<char>(b));
   }
@@ -483,4 +485,30 @@ TEST_CASE("experiments::report: a run directory's files are checked: symlinks ou
   const auto second_line = metrics.find('\n') + 1;
   write_file(dir / "metrics.csv", metrics.substr(0, second_line) + "x" + metrics.substr(second_line));
   fails_with("metrics.csv: line 2: column 'iteration'");
+}
+
+TEST_CASE(
+    "experiments::report: a staging directory that a killed report left behind goes with the next one") {
+  const TempDir temp;
+  const fs::path dir = temp.path() / "run";
+  REQUIRE(run_command(simulate_command(dir)).status == 0);
+  // A report killed outright leaves its marked staging directory; its pid (a child that has ended) is gone.
+  const auto child = run_command("echo $$");
+  const std::string pid = child.output.substr(0, child.output.find('\n'));
+  const fs::path abandoned = dir / fmt::format(".report.tmp-{}-0123abcd", pid);
+  const std::string marker = read_file(dir / ".dbench-results");
+  write_file(abandoned / ".dbench-results", marker);
+  write_file(abandoned / "plots" / "half.svg", "<svg");
+  // Unmarked, or of a live process: not the report's to remove.
+  const fs::path unrelated = dir / fmt::format(".report.tmp-{}-0123abce", pid);
+  write_file(unrelated / "notes.txt", "mine");
+  const fs::path live = dir / fmt::format(".report.tmp-{}-0123abcf", ::getpid());
+  write_file(live / ".dbench-results", marker);
+
+  const auto reported = run_dbench(fmt::format("report {}", quoted(dir)));
+  CAPTURE(reported.output);
+  CHECK(reported.status == 0);
+  CHECK(!fs::exists(abandoned));
+  CHECK(fs::exists(unrelated / "notes.txt"));
+  CHECK(fs::exists(live));
 }
