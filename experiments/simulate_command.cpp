@@ -18,6 +18,7 @@
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "models/model_profile.hpp"
+#include "runtime/launcher.hpp"
 #include "sim/numerics.hpp"
 #include "sim/timing.hpp"
 
@@ -125,6 +126,7 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
 }
 
 void run_simulate(const SimulateOptions& options) {
+  const runtime::LauncherWatch launcher_watch;  // a sweep's run stops when its sweep is killed outright
   const auto started = std::chrono::steady_clock::now();
   // A stop signal removes the staged results before it ends the process.
   SignalCleanup cleanup;

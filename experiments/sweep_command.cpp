@@ -25,6 +25,8 @@
 #include "experiments/commands.hpp"
 #include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
+#include "runtime/launcher.hpp"
+#include "runtime/stop_signals.hpp"
 
 extern char** environ;
 
@@ -79,14 +81,15 @@ void write_atomically(const fs::path& path, std::string_view content) {
   }
 }
 
-// SIGINT, SIGTERM and SIGCHLD are blocked while children run and taken synchronously with sigtimedwait, so
-// the loop needs no handler and no global flag; the previous mask comes back at scope exit.
+// SIGINT, SIGTERM, SIGHUP and SIGCHLD are blocked while children run and taken synchronously with
+// sigtimedwait, so the loop needs no handler and no global flag; the previous mask comes back at scope exit.
 class BlockedSignals {
  public:
   BlockedSignals() {
     sigemptyset(&set_);
     sigaddset(&set_, SIGINT);
     sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
     sigaddset(&set_, SIGCHLD);
     pthread_sigmask(SIG_BLOCK, &set_, &previous_);
   }
@@ -177,6 +180,7 @@ class Children {
     sigemptyset(&defaults);
     sigaddset(&defaults, SIGINT);
     sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGHUP);
     sigaddset(&defaults, SIGCHLD);
     sigaddset(&defaults, SIGPIPE);
     posix_spawnattr_setsigmask(&attributes, &none);
@@ -188,8 +192,15 @@ class Children {
       argv.push_back(arg.data());
     }
     argv.push_back(nullptr);
+    // The run learns the sweep's pid and stops by itself if the sweep is killed outright (LauncherWatch).
+    std::vector<std::string> environment = runtime::child_environment();
+    std::vector<char*> envp;
+    for (auto& variable : environment) {
+      envp.push_back(variable.data());
+    }
+    envp.push_back(nullptr);
     pid_t pid = -1;
-    const int error = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), environ);
+    const int error = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     ::close(fd);
@@ -482,16 +493,17 @@ void run_sweep(const SweepOptions& options) {
       }
       progress.update(runs, children.running(), queued_cost);
       const int signal = signals.wait(terminal ? 0.5 : 2.0);
-      if (signal == SIGINT || signal == SIGTERM) {
+      if (signal == SIGINT || signal == SIGTERM || signal == SIGHUP) {
         const auto stopped = children.stop_all();
         progress.close();
+        const std::string name = runtime::signal_name(signal);
         for (const std::size_t r : stopped) {
           append_to_log(out / "logs" / (runs[r].id + ".log"),
-                        fmt::format("dbench sweep: stopped ({})", signal == SIGINT ? "SIGINT" : "SIGTERM"));
+                        fmt::format("dbench sweep: stopped ({})", name));
         }
         throw std::runtime_error(fmt::format(
             "interrupted by {}: stopped {} running run{}; finished runs are kept, the same command resumes",
-            signal == SIGINT ? "SIGINT" : "SIGTERM", stopped.size(), stopped.size() == 1 ? "" : "s"));
+            name, stopped.size(), stopped.size() == 1 ? "" : "s"));
       }
       for (const auto& [child, status] : children.reap()) {
         const SweepRun& run = runs[child.run];

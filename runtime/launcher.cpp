@@ -31,7 +31,8 @@ using Clock = std::chrono::steady_clock;
 /// How long a command may take to end after a stop signal was passed on, before it is killed.
 constexpr auto kStopGrace = std::chrono::seconds(10);
 
-// This process's environment, with DBENCH_LAUNCHER_PID naming this process.
+}  // namespace
+
 std::vector<std::string> child_environment() {
   const std::string prefix = std::string(kLauncherPidVariable) + "=";
   std::vector<std::string> environment;
@@ -43,6 +44,8 @@ std::vector<std::string> child_environment() {
   environment.push_back(prefix + std::to_string(::getpid()));
   return environment;
 }
+
+namespace {
 
 std::vector<char*> pointers(std::vector<std::string>& strings) {
   std::vector<char*> out;

@@ -42,6 +42,10 @@ std::string current_executable();
 /// told to, but a worker whose mpirun was killed outright would train on alone. When the process named by
 /// DBENCH_LAUNCHER_PID is gone, this sends its own process SIGTERM. Does nothing where the variable is unset
 /// (workers of a user's own mpirun or srun).
+/// This process's environment with DBENCH_LAUNCHER_PID naming this process: what a process it starts gets,
+/// so that its LauncherWatch stops it when this one is gone.
+std::vector<std::string> child_environment();
+
 class LauncherWatch {
  public:
   /// Starts watching (a thread that looks four times a second) when DBENCH_LAUNCHER_PID is set.

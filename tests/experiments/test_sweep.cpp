@@ -2,6 +2,7 @@
 // checked against the runs' own files and against closed forms, resume, shards and parallel runs.
 #include <doctest/doctest.h>
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "experiments/config.hpp"
 #include "experiments/sweep.hpp"
 #include "support/files.hpp"
+#include "support/processes.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -491,4 +493,33 @@ TEST_CASE(
     CHECK(number(row.at("final_test_accuracy")) == summary.at("final_test_accuracy").get<double>());
     CHECK(number(row.at("best_test_accuracy")) == summary.at("best_test_accuracy").get<double>());
   }
+}
+
+TEST_CASE("experiments::sweep: runs do not outlive a sweep killed outright, and leave no staging behind") {
+  const TempDir temp;
+  const fs::path config = temp.path() / "long.toml";
+  // Two runs long enough to be killed mid-way (each a few minutes alone).
+  write_file(config, R"(name = "long"
+[set]
+"train.dataset" = "synthetic"
+"train.iterations" = 100000
+"train.eval_every" = 100000
+"train.workers" = 64
+"platform.timing_model" = "mlp"
+[grid]
+algorithm = ["ring", "exponential"]
+)");
+  const fs::path out = temp.path() / "killed-sweep";
+  dbench::testing::BackgroundDbench sweep({"sweep", config.string(), "--out", out.string(), "-j", "2", "-q"},
+                                          temp.path() / "sweep.log", out.string());
+  const auto runs = [&] { return dbench::testing::processes_with(out.string() + "/runs/"); };
+  REQUIRE(dbench::testing::wait_until(60, [&] { return runs().size() == 2; }));
+  ::kill(sweep.pid(), SIGKILL);
+  CHECK(dbench::testing::wait_until(10, [&] { return runs().empty(); }));
+  std::vector<std::string> staged;
+  for (const auto& entry : fs::directory_iterator(out / "runs")) {
+    staged.push_back(entry.path().filename().string());
+  }
+  CAPTURE(fmt::format("{}", fmt::join(staged, ", ")));
+  CHECK(staged.empty());
 }
