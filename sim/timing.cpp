@@ -1,7 +1,8 @@
 // Communication timing with SimGrid. Two ways to get the same number:
-// * fast: a pattern (every message of one gossip round, or one step of a ring) is simulated once from a
-//   single controller actor with host-to-host transfers, and reused; a ring's time is its identical steps'.
-//   A tree all-reduce, whose levels overlap in time, is simulated whole once per size and reused.
+// * fast: a pattern (every message of one gossip round, or one step of an all-reduce) is simulated once from
+//   a single controller actor with host-to-host transfers, and reused; an all-reduce's time is its steps'
+//   (a ring's steps are all alike; a pipelined tree or hierarchical all-reduce has a few distinct ones while
+//   its pipeline fills and drains, see sim/allreduce_plan.hpp).
 // * full: one actor per GPU runs the algorithm with mailboxes, step after step, every message of every
 //   iteration: the reference the fast path is tested against.
 #include "sim/timing.hpp"
@@ -19,6 +20,7 @@
 #include <simgrid/s4u.hpp>
 #include <utility>
 
+#include "sim/allreduce_plan.hpp"
 #include "topology/generators.hpp"
 
 namespace dbench::sim {
@@ -27,7 +29,7 @@ namespace {
 namespace sg4 = simgrid::s4u;
 using NetPoint = simgrid::kernel::routing::NetPoint;
 
-constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", "tree"};
+constexpr std::array<std::string_view, 4> kAllReduce = {"ring", "hierarchical", "tree", "auto"};
 
 // Model assumptions, before the user's own --cfg:
 // * CM02: plain max-min sharing with the platform's bandwidths and latencies taken as achieved values (no
@@ -273,11 +275,15 @@ std::span<const std::string_view> known_allreduce_algorithms() noexcept {
   return kAllReduce;
 }
 
+std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept {
+  return kAllReduce[static_cast<std::size_t>(algorithm)];
+}
+
 AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name) {
   const auto it = std::find(kAllReduce.begin(), kAllReduce.end(), name);
   if (it == kAllReduce.end()) {
     throw PlatformError("platform.allreduce",
-                        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree)", name));
+                        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree, auto)", name));
   }
   return static_cast<AllReduceAlgorithm>(it - kAllReduce.begin());
 }
@@ -325,101 +331,184 @@ CommSimulator::PatternResult CommSimulator::run_pattern(const std::vector<Messag
   return result;
 }
 
-CommSimulator::PatternResult CommSimulator::cached_pattern(const std::string& key,
-                                                           const std::vector<Message>& messages) {
+const CommSimulator::PatternResult& CommSimulator::cached_pattern(const std::string& key,
+                                                                  const std::vector<Message>& messages) {
   if (const auto it = patterns_.find(key); it != patterns_.end()) {
     return it->second;
   }
   return patterns_.emplace(key, run_pattern(messages)).first->second;
 }
 
-CommTiming CommSimulator::fast_allreduce(std::int64_t bytes) {
+namespace {
+
+// Bytes one GPU sends in an all-reduce of `s` bytes (the mean over GPUs; exact for every GPU but the tree's).
+double allreduce_bytes_per_gpu(AllReduceAlgorithm algorithm, int n, int g, double s) {
+  if (algorithm == AllReduceAlgorithm::hierarchical) {
+    const int nodes = n / g;
+    return 2.0 * (g - 1) * s / g + 2.0 * (nodes - 1) * s / (static_cast<double>(g) * nodes);
+  }
+  // Ring: 2 (n - 1) chunks of S / n. Tree: each tree's n - 1 edges carry S / 2 up and S / 2 down.
+  return 2.0 * (n - 1) * s / n;
+}
+
+// Messages a pipelined hierarchical all-reduce sends: n per step for each ring that moves data in it.
+std::int64_t hierarchical_messages(const HierarchicalPlan& plan) {
+  std::int64_t messages = 0;
+  for (int step = 0; step < plan.steps(); ++step) {
+    messages += (plan.gpus_per_node > 1 && plan.intra_chunks(step) > 0 ? plan.gpus : 0) +
+                (plan.nodes > 1 && plan.inter_chunks(step) > 0 ? plan.gpus : 0);
+  }
+  return messages;
+}
+
+}  // namespace
+
+CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm) {
+  const std::string key = fmt::format("{}/{}", allreduce_name(algorithm), bytes);
+  if (const auto it = collectives_.find(key); it != collectives_.end()) {
+    return it->second;
+  }
   const int n = gpus_;
+  const int g = std::min(platform_.gpus_per_node, n);
   const double s = static_cast<double>(bytes);
-  CommTiming timing;
-  // Every step of a ring (and of each phase of the hierarchical one) moves the same chunk between the same
-  // pairs: one step is simulated, the phase takes that many steps.
-  const auto ring_step = [&](const std::string& name, double chunk, auto next_of) {
-    std::vector<Message> step;
-    step.reserve(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      step.push_back({i, next_of(i), chunk});
+  // A pipelined all-reduce is replayed step by step with each message's duration from its step's pattern
+  // (simulated the first time the step's key is seen; `build` lists the step's messages): a message starts
+  // once both its GPUs are done with the previous step, as full fidelity's actors do, so a GPU whose step is
+  // light does not wait for the busiest one elsewhere. A ring's steps are all alike: one suffices.
+  std::vector<double> ready(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> done(static_cast<std::size_t>(n), 0.0);
+  std::vector<Message> messages;
+  const auto replay_step = [&](const std::string& step_key, auto build) {
+    messages.clear();
+    build(messages);
+    const PatternResult& pattern = cached_pattern(step_key, messages);
+    done = ready;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const auto from = static_cast<std::size_t>(messages[i].from);
+      const auto to = static_cast<std::size_t>(messages[i].to);
+      const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i];
+      done[from] = std::max(done[from], end);
+      done[to] = std::max(done[to], end);
     }
-    return cached_pattern(fmt::format("{}/{}", name, chunk), step).seconds;
+    ready.swap(done);
   };
-  switch (options_.allreduce) {
+  CommTiming timing;
+  timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, s);
+  switch (algorithm) {
     case AllReduceAlgorithm::ring: {
-      const double step = ring_step("ring-step", s / n, [n](int i) { return ring_next(i, n); });
-      timing.seconds = 2.0 * (n - 1) * step;
-      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * s / n;
+      // Every step of a ring moves the same chunk between the same pairs: one step is simulated.
+      const double chunk = s / n;
+      for (int i = 0; i < n; ++i) {
+        messages.push_back({i, ring_next(i, n), chunk});
+      }
+      timing.seconds = 2.0 * (n - 1) * cached_pattern(fmt::format("ring-step/{}", chunk), messages).seconds;
       timing.messages = 2LL * (n - 1) * n;
       break;
     }
     case AllReduceAlgorithm::hierarchical: {
-      const int g = std::min(platform_.gpus_per_node, n);
-      const int nodes = n / g;
-      double seconds = 0.0;
-      if (g > 1) {
-        const double intra =
-            ring_step("intra-step", s / g, [g](int i) { return i / g * g + (i % g + 1) % g; });
-        seconds += 2.0 * (g - 1) * intra;
+      // Steps with the same chunk counts in each ring move the same messages.
+      const HierarchicalPlan plan = hierarchical_plan(platform_, n, s, hierarchical_chunks(platform_, n, s));
+      for (int step = 0; step < plan.steps(); ++step) {
+        const double intra = plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0;
+        const double inter = plan.nodes > 1 ? plan.inter_bytes(step) : 0.0;
+        replay_step(fmt::format("hierarchical-step/{}/{}", intra, inter), [&](std::vector<Message>& m) {
+          for (int i = 0; i < n; ++i) {
+            if (intra > 0.0) {
+              m.push_back({i, plan.intra_next(i), intra});
+            }
+            if (inter > 0.0) {
+              m.push_back({i, plan.inter_next(i), inter});
+            }
+          }
+        });
       }
-      if (nodes > 1) {
-        const double inter = ring_step("inter-step", s / (g * nodes), [g, n](int i) { return (i + g) % n; });
-        seconds += 2.0 * (nodes - 1) * inter;
-      }
-      timing.seconds = seconds;
-      timing.bytes_sent_per_gpu =
-          2.0 * (g - 1) * s / g + 2.0 * (nodes - 1) * s / (static_cast<double>(g) * nodes);
-      timing.messages = 2LL * n * ((g - 1) + (nodes - 1));
+      timing.seconds = *std::max_element(ready.begin(), ready.end());
+      timing.messages = hierarchical_messages(plan);
       break;
     }
     case AllReduceAlgorithm::tree: {
-      // A tree's levels differ and overlap in time (a subtree forwards as soon as it is done), and the whole
-      // collective is only 2(n-1) messages: it is one pattern, simulated in full once per size and reused.
-      const std::string key = fmt::format("tree/{}", bytes);
-      if (const auto it = collectives_.find(key); it != collectives_.end()) {
-        return it->second;
+      // A step's messages are set by which heights send up and which depths receive from above.
+      const TreePlan plan = tree_plan(n, s, tree_chunks(platform_, n, s));
+      for (int step = 0; step < plan.steps(); ++step) {
+        replay_step(fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)),
+                    [&](std::vector<Message>& m) {
+                      for (int t = 0; t < 2; ++t) {
+                        const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
+                        for (int v = 0; v < n; ++v) {
+                          if (plan.up_active(t, v, step)) {
+                            m.push_back({v, parent[static_cast<std::size_t>(v)], plan.chunk_bytes});
+                          }
+                          if (plan.down_active(t, v, step)) {
+                            m.push_back({parent[static_cast<std::size_t>(v)], v, plan.chunk_bytes});
+                          }
+                        }
+                      }
+                    });
       }
-      return collectives_.emplace(key, full_allreduce(bytes, 0.0, 1)).first->second;
+      timing.seconds = *std::max_element(ready.begin(), ready.end());
+      timing.messages = 4LL * plan.chunks * (n - 1);
+      break;
     }
+    case AllReduceAlgorithm::automatic:
+      throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is timed");
   }
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
-  return timing;
+  return collectives_.emplace(key, std::move(timing)).first->second;
 }
 
-CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, int buckets) {
+CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, int buckets,
+                                         AllReduceAlgorithm algorithm) {
   const int n = gpus_;
   const double bucket = static_cast<double>(bytes) / buckets;
   const int g = std::min(platform_.gpus_per_node, n);
-  const int nodes = n / g;
-  const AllReduceAlgorithm algorithm = options_.allreduce;
-  // The ring's and the inter-node ring's chunks are the smallest: S/n.
-  const double shortest = algorithm == AllReduceAlgorithm::tree ? bucket : bucket / n;
-  SimulatedMachine machine(platform_, gpus_, shortest, false, options_.simgrid_args);
-  std::vector<sg4::Mailbox*> ring_box(static_cast<std::size_t>(n));
-  std::vector<sg4::Mailbox*> inter_box(static_cast<std::size_t>(n));
-  std::vector<sg4::Mailbox*> up_box(static_cast<std::size_t>(n));
-  std::vector<sg4::Mailbox*> down_box(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    ring_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("ring{}", i));
-    inter_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("inter{}", i));
-    up_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("up{}", i));
-    down_box[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("down{}", i));
+  // The plans are the fast path's: the same chunks, the same steps.
+  const TreePlan tree = algorithm == AllReduceAlgorithm::tree
+                            ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket))
+                            : TreePlan{};
+  const HierarchicalPlan hier =
+      hierarchical_plan(platform_, n, bucket, hierarchical_chunks(platform_, n, bucket));
+  double shortest = bucket / n;
+  if (algorithm == AllReduceAlgorithm::tree) {
+    shortest = tree.chunk_bytes;
+  } else if (algorithm == AllReduceAlgorithm::hierarchical) {
+    shortest = bucket / (static_cast<double>(hier.chunks) * n);
   }
-  std::vector<double> finish(static_cast<std::size_t>(n), 0.0);
-  std::int64_t messages = 0;
-  int token = 0;  // what mailboxes carry: only the simulated size matters
-
-  // Send `size` to `to` while receiving one message on `own`; both must complete (one ring step).
-  const auto exchange = [&](sg4::Mailbox* to, sg4::Mailbox* own, double size) {
-    int* received = nullptr;
-    std::vector<sg4::CommPtr> comms = {to->put_async(&token, static_cast<std::uint64_t>(std::llround(size))),
-                                       own->get_async<int>(&received)};
-    sg4::Comm::wait_all(comms);
+  SimulatedMachine machine(platform_, gpus_, shortest, false, options_.simgrid_args);
+  // Each mailbox has one sender: ring and intra-node ring (the previous GPU), inter-node ring, and per tree
+  // a GPU's way up (it sends, its parent receives) and its way down (its parent sends).
+  const auto boxes = [n](const std::string& name) {
+    std::vector<sg4::Mailbox*> out(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      out[static_cast<std::size_t>(i)] = sg4::Mailbox::by_name(fmt::format("{}{}", name, i));
+    }
+    return out;
   };
+  const std::vector<sg4::Mailbox*> ring_box = boxes("ring");
+  const std::vector<sg4::Mailbox*> inter_box = boxes("inter");
+  const std::array<std::vector<sg4::Mailbox*>, 2> up_box = {boxes("up0-"), boxes("up1-")};
+  const std::array<std::vector<sg4::Mailbox*>, 2> down_box = {boxes("down0-"), boxes("down1-")};
+  std::vector<double> finish(static_cast<std::size_t>(n), 0.0);
+  int token = 0;  // what mailboxes carry: only the simulated size matters
+  const auto size_of = [](double b) { return static_cast<std::uint64_t>(std::llround(b)); };
+
   for (int me = 0; me < n; ++me) {
     sg4::Actor::create(fmt::format("gpu{}", me), machine.host(me), [&, me] {
+      const auto at = [](const std::vector<sg4::Mailbox*>& box, int i) {
+        return box[static_cast<std::size_t>(i)];
+      };
+      int* received = nullptr;
+      // One step: everything this GPU sends and receives in it, then the next step.
+      std::vector<sg4::CommPtr> comms;
+      const auto exchange = [&](sg4::Mailbox* to, sg4::Mailbox* own, double size) {
+        comms.push_back(to->put_async(&token, size_of(size)));
+        comms.push_back(own->get_async<int>(&received));
+      };
+      const auto finish_step = [&] {
+        if (!comms.empty()) {
+          sg4::Comm::wait_all(comms);
+          comms.clear();
+        }
+      };
       const double start = sg4::Engine::get_clock();
       for (int b = 0; b < buckets; ++b) {
         if (buckets > 1) {
@@ -429,48 +518,47 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
         switch (algorithm) {
           case AllReduceAlgorithm::ring:
             for (int step = 0; step < 2 * (n - 1); ++step) {
-              exchange(ring_box[static_cast<std::size_t>(ring_next(me, n))],
-                       ring_box[static_cast<std::size_t>(me)], bucket / n);
+              exchange(at(ring_box, ring_next(me, n)), at(ring_box, me), bucket / n);
+              finish_step();
             }
             break;
-          case AllReduceAlgorithm::hierarchical: {
-            const int base = me / g * g;
-            const auto intra_next = ring_box[static_cast<std::size_t>(base + (me - base + 1) % g)];
-            for (int step = 0; step < g - 1; ++step) {  // reduce-scatter inside the node
-              exchange(intra_next, ring_box[static_cast<std::size_t>(me)], bucket / g);
-            }
-            for (int step = 0; step < 2 * (nodes - 1); ++step) {  // ring across nodes, one per local rank
-              exchange(inter_box[static_cast<std::size_t>((me + g) % n)],
-                       inter_box[static_cast<std::size_t>(me)], bucket / (static_cast<double>(g) * nodes));
-            }
-            for (int step = 0; step < g - 1; ++step) {  // all-gather inside the node
-              exchange(intra_next, ring_box[static_cast<std::size_t>(me)], bucket / g);
-            }
-            break;
-          }
-          case AllReduceAlgorithm::tree: {
-            const auto size = static_cast<std::uint64_t>(std::llround(bucket));
-            int* received = nullptr;
-            std::vector<sg4::CommPtr> from_children;
-            for (const int child : {2 * me + 1, 2 * me + 2}) {
-              if (child < n) {
-                from_children.push_back(up_box[static_cast<std::size_t>(me)]->get_async<int>(&received));
+          case AllReduceAlgorithm::hierarchical:
+            for (int step = 0; step < hier.steps(); ++step) {
+              if (hier.gpus_per_node > 1 && hier.intra_chunks(step) > 0) {
+                exchange(at(ring_box, hier.intra_next(me)), at(ring_box, me), hier.intra_bytes(step));
               }
-            }
-            sg4::Comm::wait_all(from_children);
-            if (me > 0) {
-              up_box[static_cast<std::size_t>((me - 1) / 2)]->put(&token, size);
-              down_box[static_cast<std::size_t>(me)]->get<int>();
-            }
-            std::vector<sg4::CommPtr> to_children;
-            for (const int child : {2 * me + 1, 2 * me + 2}) {
-              if (child < n) {
-                to_children.push_back(down_box[static_cast<std::size_t>(child)]->put_async(&token, size));
+              if (hier.nodes > 1 && hier.inter_chunks(step) > 0) {
+                exchange(at(inter_box, hier.inter_next(me)), at(inter_box, me), hier.inter_bytes(step));
               }
+              finish_step();
             }
-            sg4::Comm::wait_all(to_children);
             break;
-          }
+          case AllReduceAlgorithm::tree:
+            for (int step = 0; step < tree.steps(); ++step) {
+              for (int t = 0; t < 2; ++t) {
+                const auto& up = up_box[static_cast<std::size_t>(t)];
+                const auto& down = down_box[static_cast<std::size_t>(t)];
+                if (tree.up_active(t, me, step)) {
+                  comms.push_back(at(up, me)->put_async(&token, size_of(tree.chunk_bytes)));
+                }
+                if (tree.down_active(t, me, step)) {
+                  comms.push_back(at(down, me)->get_async<int>(&received));
+                }
+                for (const int child :
+                     tree.trees[static_cast<std::size_t>(t)].children[static_cast<std::size_t>(me)]) {
+                  if (child >= 0 && tree.up_active(t, child, step)) {
+                    comms.push_back(at(up, child)->get_async<int>(&received));
+                  }
+                  if (child >= 0 && tree.down_active(t, child, step)) {
+                    comms.push_back(at(down, child)->put_async(&token, size_of(tree.chunk_bytes)));
+                  }
+                }
+              }
+              finish_step();
+            }
+            break;
+          case AllReduceAlgorithm::automatic:
+            break;  // resolved by the caller
         }
       }
       finish[static_cast<std::size_t>(me)] = sg4::Engine::get_clock() - start;
@@ -479,22 +567,21 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
   machine.run();
   ++simulations_;
   CommTiming timing;
+  std::int64_t messages = 0;
   switch (algorithm) {
     case AllReduceAlgorithm::ring:
       messages = 2LL * (n - 1) * n;
-      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * static_cast<double>(bytes) / n;
       break;
     case AllReduceAlgorithm::hierarchical:
-      messages = 2LL * n * ((g - 1) + (nodes - 1));
-      timing.bytes_sent_per_gpu =
-          2.0 * (g - 1) * static_cast<double>(bytes) / g +
-          2.0 * (nodes - 1) * static_cast<double>(bytes) / (static_cast<double>(g) * nodes);
+      messages = hierarchical_messages(hier);
       break;
     case AllReduceAlgorithm::tree:
-      messages = 2LL * (n - 1);
-      timing.bytes_sent_per_gpu = 2.0 * (n - 1) * static_cast<double>(bytes) / n;
+      messages = 4LL * tree.chunks * (n - 1);
       break;
+    case AllReduceAlgorithm::automatic:
+      throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is timed");
   }
+  timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, static_cast<double>(bytes));
   simulated_messages_ += messages * buckets;
   timing.messages = messages * buckets;
   timing.seconds = *std::max_element(finish.begin(), finish.end());
@@ -514,6 +601,33 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
   return timing;
 }
 
+AllReduceAlgorithm CommSimulator::allreduce_algorithm(std::int64_t bytes) {
+  if (options_.allreduce != AllReduceAlgorithm::automatic) {
+    algorithms_[bytes] = options_.allreduce;
+    return options_.allreduce;
+  }
+  if (const auto it = algorithms_.find(bytes); it != algorithms_.end()) {
+    return it->second;
+  }
+  // A hierarchy needs several GPUs per node and several nodes; otherwise it is the ring.
+  const int g = std::min(platform_.gpus_per_node, gpus_);
+  const bool hierarchy = g > 1 && gpus_ / g > 1;
+  AllReduceAlgorithm best = AllReduceAlgorithm::ring;
+  double best_s = fast_allreduce(bytes, best).seconds;
+  for (const auto candidate : {AllReduceAlgorithm::hierarchical, AllReduceAlgorithm::tree}) {
+    if (candidate == AllReduceAlgorithm::hierarchical && !hierarchy) {
+      continue;
+    }
+    const double seconds = fast_allreduce(bytes, candidate).seconds;
+    if (seconds < best_s) {
+      best = candidate;
+      best_s = seconds;
+    }
+  }
+  algorithms_[bytes] = best;
+  return best;
+}
+
 CommTiming CommSimulator::allreduce(std::int64_t bytes) {
   // A measured all-reduce is what the runtime's collective costs, which it calls on one worker as well.
   if (platform_.allreduce_bandwidth_Bps > 0.0) {
@@ -522,7 +636,9 @@ CommTiming CommSimulator::allreduce(std::int64_t bytes) {
   if (gpus_ == 1) {
     return CommTiming{0.0, 0.0, {0.0}, 0};
   }
-  return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes) : full_allreduce(bytes, 0.0, 1);
+  const AllReduceAlgorithm algorithm = allreduce_algorithm(bytes);
+  return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes, algorithm)
+                                             : full_allreduce(bytes, 0.0, 1, algorithm);
 }
 
 CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backward_s) {
@@ -532,20 +648,15 @@ CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backwa
   if (gpus_ == 1 && !measured) {
     return CommTiming{backward_s, 0.0, {backward_s}, 0};
   }
+  // Every bucket is an all-reduce of its own size, and auto chooses for that size.
+  const AllReduceAlgorithm algorithm = measured ? options_.allreduce : allreduce_algorithm(bytes / buckets);
   if (options_.fidelity == Fidelity::full && !measured) {
-    return full_allreduce(bytes, backward_s, buckets);
-  }
-  if (options_.allreduce == AllReduceAlgorithm::tree && !measured) {
-    // Successive buckets pipeline through the tree's levels: simulated whole, once, like one bucket.
-    const std::string key = fmt::format("tree/{}/{}/{}", bytes, buckets, backward_s);
-    if (const auto it = collectives_.find(key); it != collectives_.end()) {
-      return it->second;
-    }
-    return collectives_.emplace(key, full_allreduce(bytes, backward_s, buckets)).first->second;
+    return full_allreduce(bytes, backward_s, buckets, algorithm);
   }
   // Buckets are equal, so one bucket's all-reduce time serves all; they leave in order, each when ready and
   // when the previous one is done (one communication stream, as in DDP/Horovod).
-  CommTiming one = measured ? measured_allreduce(bytes / buckets) : fast_allreduce(bytes / buckets);
+  CommTiming one =
+      measured ? measured_allreduce(bytes / buckets) : fast_allreduce(bytes / buckets, algorithm);
   double end = 0.0;
   for (int b = 0; b < buckets; ++b) {
     const double ready = backward_s * (b + 1) / buckets;
@@ -690,6 +801,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   result.bytes_per_gpu_per_iteration = bytes_sum / count;
   result.simulations = simulator.simulations();
   result.simulated_messages = simulator.simulated_messages();
+  result.allreduce_algorithms = simulator.allreduce_algorithms();
   result.wall_seconds = now_s() - started;
   return result;
 }

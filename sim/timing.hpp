@@ -26,22 +26,27 @@ enum class Fidelity {
 /// Parses "fast" | "full"; throws PlatformError("--fidelity", ...).
 Fidelity parse_fidelity(std::string_view name);
 
-/// The all-reduce of centralized training.
+/// The all-reduce of centralized training (and of a global parameter average).
 enum class AllReduceAlgorithm {
   ring,          ///< 2(n-1) steps of S/n around a ring that visits each node's GPUs consecutively
-  hierarchical,  ///< intra-node reduce-scatter, one inter-node ring per local rank, intra-node all-gather
-  tree,          ///< reduce of S up a binary tree (heap order over GPUs), then broadcast down
+  hierarchical,  ///< intra-node reduce-scatter, inter-node ring per local rank, intra-node all-gather;
+                 ///< pipelined in chunks through the three phases (HierarchicalPlan)
+  tree,          ///< NCCL's double binary tree, reduce and broadcast pipelined in chunks (TreePlan)
+  automatic,     ///< "auto": per all-reduce size, the fastest of the others the platform has
 };
 
-/// Names as configs spell them, in AllReduceAlgorithm order.
+/// Names as configs spell them, in AllReduceAlgorithm order: ring, hierarchical, tree, auto.
 std::span<const std::string_view> known_allreduce_algorithms() noexcept;
-/// Parses "ring" | "hierarchical" | "tree"; throws PlatformError("platform.allreduce", ...).
+/// "auto" for AllReduceAlgorithm::automatic, ...
+std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept;
+/// Parses "ring" | "hierarchical" | "tree" | "auto"; throws PlatformError("platform.allreduce", ...).
 AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name);
 
 /// How an iteration's communication is simulated.
 struct TimingOptions {
   Fidelity fidelity = Fidelity::fast;  ///< fast (reused patterns) or full (every message)
-  AllReduceAlgorithm allreduce = AllReduceAlgorithm::ring;  ///< the all-reduce of centralized steps
+  /// The all-reduce of centralized steps and global averages; automatic picks one per size.
+  AllReduceAlgorithm allreduce = AllReduceAlgorithm::automatic;
   /// Gradient bucket for all-reduce overlapped with the backward pass; 0: the whole gradient after it.
   std::int64_t bucket_bytes = 0;
   /// SimGrid options applied to every simulation, e.g. "--cfg=network/model:CM02" or "--log=...".
@@ -66,9 +71,13 @@ class CommSimulator {
   /// Validates the platform for `gpus` GPUs (throws PlatformError).
   CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
 
-  /// One all-reduce of `bytes` per GPU with options().allreduce, or the platform's measured all-reduce when
-  /// it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity).
+  /// One all-reduce of `bytes` per GPU with allreduce_algorithm(bytes), or the platform's measured
+  /// all-reduce when it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity).
   CommTiming allreduce(std::int64_t bytes);
+  /// The algorithm an all-reduce of `bytes` per GPU runs: options().allreduce when it names one; for
+  /// automatic, the one whose fast-path time is the shortest (ties: ring, hierarchical, tree), as NCCL's
+  /// tuner picks the cheapest per size and scale. Full fidelity makes the same choice, then runs it.
+  AllReduceAlgorithm allreduce_algorithm(std::int64_t bytes);
   /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
   /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
   /// returns the time from the start of the backward pass to the end of the last bucket.
@@ -87,6 +96,11 @@ class CommSimulator {
   std::int64_t simulations() const noexcept { return simulations_; }
   /// Messages simulated so far, summed over runs.
   std::int64_t simulated_messages() const noexcept { return simulated_messages_; }
+  /// Every all-reduce size (bytes per GPU) timed so far and the algorithm it ran (a measured all-reduce is
+  /// not listed).
+  const std::map<std::int64_t, AllReduceAlgorithm>& allreduce_algorithms() const noexcept {
+    return algorithms_;
+  }
 
  private:
   struct Message {
@@ -101,16 +115,17 @@ class CommSimulator {
   };
 
   PatternResult run_pattern(const std::vector<Message>& messages);
-  PatternResult cached_pattern(const std::string& key, const std::vector<Message>& messages);
-  CommTiming fast_allreduce(std::int64_t bytes);
+  const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
+  CommTiming fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm);
   CommTiming measured_allreduce(std::int64_t bytes) const;
-  CommTiming full_allreduce(std::int64_t bytes, double backward_s, int buckets);
+  CommTiming full_allreduce(std::int64_t bytes, double backward_s, int buckets, AllReduceAlgorithm algorithm);
 
   PlatformSpec platform_;
   int gpus_;
   TimingOptions options_;
   std::map<std::string, PatternResult> patterns_;
-  std::map<std::string, CommTiming> collectives_;  ///< collectives simulated whole, by algorithm and size
+  std::map<std::string, CommTiming> collectives_;  ///< fast all-reduces, by algorithm and size
+  std::map<std::int64_t, AllReduceAlgorithm> algorithms_;
   std::int64_t simulations_ = 0;
   std::int64_t simulated_messages_ = 0;
 };
@@ -147,6 +162,8 @@ struct TimingResult {
   double bytes_per_gpu_per_iteration = 0.0;
   std::int64_t simulations = 0;  ///< SimGrid runs it took
   std::int64_t simulated_messages = 0;
+  /// Per all-reduce size timed (bytes per GPU: the gradient, a bucket, the parameters): the algorithm run.
+  std::map<std::int64_t, AllReduceAlgorithm> allreduce_algorithms;
   double wall_seconds = 0.0;  ///< how long timing took
 };
 
