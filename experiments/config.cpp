@@ -35,7 +35,7 @@ constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
 constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "custom"};
 constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
 constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
-constexpr std::array<std::string_view, 3> kAllReduce = {"ring", "hierarchical", "tree"};
+constexpr std::array<std::string_view, 4> kAllReduce = {"ring", "hierarchical", "tree", "auto"};
 
 // A check returns the reason a value is invalid, or an empty string when it is fine.
 template <class T>
@@ -318,7 +318,7 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("platform", "allreduce_bandwidth_Bps", p.allreduce_bandwidth_Bps, at_least(0.0),
           "measured all-reduce bandwidth; 0: the preset's (none: simulated)");
   v.field("platform", "allreduce", p.allreduce, one_of(kAllReduce),
-          "ring | hierarchical | tree (centralized)");
+          "ring | hierarchical | tree | auto (the fastest per size; centralized and global averages)");
   v.field("platform", "bucket_bytes", p.bucket_bytes, at_least(0),
           "all-reduce buckets overlapped with backward; 0: whole gradient");
 }

@@ -169,8 +169,9 @@ struct PlatformConfig {
   double allreduce_latency_s = 0.0;
   /// A measured all-reduce: bytes/s; 0 keeps the preset's value (none: simulated over the links).
   double allreduce_bandwidth_Bps = 0.0;
-  /// All-reduce of centralized training: ring | hierarchical | tree.
-  std::string allreduce = "ring";
+  /// All-reduce of centralized training and global averages: ring | hierarchical | tree | auto (per size,
+  /// the fastest the platform has).
+  std::string allreduce = "auto";
   /// Gradient bucket in bytes, all-reduced while the backward pass runs; 0: the whole gradient after it.
   int bucket_bytes = 0;
 

@@ -120,6 +120,13 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
   summary["timing_model"] = config.platform.timing_model;
   summary["timing_batch_per_gpu"] = config.platform.timing_batch_per_gpu;
   summary["allreduce"] = config.platform.allreduce;
+  // What each all-reduce ran, by its size in bytes per GPU (the gradient, a bucket, the parameters): with
+  // auto, the choice made per size.
+  nlohmann::json algorithms = nlohmann::json::object();
+  for (const auto& [bytes, algorithm] : timing.allreduce_algorithms) {
+    algorithms[std::to_string(bytes)] = std::string(sim::allreduce_name(algorithm));
+  }
+  summary["allreduce_algorithms"] = algorithms;
   summary["fidelity"] = fidelity;
   summary["timing_simulations"] = timing.simulations;
   summary["timing_wall_seconds"] = timing.wall_seconds;

@@ -194,7 +194,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {p.timing_batch_per_gpu >= 1, "platform.timing_batch_per_gpu"},
       {one_of(p.timing_model, {"mlp", "lenet", "resnet20", "resnet50"}), "platform.timing_model"},
       {one_of(p.fabric, {"", "star", "fat-tree", "dragonfly", "torus"}), "platform.fabric"},
-      {one_of(p.allreduce, {"ring", "hierarchical", "tree"}), "platform.allreduce"},
+      {one_of(p.allreduce, {"ring", "hierarchical", "tree", "auto"}), "platform.allreduce"},
       {p.bucket_bytes >= 0 && p.gpus_per_node >= 0 && p.nics_per_node >= 0 && p.nodes_per_switch >= 0,
        "platform counts"},
       {std::all_of(platform_numbers.begin(), platform_numbers.end(),

@@ -58,8 +58,8 @@ TEST_CASE("experiments::platform_spec: a preset with the config's non-zero keys 
   CHECK(p.nic_bandwidth_Bps == 2.5e10);
   CHECK(p.fabric == sim::Fabric::torus);
   CHECK(p.gpu_link_bandwidth_Bps == sim::platform_preset("dgx-h100").gpu_link_bandwidth_Bps);
-  CHECK(ex::timing_profile(c).parameter_count() > 25'000'000);  // ResNet-50
-  CHECK(ex::timing_options(c).allreduce == sim::AllReduceAlgorithm::ring);
+  CHECK(ex::timing_profile(c).parameter_count() > 25'000'000);                   // ResNet-50
+  CHECK(ex::timing_options(c).allreduce == sim::AllReduceAlgorithm::automatic);  // the default
 }
 
 TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
