@@ -85,6 +85,9 @@ class SimulatedMachine {
     argv.push_back(nullptr);
     int argc = static_cast<int>(args.size());
     engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+    // SimGrid parses the command line's settings for the first engine of a process only; later engines
+    // would inherit the first one's precision.
+    sg4::Engine::set_config("surf/precision", precision_s);
     hosts_.resize(static_cast<std::size_t>(gpus));
     build_fabric();
   }
