@@ -195,6 +195,30 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
   require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
   require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
+  if (!(p.multi_gpu_slowdown >= 1.0 && p.multi_gpu_slowdown <= 100.0)) {
+    throw PlatformError("platform.multi_gpu_slowdown",
+                        fmt::format("must be in [1, 100] (1: none), got {}", p.multi_gpu_slowdown));
+  }
+  if (!(p.compute_jitter_cv >= 0.0 && p.compute_jitter_cv <= 10.0)) {
+    throw PlatformError("platform.compute_jitter_cv",
+                        fmt::format("must be in [0, 10] (0: none), got {}", p.compute_jitter_cv));
+  }
+  if (!(p.compute_tail_probability >= 0.0 && p.compute_tail_probability <= 1.0)) {
+    throw PlatformError("platform.compute_tail_probability",
+                        fmt::format("must be in [0, 1], got {}", p.compute_tail_probability));
+  }
+  if (!(p.compute_tail_factor >= 1.0 && p.compute_tail_factor <= 1000.0)) {
+    throw PlatformError("platform.compute_tail_factor",
+                        fmt::format("must be in [1, 1000], got {}", p.compute_tail_factor));
+  }
+  if (!(p.straggler_factor >= 1.0 && p.straggler_factor <= 1000.0)) {
+    throw PlatformError("platform.straggler_factor",
+                        fmt::format("must be in [1, 1000], got {}", p.straggler_factor));
+  }
+  if (p.stragglers < 0 || p.stragglers > std::max(gpus, 0)) {
+    throw PlatformError("platform.stragglers",
+                        fmt::format("must be between 0 and the {} GPUs, got {}", gpus, p.stragglers));
+  }
   if (gpus < 1) {
     throw PlatformError("train.workers", fmt::format("must be >= 1 GPU, got {}", gpus));
   }

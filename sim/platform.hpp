@@ -63,6 +63,20 @@ struct PlatformSpec {
   double gpu_flops_per_s = 0.0;
   /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).
   double iteration_overhead_s = 0.0;
+  /// A GPU's compute in a multi-GPU job is this many times its compute alone (data loading and host
+  /// contention, kernels slowed while communication overlaps them); 1: none. One GPU alone is never slowed.
+  double multi_gpu_slowdown = 1.0;
+  /// Per-GPU, per-iteration compute jitter: the coefficient of variation of a lognormal factor with mean 1
+  /// drawn for every GPU and iteration; 0: every GPU computes the same every iteration.
+  double compute_jitter_cv = 0.0;
+  /// Heavy tail: the probability that a GPU's iteration is also slowed by compute_tail_factor (0: never).
+  double compute_tail_probability = 0.0;
+  /// See compute_tail_probability; >= 1.
+  double compute_tail_factor = 1.0;
+  /// Persistent stragglers: this many GPUs (a seeded choice) compute straggler_factor times slower.
+  int stragglers = 0;
+  /// See stragglers; >= 1.
+  double straggler_factor = 1.0;
   /// A measured all-reduce (dbench calibrate's fit): when allreduce_bandwidth_Bps > 0, an all-reduce of S
   /// bytes per GPU takes allreduce_latency_s + S / allreduce_bandwidth_Bps instead of being simulated message
   /// by message over the links, for machines whose collective is not a ring over them (MPI over shared

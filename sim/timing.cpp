@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -220,47 +219,6 @@ std::uint64_t edges_hash(const topology::Graph& graph) {
   return h;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Whether a step's communication is an all-reduce: without a graph (the gradients, or with average_parameters
-// the parameters), or gossip over the complete graph, which averages as an all-reduce does and is run as one
-// — except on a platform whose all-reduce is measured (CPU workers' MPI_Allreduce in double), where the
-// workers gossip over the complete graph with point-to-point messages like over any other graph.
-bool timed_as_allreduce(const topology::ScheduleStep& step, std::size_t gpus, const PlatformSpec& platform) {
-  if (step.graph == nullptr) {
-    return true;
-  }
-  return step.graph->entries().size() == gpus * gpus && platform.allreduce_bandwidth_Bps == 0.0;
-}
-
-// Fills a row's per-GPU columns: each GPU's own communication time, and the bytes it sends (gossip: one
-// parameter copy per out-neighbour; an all-reduce: the mean, which is exact for the ring and hierarchical
-// ones, where every GPU sends the same).
-void per_gpu_rows(IterationTiming& row, const CommTiming& comm, const topology::ScheduleStep& step,
-                  bool allreduce, bool overlapped, double backward_s, double bytes) {
-  const std::size_t n = comm.gpu_seconds.size();
-  row.gpu_comm_s.resize(n);
-  row.gpu_total_s.resize(n);
-  row.gpu_bytes_sent.assign(n, row.bytes_sent);
-  for (std::size_t g = 0; g < n; ++g) {
-    const double own = comm.gpu_seconds[g];
-    row.gpu_total_s[g] =
-        overlapped ? row.compute_s - backward_s + std::max(backward_s, own) : row.compute_s + own;
-    row.gpu_comm_s[g] = row.gpu_total_s[g] - row.compute_s;
-  }
-  if (!allreduce) {
-    std::fill(row.gpu_bytes_sent.begin(), row.gpu_bytes_sent.end(), 0.0);
-    for (int j = 0; j < step.graph->nodes(); ++j) {
-      for (const auto& e : step.graph->row(j)) {
-        if (e.from != j) {
-          row.gpu_bytes_sent[static_cast<std::size_t>(e.from)] += bytes;
-        }
-      }
-    }
-  }
-}
 
 }  // namespace
 
@@ -456,11 +414,12 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
       throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is timed");
   }
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
+  timing.collective = true;
   return collectives_.emplace(key, std::move(timing)).first->second;
 }
 
-CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, int buckets,
-                                         AllReduceAlgorithm algorithm) {
+CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllReduceAlgorithm algorithm,
+                                         std::span<const double> ready, std::span<const double> backward) {
   const int n = gpus_;
   const double bucket = static_cast<double>(bytes) / buckets;
   const int g = std::min(platform_.gpus_per_node, n);
@@ -513,11 +472,12 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
         }
       };
       const double start = sg4::Engine::get_clock();
+      const auto i = static_cast<std::size_t>(me);
+      const double own_ready = ready.empty() ? 0.0 : ready[i];
+      const double own_backward = backward.empty() ? 0.0 : backward[i];
       for (int b = 0; b < buckets; ++b) {
-        if (buckets > 1) {
-          // Bucket b is ready once the backward pass has produced its share of the gradient.
-          sg4::this_actor::sleep_until(start + backward_s * (b + 1) / buckets);
-        }
+        // Bucket b is ready once this GPU's backward pass has produced its share of the gradient.
+        sg4::this_actor::sleep_until(start + own_ready + own_backward * (b + 1) / buckets);
         switch (algorithm) {
           case AllReduceAlgorithm::ring:
             for (int step = 0; step < 2 * (n - 1); ++step) {
@@ -564,7 +524,8 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, double backward_s, 
             break;  // resolved by the caller
         }
       }
-      finish[static_cast<std::size_t>(me)] = sg4::Engine::get_clock() - start;
+      // The GPU's iteration also waits for its own backward pass (done before its last bucket leaves).
+      finish[i] = std::max(sg4::Engine::get_clock() - start, own_ready + own_backward);
     });
   }
   machine.run();
@@ -601,6 +562,7 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
   timing.bytes_sent_per_gpu = 2.0 * (n - 1) * s / n;
   timing.messages = 2LL * (n - 1) * n;
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
+  timing.collective = true;
   return timing;
 }
 
@@ -631,49 +593,78 @@ AllReduceAlgorithm CommSimulator::allreduce_algorithm(std::int64_t bytes) {
   return best;
 }
 
-CommTiming CommSimulator::allreduce(std::int64_t bytes) {
+CommTiming CommSimulator::allreduce(std::int64_t bytes, std::span<const double> ready) {
+  CommTiming timing;
   // A measured all-reduce is what the runtime's collective costs, which it calls on one worker as well.
   if (platform_.allreduce_bandwidth_Bps > 0.0) {
-    return measured_allreduce(bytes);
+    timing = measured_allreduce(bytes);
+  } else if (gpus_ == 1) {
+    timing.gpu_seconds = {0.0};
+    timing.collective = true;
+  } else {
+    const AllReduceAlgorithm algorithm = allreduce_algorithm(bytes);
+    if (options_.fidelity == Fidelity::full) {
+      return full_allreduce(bytes, 1, algorithm, ready, {});
+    }
+    timing = fast_allreduce(bytes, algorithm);
   }
-  if (gpus_ == 1) {
-    return CommTiming{0.0, 0.0, {0.0}, 0};
-  }
-  const AllReduceAlgorithm algorithm = allreduce_algorithm(bytes);
-  return options_.fidelity == Fidelity::fast ? fast_allreduce(bytes, algorithm)
-                                             : full_allreduce(bytes, 0.0, 1, algorithm);
+  return staggered(std::move(timing), ready, {});
 }
 
-CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backward_s) {
+CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backward_s,
+                                               std::span<const double> ready,
+                                               std::span<const double> backward) {
   const std::int64_t bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes : bytes;
   const int buckets = static_cast<int>(std::max<std::int64_t>(1, (bytes + bucket_bytes - 1) / bucket_bytes));
   const bool measured = platform_.allreduce_bandwidth_Bps > 0.0;
-  if (gpus_ == 1 && !measured) {
-    return CommTiming{backward_s, 0.0, {backward_s}, 0};
+  std::vector<double> own_backward(backward.begin(), backward.end());
+  if (own_backward.empty()) {
+    own_backward.assign(static_cast<std::size_t>(gpus_), backward_s);
   }
   // Every bucket is an all-reduce of its own size, and auto chooses for that size.
-  const AllReduceAlgorithm algorithm = measured ? options_.allreduce : allreduce_algorithm(bytes / buckets);
-  if (options_.fidelity == Fidelity::full && !measured) {
-    return full_allreduce(bytes, backward_s, buckets, algorithm);
+  const AllReduceAlgorithm algorithm =
+      measured || gpus_ == 1 ? options_.allreduce : allreduce_algorithm(bytes / buckets);
+  if (options_.fidelity == Fidelity::full && !measured && gpus_ > 1) {
+    return full_allreduce(bytes, buckets, algorithm, ready, own_backward);
   }
   // Buckets are equal, so one bucket's all-reduce time serves all; they leave in order, each when ready and
   // when the previous one is done (one communication stream, as in DDP/Horovod).
-  CommTiming one =
-      measured ? measured_allreduce(bytes / buckets) : fast_allreduce(bytes / buckets, algorithm);
-  double end = 0.0;
-  for (int b = 0; b < buckets; ++b) {
-    const double ready = backward_s * (b + 1) / buckets;
-    end = std::max(end, ready) + one.seconds;
+  CommTiming one;
+  if (measured) {
+    one = measured_allreduce(bytes / buckets);
+  } else if (gpus_ > 1) {
+    one = fast_allreduce(bytes / buckets, algorithm);
   }
   CommTiming timing;
-  timing.seconds = end;
+  timing.buckets = buckets;
+  timing.bucket_seconds = one.seconds;
   timing.bytes_sent_per_gpu = one.bytes_sent_per_gpu * buckets;
   timing.messages = one.messages * buckets;
-  timing.gpu_seconds.assign(static_cast<std::size_t>(gpus_), end);
+  timing.gpu_seconds.assign(static_cast<std::size_t>(gpus_), 0.0);
+  std::vector<double> zero;
+  if (ready.empty()) {
+    zero.assign(static_cast<std::size_t>(gpus_), 0.0);
+    ready = zero;
+  }
+  staggered_finish(timing, ready, own_backward, timing.gpu_seconds);
+  timing.seconds = *std::max_element(timing.gpu_seconds.begin(), timing.gpu_seconds.end());
   return timing;
 }
 
-CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t bytes) {
+CommTiming CommSimulator::staggered(CommTiming timing, std::span<const double> ready,
+                                    std::span<const double> backward) const {
+  if (ready.empty()) {
+    return timing;
+  }
+  std::vector<double> finish(static_cast<std::size_t>(gpus_), 0.0);
+  staggered_finish(timing, ready, backward, finish);
+  timing.seconds = *std::max_element(finish.begin(), finish.end());
+  timing.gpu_seconds = std::move(finish);
+  return timing;
+}
+
+CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t bytes,
+                                 std::span<const double> ready) {
   if (graph.nodes() != gpus_) {
     throw PlatformError(
         "train.workers",
@@ -693,10 +684,14 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
   timing.messages = static_cast<std::int64_t>(messages.size());
   timing.bytes_sent_per_gpu = s * static_cast<double>(messages.size()) / gpus_;
   if (options_.fidelity == Fidelity::fast) {
-    const auto result = cached_pattern(fmt::format("gossip/{:016x}/{}", edges_hash(graph), s), messages);
+    const auto& result = cached_pattern(fmt::format("gossip/{:016x}/{}", edges_hash(graph), s), messages);
     timing.seconds = result.seconds;
     timing.gpu_seconds = result.gpu_seconds;
-    return timing;
+    timing.message_times.reserve(messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      timing.message_times.push_back({messages[i].from, messages[i].to, result.message_seconds[i]});
+    }
+    return staggered(std::move(timing), ready, {});
   }
   // Full: each GPU sends to its out-neighbours and receives from its in-neighbours, then is done.
   std::vector<std::vector<int>> out(static_cast<std::size_t>(gpus_));
@@ -711,19 +706,23 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
   for (int me = 0; me < gpus_; ++me) {
     sg4::Actor::create(fmt::format("gpu{}", me), machine.host(me), [&, me] {
       const double start = sg4::Engine::get_clock();
+      const double own_ready = ready.empty() ? 0.0 : ready[static_cast<std::size_t>(me)];
+      // Receives are posted before the compute (into buffers set aside for them), so a neighbour's
+      // parameters flow as soon as that neighbour is done; its own leave once its compute is done.
       auto* own = sg4::Mailbox::by_name(fmt::format("params{}", me));
-      std::vector<sg4::CommPtr> sends;
-      for (const int to : out[static_cast<std::size_t>(me)]) {
-        sends.push_back(sg4::Mailbox::by_name(fmt::format("params{}", to))
-                            ->put_async(&token, static_cast<std::uint64_t>(std::llround(s))));
-      }
       std::vector<sg4::CommPtr> receives;
       std::vector<int*> received(static_cast<std::size_t>(in_degree[static_cast<std::size_t>(me)]), nullptr);
       for (auto& slot : received) {
         receives.push_back(own->get_async<int>(&slot));
       }
+      sg4::this_actor::sleep_until(start + own_ready);
+      std::vector<sg4::CommPtr> sends;
+      for (const int to : out[static_cast<std::size_t>(me)]) {
+        sends.push_back(sg4::Mailbox::by_name(fmt::format("params{}", to))
+                            ->put_async(&token, static_cast<std::uint64_t>(std::llround(s))));
+      }
       sg4::Comm::wait_all(receives);
-      finish[static_cast<std::size_t>(me)] = sg4::Engine::get_clock() - start;
+      finish[static_cast<std::size_t>(me)] = std::max(sg4::Engine::get_clock() - start, own_ready);
       sg4::Comm::wait_all(sends);
     });
   }
@@ -733,80 +732,6 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
   timing.seconds = *std::max_element(finish.begin(), finish.end());
   timing.gpu_seconds = std::move(finish);
   return timing;
-}
-
-TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
-                           bool per_gpu) {
-  const double started = now_s();
-  CommSimulator simulator(spec.platform, spec.gpus, spec.options);
-  const std::int64_t bytes = spec.profile.parameter_bytes();
-  const double compute_s = compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
-  const double backward_s = backward_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
-  const bool overlap = spec.options.bucket_bytes > 0;
-  const bool reuse = spec.options.fidelity == Fidelity::fast;
-
-  // Per graph of the schedule (the all-reduces keyed by nullptr, gradients and parameters apart): its
-  // timing, computed once.
-  std::map<std::pair<const topology::Graph*, bool>, CommTiming> seen;
-  TimingResult result;
-  result.iterations.reserve(schedule.size());
-  double total = 0.0;
-  double bytes_sum = 0.0;
-  for (std::size_t t = 0; t < schedule.size(); ++t) {
-    const topology::ScheduleStep& step = schedule[t];
-    // Only the gradients' all-reduce can run under the backward pass; a parameter average follows the step.
-    const bool overlapped = overlap && step.graph == nullptr && !step.average_parameters;
-    const bool allreduce = timed_as_allreduce(step, static_cast<std::size_t>(spec.gpus), spec.platform);
-    const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
-    const CommTiming* comm = nullptr;
-    CommTiming fresh;
-    if (const auto it = seen.find(key); reuse && it != seen.end()) {
-      comm = &it->second;
-    } else {
-      if (overlapped) {
-        fresh = simulator.overlapped_allreduce(bytes, backward_s);
-      } else if (allreduce) {
-        fresh = simulator.allreduce(bytes);
-      } else {
-        fresh = simulator.gossip(*step.graph, bytes);
-      }
-      comm = reuse ? &seen.emplace(key, std::move(fresh)).first->second : &fresh;
-    }
-    IterationTiming row;
-    row.iteration = static_cast<std::int64_t>(t);
-    row.graph = step.name;
-    row.compute_s = compute_s;
-    if (overlapped) {
-      // The buckets run under the backward pass; what sticks out past it adds to the iteration.
-      row.total_s = compute_s - backward_s + std::max(backward_s, comm->seconds);
-      row.comm_s = row.total_s - compute_s;
-    } else {
-      row.comm_s = comm->seconds;
-      row.total_s = compute_s + comm->seconds;
-    }
-    row.bytes_sent = comm->bytes_sent_per_gpu;
-    if (per_gpu) {
-      per_gpu_rows(row, *comm, step, allreduce, overlapped, backward_s, static_cast<double>(bytes));
-    }
-    total += row.total_s;
-    bytes_sum += row.bytes_sent;
-    result.iterations.push_back(std::move(row));
-  }
-  const double count = std::max<double>(1.0, static_cast<double>(schedule.size()));
-  result.seconds_per_iteration = total / count;
-  result.samples_per_second =
-      result.seconds_per_iteration > 0.0
-          ? spec.gpus * static_cast<double>(spec.batch_per_gpu) / result.seconds_per_iteration
-          : 0.0;
-  result.single_gpu_seconds_per_iteration = compute_s;
-  result.scaling_efficiency =
-      result.seconds_per_iteration > 0.0 ? compute_s / result.seconds_per_iteration : 0.0;
-  result.bytes_per_gpu_per_iteration = bytes_sum / count;
-  result.simulations = simulator.simulations();
-  result.simulated_messages = simulator.simulated_messages();
-  result.allreduce_algorithms = simulator.allreduce_algorithms();
-  result.wall_seconds = now_s() - started;
-  return result;
 }
 
 }  // namespace dbench::sim

@@ -53,6 +53,13 @@ struct TimingOptions {
   std::vector<std::string> simgrid_args;
 };
 
+/// One message of a gossip round and how long it took with the round's messages all leaving at once.
+struct TimedMessage {
+  int from = 0;
+  int to = 0;
+  double seconds = 0.0;
+};
+
 /// The simulated time of one communication (a gossip round or one all-reduce).
 struct CommTiming {
   double seconds = 0.0;             ///< start to the last GPU's completion
@@ -60,7 +67,24 @@ struct CommTiming {
   /// Per GPU: start to the completion of everything it receives (a fast all-reduce: the collective's time).
   std::vector<double> gpu_seconds;
   std::int64_t messages = 0;  ///< messages the real communication sends
+  /// Fast gossip: every message with its duration (what staggered_finish delays by its sender's start).
+  std::vector<TimedMessage> message_times;
+  /// Fast all-reduce: every GPU waits for the last one to be ready (gpu_seconds count from then).
+  bool collective = false;
+  /// Fast all-reduce in buckets under the backward pass: bucket count and one bucket's all-reduce time
+  /// (0: not bucketed).
+  int buckets = 0;
+  double bucket_seconds = 0.0;
 };
+
+/// When each GPU's communication ends, in the fast path's model, if GPU i becomes ready at `ready[i]` (its
+/// compute done; for a bucketed all-reduce, its backward pass started, and `backward[i]` long) instead of all
+/// at 0: a gossip message leaves when its sender is ready and takes its duration, a GPU is done when it is
+/// ready and has everything it receives; an all-reduce starts when the last GPU is ready; bucket b leaves
+/// when every GPU has produced it and bucket b-1 is done. Full fidelity simulates the same with one actor per
+/// GPU (CommSimulator's `ready` arguments).
+void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
+                      std::span<double> finish);
 
 /// Times communications on one platform and GPU count, caching each distinct pattern in fast fidelity.
 ///
@@ -72,19 +96,22 @@ class CommSimulator {
   CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
 
   /// One all-reduce of `bytes` per GPU with allreduce_algorithm(bytes), or the platform's measured
-  /// all-reduce when it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity).
-  CommTiming allreduce(std::int64_t bytes);
+  /// all-reduce when it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity). `ready`
+  /// (empty: all 0): when each GPU may start, as in staggered_finish; gpu_seconds then count from 0.
+  CommTiming allreduce(std::int64_t bytes, std::span<const double> ready = {});
   /// The algorithm an all-reduce of `bytes` per GPU runs: options().allreduce when it names one; for
   /// automatic, the one whose fast-path time is the shortest (ties: ring, hierarchical, tree), as NCCL's
   /// tuner picks the cheapest per size and scale. Full fidelity makes the same choice, then runs it.
   AllReduceAlgorithm allreduce_algorithm(std::int64_t bytes);
   /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
   /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
-  /// returns the time from the start of the backward pass to the end of the last bucket.
-  CommTiming overlapped_allreduce(std::int64_t bytes, double backward_s);
+  /// returns the time from the start of the backward pass to the end of the last bucket. `ready` and
+  /// `backward` (empty: all 0 and backward_s): each GPU's backward pass, as in staggered_finish.
+  CommTiming overlapped_allreduce(std::int64_t bytes, double backward_s, std::span<const double> ready = {},
+                                  std::span<const double> backward = {});
   /// One gossip round: every GPU sends `bytes` to each out-neighbour in `graph` (j is an out-neighbour of i
-  /// when row j holds i), all at once.
-  CommTiming gossip(const topology::Graph& graph, std::int64_t bytes);
+  /// when row j holds i), all at once, or each when it is `ready` (empty: all 0), as in staggered_finish.
+  CommTiming gossip(const topology::Graph& graph, std::int64_t bytes, std::span<const double> ready = {});
 
   /// The platform simulated.
   const PlatformSpec& platform() const noexcept { return platform_; }
@@ -118,7 +145,10 @@ class CommSimulator {
   const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
   CommTiming fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm);
   CommTiming measured_allreduce(std::int64_t bytes) const;
-  CommTiming full_allreduce(std::int64_t bytes, double backward_s, int buckets, AllReduceAlgorithm algorithm);
+  /// `timing` with every GPU's finish from staggered_finish when `ready` is given.
+  CommTiming staggered(CommTiming timing, std::span<const double> ready, std::span<const double> backward) const;
+  CommTiming full_allreduce(std::int64_t bytes, int buckets, AllReduceAlgorithm algorithm,
+                            std::span<const double> ready, std::span<const double> backward);
 
   PlatformSpec platform_;
   int gpus_;
@@ -137,15 +167,18 @@ struct TimingSpec {
   models::ModelProfile profile;  ///< FLOPs per sample and the parameters every exchange carries
   int batch_per_gpu = 32;        ///< samples per GPU per iteration
   TimingOptions options;         ///< fidelity, all-reduce, buckets, SimGrid options
+  std::uint64_t seed = 1;        ///< compute jitter, tail and the choice of stragglers (ComputeModel)
 };
 
 /// One row of trace.csv.
 struct IterationTiming {
   std::int64_t iteration = 0;      ///< 0-based
   std::string graph;               ///< as schedule.csv names it
-  double compute_s = 0.0;          ///< forward + backward + fixed overhead
-  double comm_s = 0.0;             ///< communication not hidden behind compute (all of it without buckets)
-  double total_s = 0.0;            ///< the iteration, overlap taken into account
+  double compute_s = 0.0;          ///< forward + backward + fixed overhead (mean over GPUs)
+  /// Communication not hidden behind compute (all of it without buckets), waiting for peers included
+  /// (mean over GPUs).
+  double comm_s = 0.0;
+  double total_s = 0.0;  ///< the iteration, overlap taken into account: the mean GPU clock's advance
   double bytes_sent = 0.0;         ///< per GPU (mean)
   std::vector<double> gpu_comm_s;  ///< per GPU: communication not hidden behind compute (only when asked for)
   std::vector<double> gpu_total_s;     ///< per GPU: compute + its communication (only when asked for)
@@ -164,12 +197,21 @@ struct TimingResult {
   std::int64_t simulated_messages = 0;
   /// Per all-reduce size timed (bytes per GPU: the gradient, a bucket, the parameters): the algorithm run.
   std::map<std::int64_t, AllReduceAlgorithm> allreduce_algorithms;
+  /// The GPUs the platform's stragglers slow (ComputeModel::straggler_gpus()).
+  std::vector<int> straggler_gpus;
+  /// Per GPU: its clock at the end of the schedule (only when asked for per-GPU rows).
+  std::vector<double> gpu_clock_s;
   double wall_seconds = 0.0;  ///< how long timing took
 };
 
 /// Times every step of a schedule (step.graph null: an all-reduce, of the gradients or, with
 /// average_parameters or on the complete graph, of the parameters after the step); `per_gpu` keeps each GPU's
 /// communication time in the rows.
+///
+/// Every GPU keeps its own clock: its iteration ends when its own compute (ComputeModel: slowdown, jitter,
+/// stragglers) and the communication it needs are done — an all-reduce waits for the slowest GPU, a gossip
+/// round only for the GPU's in-neighbours (staggered_finish; full fidelity simulates the same every
+/// iteration). A row's times are means over GPUs, so the rows add up to the mean GPU clock.
 TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
                            bool per_gpu = false);
 

@@ -198,19 +198,31 @@ TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and ev
     CHECK(row.total_s == doctest::Approx(row.compute_s + row.comm_s));
     CHECK(row.bytes_sent == doctest::Approx(static_cast<double>(profile.parameter_bytes())));
   }
-  CHECK(result.iterations[0].comm_s == doctest::Approx(result.iterations[5].comm_s));
+  // Each GPU waits only for its own in-neighbour, so the GPUs drift apart and a graph's second use (iteration
+  // 5) does not repeat its first; never does a GPU wait longer than for the pattern's slowest message after
+  // the latest GPU is ready (the global barrier the rows were before per-GPU clocks).
+  CHECK(result.iterations[0].comm_s <= result.iterations[5].comm_s * 1.01);
   CHECK(result.samples_per_second == doctest::Approx(32.0 * 32.0 / result.seconds_per_iteration));
   CHECK(result.scaling_efficiency == doctest::Approx(compute / result.seconds_per_iteration));
   CHECK(result.scaling_efficiency < 1.0);
 
-  // Full fidelity simulates every iteration and agrees.
+  // Full fidelity simulates every iteration with each GPU's own start. The first iteration starts together
+  // and agrees; once the GPUs drift apart, messages that the fast path lets share a NIC (its durations are
+  // the all-at-once pattern's) partly miss each other in full fidelity, so the fast path is an upper bound:
+  // here within 1.5 % over the six iterations, up to 8 % on one inter-node iteration.
   spec.options.fidelity = sim::Fidelity::full;
   const std::vector<topology::ScheduleStep> head(schedule.begin(), schedule.begin() + 6);
   const sim::TimingResult full = sim::time_schedule(spec, head);
   CHECK(full.simulations == 6);
+  CHECK(relative_error(full.iterations[0].total_s, result.iterations[0].total_s) < 0.001);
+  double full_sum = 0.0;
+  double fast_sum = 0.0;
   for (std::size_t t = 0; t < head.size(); ++t) {
-    CHECK(relative_error(full.iterations[t].total_s, result.iterations[t].total_s) < 0.01);
+    CHECK(full.iterations[t].total_s <= result.iterations[t].total_s * 1.01);
+    full_sum += full.iterations[t].total_s;
+    fast_sum += result.iterations[t].total_s;
   }
+  CHECK(relative_error(full_sum, fast_sum) < 0.015);
 }
 
 TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide communication") {
@@ -375,8 +387,9 @@ TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind
   CHECK(r.simulations == 3);  // gradient buckets, the parameters' all-reduce, the ring
   CHECK(r.iterations[1].total_s > r.iterations[0].total_s);
   CHECK(r.iterations[1].total_s == doctest::Approx(r.iterations[1].compute_s + r.iterations[1].comm_s));
-  CHECK(r.iterations[3].total_s == r.iterations[1].total_s);
-  CHECK(r.iterations[4].total_s == r.iterations[0].total_s);
+  // The same communication from the same (synchronised) start, up to the clocks' rounding.
+  CHECK(r.iterations[3].total_s == doctest::Approx(r.iterations[1].total_s).epsilon(1e-9));
+  CHECK(r.iterations[4].total_s == doctest::Approx(r.iterations[0].total_s).epsilon(1e-9));
 }
 
 TEST_CASE("sim::time_schedule: per-GPU rows give each GPU its own bytes and its own time") {

@@ -1,0 +1,188 @@
+// A whole schedule's timing: every GPU's clock through the iterations, each iteration's compute from the
+// ComputeModel and its communication from the CommSimulator (SimGrid stays in timing.cpp).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+#include <utility>
+
+#include "sim/compute_model.hpp"
+#include "sim/timing.hpp"
+
+namespace dbench::sim {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Whether a step's communication is an all-reduce: without a graph (the gradients, or with average_parameters
+// the parameters), or gossip over the complete graph, which averages as an all-reduce does and is run as one
+// — except on a platform whose all-reduce is measured (CPU workers' MPI_Allreduce in double), where the
+// workers gossip over the complete graph with point-to-point messages like over any other graph.
+bool timed_as_allreduce(const topology::ScheduleStep& step, std::size_t gpus, const PlatformSpec& platform) {
+  if (step.graph == nullptr) {
+    return true;
+  }
+  return step.graph->entries().size() == gpus * gpus && platform.allreduce_bandwidth_Bps == 0.0;
+}
+
+// The bytes each GPU sends in a step: gossip, one parameter copy per out-neighbour; an all-reduce, the mean,
+// which is exact for the ring and hierarchical ones, where every GPU sends the same.
+void gpu_bytes(IterationTiming& row, const topology::ScheduleStep& step, bool allreduce, double bytes,
+               std::size_t gpus) {
+  row.gpu_bytes_sent.assign(gpus, allreduce ? row.bytes_sent : 0.0);
+  if (allreduce) {
+    return;
+  }
+  for (int j = 0; j < step.graph->nodes(); ++j) {
+    for (const auto& e : step.graph->row(j)) {
+      if (e.from != j) {
+        row.gpu_bytes_sent[static_cast<std::size_t>(e.from)] += bytes;
+      }
+    }
+  }
+}
+
+double mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(std::max<std::size_t>(1, v.size()));
+}
+
+}  // namespace
+
+void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
+                      std::span<double> finish) {
+  const std::size_t n = finish.size();
+  if (comm.buckets > 0) {
+    double end = 0.0;
+    for (int b = 0; b < comm.buckets; ++b) {
+      const double share = static_cast<double>(b + 1) / comm.buckets;
+      double produced = 0.0;
+      for (std::size_t i = 0; i < n; ++i) {
+        produced = std::max(produced, ready[i] + backward[i] * share);
+      }
+      end = std::max(end, produced) + comm.bucket_seconds;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      finish[i] = std::max(end, ready[i] + backward[i]);
+    }
+  } else if (comm.collective) {
+    const double last = *std::max_element(ready.begin(), ready.end());
+    for (std::size_t i = 0; i < n; ++i) {
+      finish[i] = last + comm.gpu_seconds[i];
+    }
+  } else {
+    std::copy(ready.begin(), ready.end(), finish.begin());
+    for (const TimedMessage& m : comm.message_times) {
+      auto& f = finish[static_cast<std::size_t>(m.to)];
+      f = std::max(f, ready[static_cast<std::size_t>(m.from)] + m.seconds);
+    }
+  }
+}
+
+TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::ScheduleStep> schedule,
+                           bool per_gpu) {
+  const double started = now_s();
+  CommSimulator simulator(spec.platform, spec.gpus, spec.options);
+  const ComputeModel compute(spec.platform, spec.gpus, spec.seed);
+  const std::int64_t bytes = spec.profile.parameter_bytes();
+  const double compute_s = compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const double backward_s = backward_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const bool overlap = spec.options.bucket_bytes > 0;
+  const bool fast = spec.options.fidelity == Fidelity::fast;
+  const auto n = static_cast<std::size_t>(spec.gpus);
+
+  // Fast: per graph of the schedule (the all-reduces keyed by nullptr, gradients and parameters apart), its
+  // communication simulated once with every GPU starting together; each iteration then shifts it by when
+  // each GPU is ready. Full: simulated every iteration with those start times.
+  std::map<std::pair<const topology::Graph*, bool>, CommTiming> seen;
+  std::vector<double> clock(n, 0.0);   // each GPU's time at the start of the iteration
+  std::vector<double> factor(n, 1.0);  // its compute factor this iteration
+  std::vector<double> own_compute(n), own_backward(n), ready(n), finish(n), offset(n);
+  TimingResult result;
+  result.iterations.reserve(schedule.size());
+  double total = 0.0;
+  double bytes_sum = 0.0;
+  for (std::size_t t = 0; t < schedule.size(); ++t) {
+    const topology::ScheduleStep& step = schedule[t];
+    // Only the gradients' all-reduce can run under the backward pass; a parameter average follows the step.
+    const bool overlapped = overlap && step.graph == nullptr && !step.average_parameters;
+    const bool allreduce = timed_as_allreduce(step, n, spec.platform);
+    if (!compute.uniform() || t == 0) {
+      compute.factors(static_cast<std::int64_t>(t), factor);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      own_compute[i] = compute_s * factor[i];
+      own_backward[i] = backward_s * factor[i];
+      // With buckets a GPU's communication can start with its backward pass; otherwise after its compute.
+      ready[i] = clock[i] + own_compute[i] - (overlapped ? own_backward[i] : 0.0);
+    }
+    double bytes_sent = 0.0;
+    if (fast) {
+      const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
+      auto it = seen.find(key);
+      if (it == seen.end()) {
+        CommTiming fresh = overlapped   ? simulator.overlapped_allreduce(bytes, backward_s)
+                           : allreduce ? simulator.allreduce(bytes)
+                                       : simulator.gossip(*step.graph, bytes);
+        it = seen.emplace(key, std::move(fresh)).first;
+      }
+      staggered_finish(it->second, ready, own_backward, finish);
+      bytes_sent = it->second.bytes_sent_per_gpu;
+    } else {
+      // SimGrid's clock starts at the earliest ready GPU.
+      const double first = *std::min_element(ready.begin(), ready.end());
+      for (std::size_t i = 0; i < n; ++i) {
+        offset[i] = ready[i] - first;
+      }
+      const CommTiming comm = overlapped   ? simulator.overlapped_allreduce(bytes, backward_s, offset, own_backward)
+                              : allreduce ? simulator.allreduce(bytes, offset)
+                                          : simulator.gossip(*step.graph, bytes, offset);
+      for (std::size_t i = 0; i < n; ++i) {
+        finish[i] = first + comm.gpu_seconds[i];
+      }
+      bytes_sent = comm.bytes_sent_per_gpu;
+    }
+    IterationTiming row;
+    row.iteration = static_cast<std::int64_t>(t);
+    row.graph = step.name;
+    row.compute_s = mean(own_compute);
+    row.total_s = mean(finish) - mean(clock);
+    row.comm_s = row.total_s - row.compute_s;
+    row.bytes_sent = bytes_sent;
+    if (per_gpu) {
+      row.gpu_total_s.resize(n);
+      row.gpu_comm_s.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        row.gpu_total_s[i] = finish[i] - clock[i];
+        row.gpu_comm_s[i] = row.gpu_total_s[i] - own_compute[i];
+      }
+      gpu_bytes(row, step, allreduce, static_cast<double>(bytes), n);
+    }
+    clock.swap(finish);
+    total += row.total_s;
+    bytes_sum += row.bytes_sent;
+    result.iterations.push_back(std::move(row));
+  }
+  const double count = std::max<double>(1.0, static_cast<double>(schedule.size()));
+  result.seconds_per_iteration = total / count;
+  result.samples_per_second =
+      result.seconds_per_iteration > 0.0
+          ? spec.gpus * static_cast<double>(spec.batch_per_gpu) / result.seconds_per_iteration
+          : 0.0;
+  result.single_gpu_seconds_per_iteration = compute_s;
+  result.scaling_efficiency =
+      result.seconds_per_iteration > 0.0 ? compute_s / result.seconds_per_iteration : 0.0;
+  result.bytes_per_gpu_per_iteration = bytes_sum / count;
+  result.simulations = simulator.simulations();
+  result.simulated_messages = simulator.simulated_messages();
+  result.allreduce_algorithms = simulator.allreduce_algorithms();
+  result.straggler_gpus = compute.straggler_gpus();
+  if (per_gpu) {
+    result.gpu_clock_s = clock;
+  }
+  result.wall_seconds = now_s() - started;
+  return result;
+}
+
+}  // namespace dbench::sim
