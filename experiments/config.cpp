@@ -124,6 +124,15 @@ Check<double> within(double min, bool min_open, double max, bool max_open) {
   };
 }
 
+// 0 (the preset's value) or a factor in [min, max].
+Check<double> zero_or_within(double min, double max) {
+  return [=](const double& v) {
+    return v == 0.0 || (v >= min && v <= max)
+               ? std::string()
+               : fmt::format("must be 0 (the preset's) or in [{}, {}], got {}", min, max, toml_double(v));
+  };
+}
+
 template <std::size_t N>
 Check<std::string> one_of(const std::array<std::string_view, N>& allowed) {
   return [&allowed](const std::string& v) {
@@ -313,6 +322,17 @@ void visit_fields(Config& c, Visitor& v) {
           "fat-tree leaf switch / dragonfly router; 0: the preset's (custom: 16)");
   v.field("platform", "iteration_overhead_s", p.iteration_overhead_s, at_least(0.0),
           "fixed cost per iteration; 0: the preset's (custom: none)");
+  v.field("platform", "multi_gpu_slowdown", p.multi_gpu_slowdown, zero_or_within(1.0, 100.0),
+          "compute in a job over compute alone; 0: the preset's (1: none)");
+  v.field("platform", "compute_jitter_cv", p.compute_jitter_cv, within(0.0, false, 10.0, false),
+          "per-GPU per-iteration compute jitter (lognormal); 0: none");
+  v.field("platform", "compute_tail_probability", p.compute_tail_probability, within(0.0, false, 1.0, false),
+          "chance a GPU's iteration is slowed by compute_tail_factor; 0: none");
+  v.field("platform", "compute_tail_factor", p.compute_tail_factor, zero_or_within(1.0, 1000.0),
+          "0: the preset's (1)");
+  v.field("platform", "stragglers", p.stragglers, at_least(0), "GPUs slowed by straggler_factor; 0: none");
+  v.field("platform", "straggler_factor", p.straggler_factor, zero_or_within(1.0, 1000.0),
+          "0: the preset's (1)");
   v.field("platform", "allreduce_latency_s", p.allreduce_latency_s, at_least(0.0),
           "measured all-reduce latency; 0: the preset's (none)");
   v.field("platform", "allreduce_bandwidth_Bps", p.allreduce_bandwidth_Bps, at_least(0.0),

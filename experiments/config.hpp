@@ -165,6 +165,18 @@ struct PlatformConfig {
   int nodes_per_switch = 0;
   /// Fixed seconds per iteration besides the FLOPs; 0 keeps the preset's value (custom: none).
   double iteration_overhead_s = 0.0;
+  /// A GPU's compute in a multi-GPU job over its compute alone, >= 1; 0 keeps the preset's value (1: none).
+  double multi_gpu_slowdown = 0.0;
+  /// Coefficient of variation of each GPU's per-iteration compute (lognormal, mean 1); 0: none.
+  double compute_jitter_cv = 0.0;
+  /// Probability that a GPU's iteration is also slowed by compute_tail_factor; 0: none.
+  double compute_tail_probability = 0.0;
+  /// See compute_tail_probability, >= 1; 0 keeps the preset's value (1).
+  double compute_tail_factor = 0.0;
+  /// GPUs persistently slowed by straggler_factor (a choice seeded by the config's seed); 0: none.
+  int stragglers = 0;
+  /// See stragglers, >= 1; 0 keeps the preset's value (1).
+  double straggler_factor = 0.0;
   /// A measured all-reduce: latency in seconds; 0 keeps the preset's value (none: simulated).
   double allreduce_latency_s = 0.0;
   /// A measured all-reduce: bytes/s; 0 keeps the preset's value (none: simulated over the links).

@@ -127,6 +127,8 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
     algorithms[std::to_string(bytes)] = std::string(sim::allreduce_name(algorithm));
   }
   summary["allreduce_algorithms"] = algorithms;
+  // The GPUs platform.stragglers slowed (a seeded choice), so a per-GPU trace can be read against them.
+  summary["straggler_gpus"] = timing.straggler_gpus;
   summary["fidelity"] = fidelity;
   summary["timing_simulations"] = timing.simulations;
   summary["timing_wall_seconds"] = timing.wall_seconds;

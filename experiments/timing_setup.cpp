@@ -55,6 +55,18 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.nodes_per_switch = count();
   } else if (key == "iteration_overhead_s") {
     p.iteration_overhead_s = number();
+  } else if (key == "multi_gpu_slowdown") {
+    p.multi_gpu_slowdown = number();
+  } else if (key == "compute_jitter_cv") {
+    p.compute_jitter_cv = number();
+  } else if (key == "compute_tail_probability") {
+    p.compute_tail_probability = number();
+  } else if (key == "compute_tail_factor") {
+    p.compute_tail_factor = number();
+  } else if (key == "stragglers") {
+    p.stragglers = count();
+  } else if (key == "straggler_factor") {
+    p.straggler_factor = number();
   } else if (key == "allreduce_latency_s") {
     p.allreduce_latency_s = number();
   } else if (key == "allreduce_bandwidth_Bps") {
@@ -162,6 +174,12 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
   set(p.switch_latency_s, c.switch_latency_s);
   set(p.nodes_per_switch, c.nodes_per_switch);
   set(p.iteration_overhead_s, c.iteration_overhead_s);
+  set(p.multi_gpu_slowdown, c.multi_gpu_slowdown);
+  set(p.compute_jitter_cv, c.compute_jitter_cv);
+  set(p.compute_tail_probability, c.compute_tail_probability);
+  set(p.compute_tail_factor, c.compute_tail_factor);
+  set(p.stragglers, c.stragglers);
+  set(p.straggler_factor, c.straggler_factor);
   set(p.allreduce_latency_s, c.allreduce_latency_s);
   set(p.allreduce_bandwidth_Bps, c.allreduce_bandwidth_Bps);
   if (!c.fabric.empty()) {
@@ -208,6 +226,7 @@ sim::TimingSpec timing_spec(const ExperimentConfig& config) {
   spec.profile = timing_profile(config);
   spec.batch_per_gpu = config.platform.timing_batch_per_gpu;
   spec.options = timing_options(config);
+  spec.seed = config.seed;
   return spec;
 }
 

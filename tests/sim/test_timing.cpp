@@ -206,23 +206,22 @@ TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and ev
   CHECK(result.scaling_efficiency == doctest::Approx(compute / result.seconds_per_iteration));
   CHECK(result.scaling_efficiency < 1.0);
 
-  // Full fidelity simulates every iteration with each GPU's own start. The first iteration starts together
-  // and agrees; once the GPUs drift apart, messages that the fast path lets share a NIC (its durations are
-  // the all-at-once pattern's) partly miss each other in full fidelity, so the fast path is an upper bound:
-  // here within 1.5 % over the six iterations, up to 8 % on one inter-node iteration.
+  // Full fidelity simulates every iteration with each GPU's own start. The first iterations (together, then
+  // intra-node messages that share no link) agree; once the GPUs drift apart, inter-node messages that the
+  // fast path lets share a NIC (its durations are the all-at-once pattern's) partly miss each other in full
+  // fidelity: here up to 8.5 % on one iteration, 2.5 % over the six.
   spec.options.fidelity = sim::Fidelity::full;
   const std::vector<topology::ScheduleStep> head(schedule.begin(), schedule.begin() + 6);
   const sim::TimingResult full = sim::time_schedule(spec, head);
   CHECK(full.simulations == 6);
-  CHECK(relative_error(full.iterations[0].total_s, result.iterations[0].total_s) < 0.001);
   double full_sum = 0.0;
   double fast_sum = 0.0;
   for (std::size_t t = 0; t < head.size(); ++t) {
-    CHECK(full.iterations[t].total_s <= result.iterations[t].total_s * 1.01);
+    CHECK(relative_error(full.iterations[t].total_s, result.iterations[t].total_s) < (t < 3 ? 1e-3 : 0.1));
     full_sum += full.iterations[t].total_s;
     fast_sum += result.iterations[t].total_s;
   }
-  CHECK(relative_error(full_sum, fast_sum) < 0.015);
+  CHECK(relative_error(full_sum, fast_sum) < 0.03);
 }
 
 TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide communication") {
@@ -387,8 +386,10 @@ TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind
   CHECK(r.simulations == 3);  // gradient buckets, the parameters' all-reduce, the ring
   CHECK(r.iterations[1].total_s > r.iterations[0].total_s);
   CHECK(r.iterations[1].total_s == doctest::Approx(r.iterations[1].compute_s + r.iterations[1].comm_s));
-  // The same communication from the same (synchronised) start, up to the clocks' rounding.
-  CHECK(r.iterations[3].total_s == doctest::Approx(r.iterations[1].total_s).epsilon(1e-9));
+  // The same communication from the same (synchronised) start, up to the clocks' rounding; after the ring,
+  // whose GPUs drift apart, the average also waits for the last of them.
+  CHECK(r.iterations[3].total_s >= r.iterations[1].total_s);
+  CHECK(r.iterations[3].total_s == doctest::Approx(r.iterations[1].total_s).epsilon(1e-3));
   CHECK(r.iterations[4].total_s == doctest::Approx(r.iterations[0].total_s).epsilon(1e-9));
 }
 
