@@ -81,6 +81,22 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(measured.allreduce_latency_s == 2e-5);
   CHECK(measured.allreduce_bandwidth_Bps == 3e9);
   CHECK(ex::platform_spec(ex::load_config("[train]\nworkers = 8\n")).allreduce_bandwidth_Bps == 0.0);
+  // Compute as it is in a job: each key reaches the platform, out-of-range values name the key.
+  const sim::PlatformSpec varied = ex::platform_spec(ex::load_config(
+      "[train]\nworkers = 16\n[platform]\nmulti_gpu_slowdown = 1.15\ncompute_jitter_cv = 0.05\n"
+      "compute_tail_probability = 0.001\ncompute_tail_factor = 3.0\nstragglers = 2\nstraggler_factor = 1.5\n"));
+  CHECK(varied.multi_gpu_slowdown == 1.15);
+  CHECK(varied.compute_jitter_cv == 0.05);
+  CHECK(varied.compute_tail_probability == 0.001);
+  CHECK(varied.compute_tail_factor == 3.0);
+  CHECK(varied.stragglers == 2);
+  CHECK(varied.straggler_factor == 1.5);
+  CHECK(config_error("[platform]\nmulti_gpu_slowdown = 0.5\n").find("platform.multi_gpu_slowdown: must be 0") !=
+        std::string::npos);
+  CHECK(config_error("[platform]\ncompute_jitter_cv = -1.0\n").find("platform.compute_jitter_cv") !=
+        std::string::npos);
+  CHECK(config_error("[train]\nworkers = 8\n[platform]\nstragglers = 9\n").find("platform.stragglers") !=
+        std::string::npos);
   const std::string custom = config_error(
       "[platform]\npreset = \"custom\"\ngpus_per_node = 4\ngpu_flops_per_s = 1e13\nintra_node_bandwidth_Bps "
       "= 1e11\n"
