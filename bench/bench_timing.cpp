@@ -2,7 +2,10 @@
 // each communication, its wall time and peak memory measured on the command itself, against the reference
 // measured in the same run: full fidelity (every message, one actor per GPU) for one period of the schedule.
 //
-//   bench_timing [--preset P] [--gpus N] [--iterations I] [--no-full]
+//   bench_timing [--preset P] [--gpus N] [--iterations I] [--jitter CV] [--no-full]
+//
+// Targets: <= 10 s wall and 1 GB per command at up to 4,096 GPUs, <= 60 s beyond; the fast path within 1 % of
+// full fidelity (without jitter; with it the GPUs drift apart, see the README's per-GPU clocks).
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/resource.h>
@@ -37,6 +40,7 @@ struct Options {
   int gpus = 1008;
   int iterations = 1000;
   bool full = true;
+  double jitter = 0.0;  // platform.compute_jitter_cv of every case
 };
 
 struct Case {
@@ -111,10 +115,13 @@ Options parse(int argc, char** argv) {
       o.gpus = std::stoi(next());
     } else if (a == "--iterations") {
       o.iterations = std::stoi(next());
+    } else if (a == "--jitter") {
+      o.jitter = std::stod(next());
     } else if (a == "--no-full") {
       o.full = false;
     } else {
-      fmt::print(stderr, "usage: bench_timing [--preset P] [--gpus N] [--iterations I] [--no-full]\n");
+      fmt::print(stderr,
+                 "usage: bench_timing [--preset P] [--gpus N] [--iterations I] [--jitter CV] [--no-full]\n");
       std::exit(2);
     }
   }
@@ -156,8 +163,11 @@ int main(int argc, char** argv) {
   const auto profile = dbench::models::model_profile(resnet);
   const sim::PlatformSpec platform = sim::platform_preset(o.preset);
 
-  fmt::print("dbench simulate --timing-only: {} GPUs on {}, ResNet-50 at batch 32, {} iterations\n", o.gpus,
-             o.preset, o.iterations);
+  fmt::print(
+      "dbench simulate --timing-only: {} GPUs on {}, ResNet-50 at batch 32, {} iterations, compute jitter CV "
+      "{}\n",
+      o.gpus, o.preset, o.iterations, o.jitter);
+  const double wall_limit_s = o.gpus > 4096 ? 60.0 : 10.0;
   fmt::print(
       "reference: full fidelity (every message, one actor per GPU) over one period of the schedule\n\n");
   fmt::print("{:<24} {:>7} {:>7} {:>8} {:>10} | {:>11} {:>9} {:>9} | {:>9} {:>10}\n", "communication",
@@ -173,7 +183,7 @@ int main(int argc, char** argv) {
     }
     for (const auto& s :
          {fmt::format("train.workers={}", o.gpus), fmt::format("train.iterations={}", o.iterations),
-          fmt::format("platform.preset={}", o.preset)}) {
+          fmt::format("platform.preset={}", o.preset), fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
       args.push_back("--set");
       args.push_back(s);
     }
@@ -183,7 +193,7 @@ int main(int argc, char** argv) {
       ok = false;
       continue;
     }
-    ok = ok && fast.wall_s <= 10.0 && fast.peak_MB <= 1024.0;
+    ok = ok && fast.wall_s <= wall_limit_s && fast.peak_MB <= 1024.0;
     if (!o.full) {
       fmt::print("{:<24} {:>7.2f} {:>7.2f} {:>8.0f} {:>10.6f}\n", c.label, fast.wall_s, fast.cpu_s,
                  fast.peak_MB, fast.seconds_per_iteration);
@@ -212,12 +222,13 @@ int main(int argc, char** argv) {
     spec.batch_per_gpu = 32;
     spec.options.fidelity = sim::Fidelity::full;
     spec.options.allreduce = c.allreduce;
+    spec.platform.compute_jitter_cv = o.jitter;
     const sim::TimingResult full = sim::time_schedule(spec, schedule);
     spec.options.fidelity = sim::Fidelity::fast;
     const sim::TimingResult same = sim::time_schedule(spec, schedule);
     const double full_wall_per_iteration = full.wall_seconds / period;
     const double agreement = same.seconds_per_iteration / full.seconds_per_iteration;
-    ok = ok && std::abs(agreement - 1.0) <= 0.01;
+    ok = ok && (o.jitter > 0.0 || std::abs(agreement - 1.0) <= 0.01);
     fmt::print(
         "{:<24} {:>7.2f} {:>7.2f} {:>8.0f} {:>10.6f} | {:>11.6f} {:>9.2f} {:>9} | {:>9.5f} {:>10.1f}\n",
         c.label, fast.wall_s, fast.cpu_s, fast.peak_MB, fast.seconds_per_iteration,
@@ -231,6 +242,8 @@ int main(int argc, char** argv) {
       "full s/iter, full wall: full fidelity's simulated seconds and wall seconds per iteration\n"
       "fast/full: the fast path's simulated time over full fidelity's on the same period\n"
       "wall ratio: full fidelity's wall time for all iterations (extrapolated) over the fast command's\n");
-  fmt::print("{}\n", ok ? "all within 10 s, 1 GB and 1 % of full fidelity" : "SOME CASES MISS A TARGET");
+  fmt::print("{}\n", ok ? fmt::format("all within {:.0f} s, 1 GB{}", wall_limit_s,
+                                      o.jitter > 0.0 ? "" : " and 1 % of full fidelity")
+                        : std::string("SOME CASES MISS A TARGET"));
   return ok ? 0 : 1;
 }

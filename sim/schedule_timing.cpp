@@ -96,6 +96,17 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   // communication simulated once with every GPU starting together; each iteration then shifts it by when
   // each GPU is ready. Full: simulated every iteration with those start times.
   std::map<std::pair<const topology::Graph*, bool>, CommTiming> seen;
+  if (fast) {
+    // Every gossip graph of the schedule in one SimGrid run: one platform build instead of one per graph.
+    std::vector<const topology::Graph*> graphs;
+    for (const topology::ScheduleStep& step : schedule) {
+      if (!timed_as_allreduce(step, n, spec.platform) &&
+          std::find(graphs.begin(), graphs.end(), step.graph) == graphs.end()) {
+        graphs.push_back(step.graph);
+      }
+    }
+    simulator.prepare_gossip(graphs, bytes);
+  }
   std::vector<double> clock(n, 0.0);   // each GPU's time at the start of the iteration
   std::vector<double> factor(n, 1.0);  // its compute factor this iteration
   std::vector<double> own_compute(n), own_backward(n), ready(n), finish(n), offset(n);

@@ -168,8 +168,14 @@ class SimulatedMachine {
         const unsigned per_router = std::min(nodes, static_cast<unsigned>(p.nodes_per_switch));
         const unsigned routers_needed = (nodes + per_router - 1) / per_router;
         const unsigned routers = std::min(routers_needed, 8U);
-        const unsigned chassis = std::min((routers_needed + routers - 1) / routers, 4U);
-        const unsigned groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
+        unsigned chassis = std::min((routers_needed + routers - 1) / routers, 4U);
+        unsigned groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
+        if (groups > routers) {
+          // SimGrid's dragonfly routing reaches other groups through one router per chassis slot: more
+          // groups than routers per chassis crash its route lookup, so larger machines get more chassis.
+          chassis = (routers_needed + routers * routers - 1) / (routers * routers);
+          groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
+        }
         root = sg4::create_dragonfly_zone(
             "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
             callbacks, p.switch_bandwidth_Bps, p.switch_latency_s, policy);
@@ -257,39 +263,96 @@ CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions opti
   }
 }
 
-CommSimulator::PatternResult CommSimulator::run_pattern(const std::vector<Message>& messages) {
-  PatternResult result;
-  result.message_seconds.assign(messages.size(), 0.0);
-  result.gpu_seconds.assign(static_cast<std::size_t>(gpus_), 0.0);
-  if (messages.empty()) {
-    return result;
+std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
+    std::span<const std::vector<Message>* const> patterns) {
+  std::vector<PatternResult> results(patterns.size());
+  double shortest = 0.0;
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    results[k].message_seconds.assign(patterns[k]->size(), 0.0);
+    results[k].gpu_seconds.assign(static_cast<std::size_t>(gpus_), 0.0);
+    for (const auto& m : *patterns[k]) {
+      shortest = shortest == 0.0 ? m.bytes : std::min(shortest, m.bytes);
+    }
   }
-  const double shortest =
-      std::min_element(messages.begin(), messages.end(), [](const Message& a, const Message& b) {
-        return a.bytes < b.bytes;
-      })->bytes;
+  if (shortest == 0.0) {
+    return results;
+  }
+  // One platform for all patterns (building it is most of the cost at thousands of GPUs): each pattern
+  // starts once the previous one is done, so they do not share links.
   SimulatedMachine machine(platform_, gpus_, shortest, true, options_.simgrid_args);
   sg4::Actor::create("pattern", machine.host(0), [&] {
-    const double start = sg4::Engine::get_clock();
-    std::vector<sg4::CommPtr> comms;
-    comms.reserve(messages.size());
-    for (const auto& m : messages) {
-      comms.push_back(sg4::Comm::sendto_async(machine.host(m.from), machine.host(m.to),
-                                              static_cast<std::uint64_t>(std::llround(m.bytes))));
-    }
-    sg4::Comm::wait_all(comms);
-    for (std::size_t i = 0; i < comms.size(); ++i) {
-      const double done = comms[i]->get_finish_time() - start;
-      result.message_seconds[i] = done;
-      auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
-      gpu = std::max(gpu, done);
-      result.seconds = std::max(result.seconds, done);
+    for (std::size_t k = 0; k < patterns.size(); ++k) {
+      const auto& messages = *patterns[k];
+      PatternResult& result = results[k];
+      const double start = sg4::Engine::get_clock();
+      std::vector<sg4::CommPtr> comms;
+      comms.reserve(messages.size());
+      for (const auto& m : messages) {
+        comms.push_back(sg4::Comm::sendto_async(machine.host(m.from), machine.host(m.to),
+                                                static_cast<std::uint64_t>(std::llround(m.bytes))));
+      }
+      sg4::Comm::wait_all(comms);
+      for (std::size_t i = 0; i < comms.size(); ++i) {
+        const double done = comms[i]->get_finish_time() - start;
+        result.message_seconds[i] = done;
+        auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
+        gpu = std::max(gpu, done);
+        result.seconds = std::max(result.seconds, done);
+      }
+      simulated_messages_ += static_cast<std::int64_t>(messages.size());
     }
   });
   machine.run();
-  ++simulations_;
-  simulated_messages_ += static_cast<std::int64_t>(messages.size());
-  return result;
+  simulations_ += static_cast<std::int64_t>(patterns.size());
+  return results;
+}
+
+CommSimulator::PatternResult CommSimulator::run_pattern(const std::vector<Message>& messages) {
+  const std::vector<Message>* one = &messages;
+  return std::move(run_patterns(std::span(&one, 1)).front());
+}
+
+void CommSimulator::prepare_gossip(std::span<const topology::Graph* const> graphs, std::int64_t bytes) {
+  if (options_.fidelity != Fidelity::fast) {
+    return;
+  }
+  std::vector<std::string> keys;
+  std::vector<std::vector<Message>> lists;
+  for (const topology::Graph* graph : graphs) {
+    std::string key = gossip_key(*graph, bytes);
+    if (patterns_.contains(key) || std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      continue;
+    }
+    keys.push_back(std::move(key));
+    lists.push_back(gossip_messages(*graph, bytes));
+  }
+  std::vector<const std::vector<Message>*> pointers;
+  for (const auto& list : lists) {
+    pointers.push_back(&list);
+  }
+  std::vector<PatternResult> results = run_patterns(pointers);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    patterns_.emplace(std::move(keys[k]), std::move(results[k]));
+  }
+}
+
+std::string CommSimulator::gossip_key(const topology::Graph& graph, std::int64_t bytes) const {
+  return fmt::format("gossip/{:016x}/{}", edges_hash(graph), static_cast<double>(bytes));
+}
+
+std::vector<CommSimulator::Message> CommSimulator::gossip_messages(const topology::Graph& graph,
+                                                                   std::int64_t bytes) const {
+  const double s = static_cast<double>(bytes);
+  std::vector<Message> messages;
+  messages.reserve(graph.entries().size());
+  for (int j = 0; j < graph.nodes(); ++j) {
+    for (const auto& e : graph.row(j)) {
+      if (e.from != j) {
+        messages.push_back({e.from, j, s});
+      }
+    }
+  }
+  return messages;
 }
 
 const CommSimulator::PatternResult& CommSimulator::cached_pattern(const std::string& key,
@@ -671,20 +734,12 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
         fmt::format("the graph has {} nodes but the platform simulates {} GPUs", graph.nodes(), gpus_));
   }
   const double s = static_cast<double>(bytes);
-  std::vector<Message> messages;
-  messages.reserve(graph.entries().size());
-  for (int j = 0; j < graph.nodes(); ++j) {
-    for (const auto& e : graph.row(j)) {
-      if (e.from != j) {
-        messages.push_back({e.from, j, s});
-      }
-    }
-  }
+  const std::vector<Message> messages = gossip_messages(graph, bytes);
   CommTiming timing;
   timing.messages = static_cast<std::int64_t>(messages.size());
   timing.bytes_sent_per_gpu = s * static_cast<double>(messages.size()) / gpus_;
   if (options_.fidelity == Fidelity::fast) {
-    const auto& result = cached_pattern(fmt::format("gossip/{:016x}/{}", edges_hash(graph), s), messages);
+    const auto& result = cached_pattern(gossip_key(graph, bytes), messages);
     timing.seconds = result.seconds;
     timing.gpu_seconds = result.gpu_seconds;
     timing.message_times.reserve(messages.size());

@@ -113,13 +113,19 @@ class CommSimulator {
   /// when row j holds i), all at once, or each when it is `ready` (empty: all 0), as in staggered_finish.
   CommTiming gossip(const topology::Graph& graph, std::int64_t bytes, std::span<const double> ready = {});
 
+  /// Fast fidelity: simulates the gossip rounds of `graphs` not yet simulated in one SimGrid run (one
+  /// platform build for all, the rounds one after the other), so that gossip() finds them ready; full
+  /// fidelity: nothing.
+  void prepare_gossip(std::span<const topology::Graph* const> graphs, std::int64_t bytes);
+
   /// The platform simulated.
   const PlatformSpec& platform() const noexcept { return platform_; }
   /// Number of GPUs.
   int gpus() const noexcept { return gpus_; }
   /// The options given.
   const TimingOptions& options() const noexcept { return options_; }
-  /// SimGrid runs so far (each builds a platform and runs one pattern or one full communication).
+  /// Patterns and full-fidelity communications simulated so far (patterns prepared together share one
+  /// SimGrid run).
   std::int64_t simulations() const noexcept { return simulations_; }
   /// Messages simulated so far, summed over runs.
   std::int64_t simulated_messages() const noexcept { return simulated_messages_; }
@@ -142,6 +148,10 @@ class CommSimulator {
   };
 
   PatternResult run_pattern(const std::vector<Message>& messages);
+  /// Several patterns in one SimGrid run, one after the other.
+  std::vector<PatternResult> run_patterns(std::span<const std::vector<Message>* const> patterns);
+  std::string gossip_key(const topology::Graph& graph, std::int64_t bytes) const;
+  std::vector<Message> gossip_messages(const topology::Graph& graph, std::int64_t bytes) const;
   const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
   CommTiming fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm);
   CommTiming measured_allreduce(std::int64_t bytes) const;
