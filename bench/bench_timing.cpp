@@ -183,7 +183,8 @@ int main(int argc, char** argv) {
     }
     for (const auto& s :
          {fmt::format("train.workers={}", o.gpus), fmt::format("train.iterations={}", o.iterations),
-          fmt::format("platform.preset={}", o.preset), fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
+          fmt::format("platform.preset={}", o.preset),
+          fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
       args.push_back("--set");
       args.push_back(s);
     }

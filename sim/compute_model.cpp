@@ -38,7 +38,8 @@ ComputeModel::ComputeModel(const PlatformSpec& platform, int gpus, std::uint64_t
   std::iota(order.begin(), order.end(), 0);
   for (int i = 0; i < k; ++i) {
     const auto span = static_cast<std::uint64_t>(gpus - i);
-    const auto pick = i + static_cast<int>(mix64(seed ^ mix64(0x5354524147ULL + static_cast<std::uint64_t>(i))) % span);
+    const auto pick =
+        i + static_cast<int>(mix64(seed ^ mix64(0x5354524147ULL + static_cast<std::uint64_t>(i))) % span);
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(pick)]);
     stragglers_.push_back(order[static_cast<std::size_t>(i)]);
     is_straggler_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;

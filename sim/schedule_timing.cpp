@@ -133,7 +133,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
       const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
       auto it = seen.find(key);
       if (it == seen.end()) {
-        CommTiming fresh = overlapped   ? simulator.overlapped_allreduce(bytes, backward_s)
+        CommTiming fresh = overlapped  ? simulator.overlapped_allreduce(bytes, backward_s)
                            : allreduce ? simulator.allreduce(bytes)
                                        : simulator.gossip(*step.graph, bytes);
         it = seen.emplace(key, std::move(fresh)).first;
@@ -146,7 +146,8 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
       for (std::size_t i = 0; i < n; ++i) {
         offset[i] = ready[i] - first;
       }
-      const CommTiming comm = overlapped   ? simulator.overlapped_allreduce(bytes, backward_s, offset, own_backward)
+      const CommTiming comm = overlapped
+                                  ? simulator.overlapped_allreduce(bytes, backward_s, offset, own_backward)
                               : allreduce ? simulator.allreduce(bytes, offset)
                                           : simulator.gossip(*step.graph, bytes, offset);
       for (std::size_t i = 0; i < n; ++i) {

@@ -225,7 +225,6 @@ std::uint64_t edges_hash(const topology::Graph& graph) {
   return h;
 }
 
-
 }  // namespace
 
 Fidelity parse_fidelity(std::string_view name) {

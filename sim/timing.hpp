@@ -156,7 +156,8 @@ class CommSimulator {
   CommTiming fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm);
   CommTiming measured_allreduce(std::int64_t bytes) const;
   /// `timing` with every GPU's finish from staggered_finish when `ready` is given.
-  CommTiming staggered(CommTiming timing, std::span<const double> ready, std::span<const double> backward) const;
+  CommTiming staggered(CommTiming timing, std::span<const double> ready,
+                       std::span<const double> backward) const;
   CommTiming full_allreduce(std::int64_t bytes, int buckets, AllReduceAlgorithm algorithm,
                             std::span<const double> ready, std::span<const double> backward);
 
@@ -182,14 +183,14 @@ struct TimingSpec {
 
 /// One row of trace.csv.
 struct IterationTiming {
-  std::int64_t iteration = 0;      ///< 0-based
-  std::string graph;               ///< as schedule.csv names it
-  double compute_s = 0.0;          ///< forward + backward + fixed overhead (mean over GPUs)
+  std::int64_t iteration = 0;  ///< 0-based
+  std::string graph;           ///< as schedule.csv names it
+  double compute_s = 0.0;      ///< forward + backward + fixed overhead (mean over GPUs)
   /// Communication not hidden behind compute (all of it without buckets), waiting for peers included
   /// (mean over GPUs).
   double comm_s = 0.0;
-  double total_s = 0.0;  ///< the iteration, overlap taken into account: the mean GPU clock's advance
-  double bytes_sent = 0.0;         ///< per GPU (mean)
+  double total_s = 0.0;     ///< the iteration, overlap taken into account: the mean GPU clock's advance
+  double bytes_sent = 0.0;  ///< per GPU (mean)
   std::vector<double> gpu_comm_s;  ///< per GPU: communication not hidden behind compute (only when asked for)
   std::vector<double> gpu_total_s;     ///< per GPU: compute + its communication (only when asked for)
   std::vector<double> gpu_bytes_sent;  ///< per GPU: bytes it sends (only when asked for)

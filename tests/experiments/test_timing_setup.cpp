@@ -84,15 +84,17 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   // Compute as it is in a job: each key reaches the platform, out-of-range values name the key.
   const sim::PlatformSpec varied = ex::platform_spec(ex::load_config(
       "[train]\nworkers = 16\n[platform]\nmulti_gpu_slowdown = 1.15\ncompute_jitter_cv = 0.05\n"
-      "compute_tail_probability = 0.001\ncompute_tail_factor = 3.0\nstragglers = 2\nstraggler_factor = 1.5\n"));
+      "compute_tail_probability = 0.001\ncompute_tail_factor = 3.0\nstragglers = 2\nstraggler_factor = "
+      "1.5\n"));
   CHECK(varied.multi_gpu_slowdown == 1.15);
   CHECK(varied.compute_jitter_cv == 0.05);
   CHECK(varied.compute_tail_probability == 0.001);
   CHECK(varied.compute_tail_factor == 3.0);
   CHECK(varied.stragglers == 2);
   CHECK(varied.straggler_factor == 1.5);
-  CHECK(config_error("[platform]\nmulti_gpu_slowdown = 0.5\n").find("platform.multi_gpu_slowdown: must be 0") !=
-        std::string::npos);
+  CHECK(
+      config_error("[platform]\nmulti_gpu_slowdown = 0.5\n").find("platform.multi_gpu_slowdown: must be 0") !=
+      std::string::npos);
   CHECK(config_error("[platform]\ncompute_jitter_cv = -1.0\n").find("platform.compute_jitter_cv") !=
         std::string::npos);
   CHECK(config_error("[train]\nworkers = 8\n[platform]\nstragglers = 9\n").find("platform.stragglers") !=

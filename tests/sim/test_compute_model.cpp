@@ -64,7 +64,8 @@ std::vector<topology::ScheduleStep> one_peer_schedule(const topology::GraphSeque
 
 }  // namespace
 
-TEST_CASE("sim::ComputeModel: lognormal jitter has mean 1 and the given spread, drawn the same in any order") {
+TEST_CASE(
+    "sim::ComputeModel: lognormal jitter has mean 1 and the given spread, drawn the same in any order") {
   sim::PlatformSpec p = sim::platform_preset("frontier");
   p.compute_jitter_cv = 0.2;
   const int n = 512;
@@ -107,7 +108,8 @@ TEST_CASE("sim::ComputeModel: slowdown, tail and stragglers") {
   std::vector<double> f(64);
   model.factors(0, f);
   for (int g = 0; g < 64; ++g) {
-    const bool straggler = std::binary_search(model.straggler_gpus().begin(), model.straggler_gpus().end(), g);
+    const bool straggler =
+        std::binary_search(model.straggler_gpus().begin(), model.straggler_gpus().end(), g);
     CHECK(f[static_cast<std::size_t>(g)] == doctest::Approx(straggler ? 2.3 : 1.15));
   }
   // One GPU alone is not slowed by the job it is not in.
@@ -142,13 +144,15 @@ TEST_CASE("sim::platform: bad compute variation is rejected naming the key") {
   rejects([](sim::PlatformSpec& p) { p.multi_gpu_slowdown = 0.9; }, "platform.multi_gpu_slowdown");
   rejects([](sim::PlatformSpec& p) { p.compute_jitter_cv = -0.1; }, "platform.compute_jitter_cv");
   rejects([](sim::PlatformSpec& p) { p.compute_jitter_cv = std::nan(""); }, "platform.compute_jitter_cv");
-  rejects([](sim::PlatformSpec& p) { p.compute_tail_probability = 1.5; }, "platform.compute_tail_probability");
+  rejects([](sim::PlatformSpec& p) { p.compute_tail_probability = 1.5; },
+          "platform.compute_tail_probability");
   rejects([](sim::PlatformSpec& p) { p.compute_tail_factor = 0.5; }, "platform.compute_tail_factor");
   rejects([](sim::PlatformSpec& p) { p.stragglers = 65; }, "platform.stragglers");
   rejects([](sim::PlatformSpec& p) { p.straggler_factor = 0.0; }, "platform.straggler_factor");
 }
 
-TEST_CASE("sim::time_schedule: under jitter the all-reduce pays E[max over GPUs] every iteration, gossip less") {
+TEST_CASE(
+    "sim::time_schedule: under jitter the all-reduce pays E[max over GPUs] every iteration, gossip less") {
   sim::TimingSpec spec;
   spec.platform = sim::platform_preset("frontier");
   spec.platform.compute_jitter_cv = 0.1;
@@ -178,8 +182,8 @@ TEST_CASE("sim::time_schedule: under jitter the all-reduce pays E[max over GPUs]
     max_sum += m;
   }
   const double expected = compute * max_sum / trials + allreduce_s;
-  MESSAGE("all-reduce under 10 % jitter: " << allreduce.seconds_per_iteration << " s, Monte Carlo " << expected
-                                           << " s, no jitter " << compute + allreduce_s << " s");
+  MESSAGE("all-reduce under 10 % jitter: " << allreduce.seconds_per_iteration << " s, Monte Carlo "
+                                           << expected << " s, no jitter " << compute + allreduce_s << " s");
   CHECK(relative_error(allreduce.seconds_per_iteration, expected) < 0.02);
   CHECK(allreduce.seconds_per_iteration > 1.2 * compute);  // E[max of 1008] is ~1.35 x the mean here
 
