@@ -128,6 +128,14 @@ void require_positive(double value, std::string_view key) {
   }
 }
 
+// A factor or probability in [min, max]; `none` names the value that changes nothing.
+void require_within(double value, double min, double max, std::string_view key, std::string_view none) {
+  if (!(value >= min && value <= max)) {
+    throw PlatformError(fmt::format("platform.{}", key),
+                        fmt::format("must be in [{}, {}] ({}), got {}", min, max, none, value));
+  }
+}
+
 void require_non_negative(double value, std::string_view key) {
   if (!(value >= 0.0) || !std::isfinite(value)) {
     throw PlatformError(fmt::format("platform.{}", key),
@@ -195,26 +203,11 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
   require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
   require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
-  if (!(p.multi_gpu_slowdown >= 1.0 && p.multi_gpu_slowdown <= 100.0)) {
-    throw PlatformError("platform.multi_gpu_slowdown",
-                        fmt::format("must be in [1, 100] (1: none), got {}", p.multi_gpu_slowdown));
-  }
-  if (!(p.compute_jitter_cv >= 0.0 && p.compute_jitter_cv <= 10.0)) {
-    throw PlatformError("platform.compute_jitter_cv",
-                        fmt::format("must be in [0, 10] (0: none), got {}", p.compute_jitter_cv));
-  }
-  if (!(p.compute_tail_probability >= 0.0 && p.compute_tail_probability <= 1.0)) {
-    throw PlatformError("platform.compute_tail_probability",
-                        fmt::format("must be in [0, 1], got {}", p.compute_tail_probability));
-  }
-  if (!(p.compute_tail_factor >= 1.0 && p.compute_tail_factor <= 1000.0)) {
-    throw PlatformError("platform.compute_tail_factor",
-                        fmt::format("must be in [1, 1000], got {}", p.compute_tail_factor));
-  }
-  if (!(p.straggler_factor >= 1.0 && p.straggler_factor <= 1000.0)) {
-    throw PlatformError("platform.straggler_factor",
-                        fmt::format("must be in [1, 1000], got {}", p.straggler_factor));
-  }
+  require_within(p.multi_gpu_slowdown, 1.0, 100.0, "multi_gpu_slowdown", "1: none");
+  require_within(p.compute_jitter_cv, 0.0, 10.0, "compute_jitter_cv", "0: none");
+  require_within(p.compute_tail_probability, 0.0, 1.0, "compute_tail_probability", "0: never");
+  require_within(p.compute_tail_factor, 1.0, 1000.0, "compute_tail_factor", "1: none");
+  require_within(p.straggler_factor, 1.0, 1000.0, "straggler_factor", "1: none");
   if (p.stragglers < 0 || p.stragglers > std::max(gpus, 0)) {
     throw PlatformError("platform.stragglers",
                         fmt::format("must be between 0 and the {} GPUs, got {}", gpus, p.stragglers));

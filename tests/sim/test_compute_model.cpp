@@ -10,44 +10,17 @@
 #include "sim/compute_model.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
+using dbench::sim::testing::homogeneous_star;
+using dbench::sim::testing::relative_error;
+using dbench::sim::testing::resnet50;
 
 namespace {
-
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
-}
-
-dbench::models::ModelProfile resnet50() {
-  dbench::models::ModelSpec spec;
-  spec.name = "resnet50";
-  spec.input_channels = 3;
-  spec.input_height = 224;
-  spec.input_width = 224;
-  spec.classes = 1000;
-  return dbench::models::model_profile(spec);
-}
-
-// One GPU per node on a crossbar, one NIC each: a one-peer gossip round or a ring step shares no link, so
-// its time does not depend on when each message leaves.
-sim::PlatformSpec homogeneous_star() {
-  sim::PlatformSpec p;
-  p.gpus_per_node = 1;
-  p.gpu_link_bandwidth_Bps = 1e12;
-  p.gpu_link_latency_s = 1e-6;
-  p.nics_per_node = 1;
-  p.nic_bandwidth_Bps = 10e9;
-  p.nic_latency_s = 2e-6;
-  p.fabric = sim::Fabric::star;
-  p.switch_bandwidth_Bps = 1e12;
-  p.switch_latency_s = 0.5e-6;
-  p.gpu_flops_per_s = 1e13;
-  return p;
-}
 
 std::vector<topology::ScheduleStep> repeated(const topology::ScheduleStep& step, int iterations) {
   return std::vector<topology::ScheduleStep>(static_cast<std::size_t>(iterations), step);

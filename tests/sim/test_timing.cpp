@@ -9,30 +9,17 @@
 #include "sim/allreduce_plan.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
+using dbench::sim::testing::homogeneous_star;
+using dbench::sim::testing::relative_error;
+using dbench::sim::testing::resnet50;
 
 namespace {
-
-// One GPU per node on a crossbar: every message crosses GPU port, NIC, two switch ports, NIC, GPU port, and
-// only the NIC (10 GB/s) limits bandwidth, so the alpha-beta model is exact.
-sim::PlatformSpec homogeneous_star() {
-  sim::PlatformSpec p;
-  p.gpus_per_node = 1;
-  p.gpu_link_bandwidth_Bps = 1e12;
-  p.gpu_link_latency_s = 1e-6;
-  p.nics_per_node = 1;
-  p.nic_bandwidth_Bps = 10e9;
-  p.nic_latency_s = 2e-6;
-  p.fabric = sim::Fabric::star;
-  p.switch_bandwidth_Bps = 1e12;
-  p.switch_latency_s = 0.5e-6;
-  p.gpu_flops_per_s = 1e13;
-  return p;
-}
 
 double star_alpha(const sim::PlatformSpec& p) {
   return 2.0 * (p.gpu_link_latency_s + p.nic_latency_s + p.switch_latency_s);
@@ -46,20 +33,6 @@ sim::TimingOptions options(sim::Fidelity fidelity,
   o.allreduce = algorithm;
   o.bucket_bytes = bucket_bytes;
   return o;
-}
-
-double relative_error(double a, double b) {
-  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
-}
-
-dbench::models::ModelProfile resnet50() {
-  dbench::models::ModelSpec spec;
-  spec.name = "resnet50";
-  spec.input_channels = 3;
-  spec.input_height = 224;
-  spec.input_width = 224;
-  spec.classes = 1000;
-  return dbench::models::model_profile(spec);
 }
 
 }  // namespace

@@ -1,0 +1,45 @@
+// What the timing tests share: a platform whose alpha-beta closed forms are exact, ResNet-50's profile and a
+// relative error.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+
+#include "models/model_profile.hpp"
+#include "sim/platform.hpp"
+
+namespace dbench::sim::testing {
+
+// One GPU per node on a crossbar: every message crosses GPU port, NIC, two switch ports, NIC, GPU port, and
+// only the NIC (10 GB/s) limits bandwidth, so the alpha-beta model is exact; a one-peer gossip round or a
+// ring step shares no link, so its time does not depend on when each message leaves.
+inline PlatformSpec homogeneous_star() {
+  PlatformSpec p;
+  p.gpus_per_node = 1;
+  p.gpu_link_bandwidth_Bps = 1e12;
+  p.gpu_link_latency_s = 1e-6;
+  p.nics_per_node = 1;
+  p.nic_bandwidth_Bps = 10e9;
+  p.nic_latency_s = 2e-6;
+  p.fabric = Fabric::star;
+  p.switch_bandwidth_Bps = 1e12;
+  p.switch_latency_s = 0.5e-6;
+  p.gpu_flops_per_s = 1e13;
+  return p;
+}
+
+inline double relative_error(double a, double b) {
+  return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
+
+inline models::ModelProfile resnet50() {
+  models::ModelSpec spec;
+  spec.name = "resnet50";
+  spec.input_channels = 3;
+  spec.input_height = 224;
+  spec.input_width = 224;
+  spec.classes = 1000;
+  return models::model_profile(spec);
+}
+
+}  // namespace dbench::sim::testing
