@@ -325,6 +325,11 @@ void CommSimulator::prepare_gossip(std::span<const topology::Graph* const> graph
     keys.push_back(std::move(key));
     lists.push_back(gossip_messages(*graph, bytes));
   }
+  simulate_patterns(std::move(keys), lists);
+}
+
+void CommSimulator::simulate_patterns(std::vector<std::string> keys,
+                                      const std::vector<std::vector<Message>>& lists) {
   std::vector<const std::vector<Message>*> pointers;
   for (const auto& list : lists) {
     pointers.push_back(&list);
@@ -401,19 +406,33 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
   std::vector<double> ready(static_cast<std::size_t>(n), 0.0);
   std::vector<double> done(static_cast<std::size_t>(n), 0.0);
   std::vector<Message> messages;
-  const auto replay_step = [&](const std::string& step_key, auto build) {
-    messages.clear();
-    build(messages);
-    const PatternResult& pattern = cached_pattern(step_key, messages);
-    done = ready;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      const auto from = static_cast<std::size_t>(messages[i].from);
-      const auto to = static_cast<std::size_t>(messages[i].to);
-      const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i];
-      done[from] = std::max(done[from], end);
-      done[to] = std::max(done[to], end);
+  // `key_of(step)` names a step's pattern, `build(step, messages)` lists its messages. The distinct steps not
+  // simulated yet go first, all in one SimGrid run (one platform build for all of them); then the replay.
+  const auto replay = [&](int steps, auto key_of, auto build) {
+    std::vector<std::string> keys;
+    std::vector<std::vector<Message>> lists;
+    for (int step = 0; step < steps; ++step) {
+      std::string step_key = key_of(step);
+      if (!patterns_.contains(step_key) && std::find(keys.begin(), keys.end(), step_key) == keys.end()) {
+        keys.push_back(std::move(step_key));
+        build(step, lists.emplace_back());
+      }
     }
-    ready.swap(done);
+    simulate_patterns(std::move(keys), lists);
+    for (int step = 0; step < steps; ++step) {
+      messages.clear();
+      build(step, messages);
+      const PatternResult& pattern = patterns_.at(key_of(step));
+      done = ready;
+      for (std::size_t i = 0; i < messages.size(); ++i) {
+        const auto from = static_cast<std::size_t>(messages[i].from);
+        const auto to = static_cast<std::size_t>(messages[i].to);
+        const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i];
+        done[from] = std::max(done[from], end);
+        done[to] = std::max(done[to], end);
+      }
+      ready.swap(done);
+    }
   };
   CommTiming timing;
   timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, s);
@@ -431,20 +450,21 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
     case AllReduceAlgorithm::hierarchical: {
       // Steps with the same chunk counts in each ring move the same messages.
       const HierarchicalPlan plan = hierarchical_plan(platform_, n, s, hierarchical_chunks(platform_, n, s));
-      for (int step = 0; step < plan.steps(); ++step) {
-        const double intra = plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0;
-        const double inter = plan.nodes > 1 ? plan.inter_bytes(step) : 0.0;
-        replay_step(fmt::format("hierarchical-step/{}/{}", intra, inter), [&](std::vector<Message>& m) {
-          for (int i = 0; i < n; ++i) {
-            if (intra > 0.0) {
-              m.push_back({i, plan.intra_next(i), intra});
+      const auto intra = [&](int step) { return plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0; };
+      const auto inter = [&](int step) { return plan.nodes > 1 ? plan.inter_bytes(step) : 0.0; };
+      replay(
+          plan.steps(),
+          [&](int step) { return fmt::format("hierarchical-step/{}/{}", intra(step), inter(step)); },
+          [&](int step, std::vector<Message>& m) {
+            for (int i = 0; i < n; ++i) {
+              if (intra(step) > 0.0) {
+                m.push_back({i, plan.intra_next(i), intra(step)});
+              }
+              if (inter(step) > 0.0) {
+                m.push_back({i, plan.inter_next(i), inter(step)});
+              }
             }
-            if (inter > 0.0) {
-              m.push_back({i, plan.inter_next(i), inter});
-            }
-          }
-        });
-      }
+          });
       timing.seconds = *std::max_element(ready.begin(), ready.end());
       timing.messages = hierarchical_messages(plan);
       break;
@@ -452,22 +472,22 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
     case AllReduceAlgorithm::tree: {
       // A step's messages are set by which heights send up and which depths receive from above.
       const TreePlan plan = tree_plan(n, s, tree_chunks(platform_, n, s));
-      for (int step = 0; step < plan.steps(); ++step) {
-        replay_step(fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)),
-                    [&](std::vector<Message>& m) {
-                      for (int t = 0; t < 2; ++t) {
-                        const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
-                        for (int v = 0; v < n; ++v) {
-                          if (plan.up_active(t, v, step)) {
-                            m.push_back({v, parent[static_cast<std::size_t>(v)], plan.chunk_bytes});
-                          }
-                          if (plan.down_active(t, v, step)) {
-                            m.push_back({parent[static_cast<std::size_t>(v)], v, plan.chunk_bytes});
-                          }
-                        }
-                      }
-                    });
-      }
+      replay(
+          plan.steps(),
+          [&](int step) { return fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)); },
+          [&](int step, std::vector<Message>& m) {
+            for (int t = 0; t < 2; ++t) {
+              const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
+              for (int v = 0; v < n; ++v) {
+                if (plan.up_active(t, v, step)) {
+                  m.push_back({v, parent[static_cast<std::size_t>(v)], plan.chunk_bytes});
+                }
+                if (plan.down_active(t, v, step)) {
+                  m.push_back({parent[static_cast<std::size_t>(v)], v, plan.chunk_bytes});
+                }
+              }
+            }
+          });
       timing.seconds = *std::max_element(ready.begin(), ready.end());
       timing.messages = 4LL * plan.chunks * (n - 1);
       break;

@@ -150,6 +150,8 @@ class CommSimulator {
   PatternResult run_pattern(const std::vector<Message>& messages);
   /// Several patterns in one SimGrid run, one after the other.
   std::vector<PatternResult> run_patterns(std::span<const std::vector<Message>* const> patterns);
+  /// run_patterns, each result cached under its key.
+  void simulate_patterns(std::vector<std::string> keys, const std::vector<std::vector<Message>>& lists);
   std::string gossip_key(const topology::Graph& graph, std::int64_t bytes) const;
   std::vector<Message> gossip_messages(const topology::Graph& graph, std::int64_t bytes) const;
   const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
