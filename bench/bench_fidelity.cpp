@@ -39,8 +39,8 @@ dbench::models::ModelProfile resnet50() {
 // per-iteration overhead taken out).
 double rate_for(const sim::PlatformSpec& p, double samples_per_s, int batch) {
   const auto profile = resnet50();
-  const double flops = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
-  return batch * flops / (batch / samples_per_s - p.iteration_overhead_s);
+  return sim::rate_from_throughput(profile.forward_flops_per_sample + profile.backward_flops_per_sample,
+                                   samples_per_s, batch, p.iteration_overhead_s);
 }
 
 // DGX A100: 8 A100 on NVLink 3 through NVSwitch, 600 GB/s bidirectional = 300 GB/s per direction per GPU;

@@ -24,12 +24,6 @@ std::string join(std::span<const std::string_view> words) {
   return out;
 }
 
-// The rate that reproduces a published throughput at its batch once the fixed overhead is paid.
-double rate_from_throughput(double samples_per_s, int batch, double overhead_s) {
-  const double iteration_s = static_cast<double>(batch) / samples_per_s;
-  return static_cast<double>(batch) * kResnet50TrainFlopsPerSample / (iteration_s - overhead_s);
-}
-
 // OLCF Frontier (ORNL), from the OLCF Frontier User Guide, "System Overview" and "Node Types":
 // * 4 AMD MI250X per node, 2 GCDs each: 8 GPUs as the software sees them.
 // * GCD-to-GCD Infinity Fabric 50-100 GB/s per direction: the lower 50 GB/s as each GPU's port.
@@ -57,8 +51,8 @@ PlatformSpec frontier() {
   p.iteration_overhead_s = 5e-3;
   p.reference_resnet50_samples_per_s = 1100.0;
   p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
-                                           p.iteration_overhead_s);
+  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
+                                           p.reference_resnet50_batch, p.iteration_overhead_s);
   return p;
 }
 
@@ -87,8 +81,8 @@ PlatformSpec summit() {
   p.iteration_overhead_s = 5e-3;
   p.reference_resnet50_samples_per_s = 1200.0;
   p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
-                                           p.iteration_overhead_s);
+  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
+                                           p.reference_resnet50_batch, p.iteration_overhead_s);
   return p;
 }
 
@@ -116,8 +110,8 @@ PlatformSpec dgx_h100() {
   p.iteration_overhead_s = 3e-3;
   p.reference_resnet50_samples_per_s = 3000.0;
   p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(p.reference_resnet50_samples_per_s, p.reference_resnet50_batch,
-                                           p.iteration_overhead_s);
+  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
+                                           p.reference_resnet50_batch, p.iteration_overhead_s);
   return p;
 }
 
@@ -226,6 +220,12 @@ void validate(const PlatformSpec& p, int gpus) {
 
 int node_count(const PlatformSpec& platform, int gpus) {
   return std::max(1, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+}
+
+double rate_from_throughput(double train_flops_per_sample, double samples_per_s, int batch,
+                            double overhead_s) {
+  const double iteration_s = static_cast<double>(batch) / samples_per_s;
+  return static_cast<double>(batch) * train_flops_per_sample / (iteration_s - overhead_s);
 }
 
 double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform) {

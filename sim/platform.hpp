@@ -103,6 +103,12 @@ void validate(const PlatformSpec& platform, int gpus);
 /// Number of nodes that hold `gpus` GPUs (validate() first).
 int node_count(const PlatformSpec& platform, int gpus);
 
+/// The effective rate (gpu_flops_per_s) that reproduces a measured throughput of `samples_per_s` at `batch`
+/// once the fixed per-iteration overhead is paid, for a model of `train_flops_per_sample` (forward +
+/// backward).
+double rate_from_throughput(double train_flops_per_sample, double samples_per_s, int batch,
+                            double overhead_s);
+
 /// Seconds of one training iteration's compute (forward + backward) on one GPU:
 /// batch * (forward + backward FLOPs per sample) / gpu_flops_per_s + iteration_overhead_s.
 double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform);
