@@ -165,6 +165,17 @@ struct PlatformConfig {
   int nodes_per_switch = 0;
   /// Fixed seconds per iteration besides the FLOPs; 0 keeps the preset's value (custom: none).
   double iteration_overhead_s = 0.0;
+  /// Achieved fraction of the GPU ports' line rate, in (0, 1]; 0 keeps the preset's value (custom: 1).
+  double intra_node_efficiency = 0.0;
+  /// Achieved fraction of the NICs' and fabric links' line rate, in (0, 1]; 0 keeps the preset's (custom: 1).
+  double network_efficiency = 0.0;
+  /// Start of every collective and gossip round in seconds; 0 keeps the preset's value (custom: none).
+  double collective_latency_s = 0.0;
+  /// The bulk protocol's handshake per all-reduce step in seconds; 0 keeps the preset's value (custom: none).
+  double bulk_step_latency_s = 0.0;
+  /// In-switch reduction (NVLS): its achieved fraction of the GPU port's line rate; 0 keeps the preset's
+  /// value (custom: none).
+  double nvls_efficiency = 0.0;
   /// A GPU's compute in a multi-GPU job over its compute alone, >= 1; 0 keeps the preset's value (1: none).
   double multi_gpu_slowdown = 0.0;
   /// Coefficient of variation of each GPU's per-iteration compute (lognormal, mean 1); 0: none.
@@ -181,8 +192,8 @@ struct PlatformConfig {
   double allreduce_latency_s = 0.0;
   /// A measured all-reduce: bytes/s; 0 keeps the preset's value (none: simulated over the links).
   double allreduce_bandwidth_Bps = 0.0;
-  /// All-reduce of centralized training and global averages: ring | hierarchical | tree | auto (per size,
-  /// the fastest the platform has).
+  /// All-reduce of centralized training and global averages: ring | hierarchical | tree | nvls | auto (per
+  /// size, the fastest the platform has).
   std::string allreduce = "auto";
   /// Gradient bucket in bytes, all-reduced while the backward pass runs; 0: the whole gradient after it.
   int bucket_bytes = 0;

@@ -120,11 +120,11 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
   summary["timing_model"] = config.platform.timing_model;
   summary["timing_batch_per_gpu"] = config.platform.timing_batch_per_gpu;
   summary["allreduce"] = config.platform.allreduce;
-  // What each all-reduce ran, by its size in bytes per GPU (the gradient, a bucket, the parameters): with
-  // auto, the choice made per size.
+  // What each all-reduce ran, by its size in bytes per GPU (the gradient, a bucket, the parameters):
+  // "algorithm/protocol", with auto the choice made per size.
   nlohmann::json algorithms = nlohmann::json::object();
-  for (const auto& [bytes, algorithm] : timing.allreduce_algorithms) {
-    algorithms[std::to_string(bytes)] = std::string(sim::allreduce_name(algorithm));
+  for (const auto& [bytes, choice] : timing.allreduce_algorithms) {
+    algorithms[std::to_string(bytes)] = choice.name();
   }
   summary["allreduce_algorithms"] = algorithms;
   // The GPUs platform.stragglers slowed (a seeded choice), so a per-GPU trace can be read against them.

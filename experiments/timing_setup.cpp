@@ -55,6 +55,16 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.nodes_per_switch = count();
   } else if (key == "iteration_overhead_s") {
     p.iteration_overhead_s = number();
+  } else if (key == "intra_node_efficiency") {
+    p.gpu_link_efficiency = number();
+  } else if (key == "network_efficiency") {
+    p.network_efficiency = number();
+  } else if (key == "collective_latency_s") {
+    p.collective_latency_s = number();
+  } else if (key == "bulk_step_latency_s") {
+    p.bulk_step_latency_s = number();
+  } else if (key == "nvls_efficiency") {
+    p.nvls_efficiency = number();
   } else if (key == "multi_gpu_slowdown") {
     p.multi_gpu_slowdown = number();
   } else if (key == "compute_jitter_cv") {
@@ -174,6 +184,11 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
   set(p.switch_latency_s, c.switch_latency_s);
   set(p.nodes_per_switch, c.nodes_per_switch);
   set(p.iteration_overhead_s, c.iteration_overhead_s);
+  set(p.gpu_link_efficiency, c.intra_node_efficiency);
+  set(p.network_efficiency, c.network_efficiency);
+  set(p.collective_latency_s, c.collective_latency_s);
+  set(p.bulk_step_latency_s, c.bulk_step_latency_s);
+  set(p.nvls_efficiency, c.nvls_efficiency);
   set(p.multi_gpu_slowdown, c.multi_gpu_slowdown);
   set(p.compute_jitter_cv, c.compute_jitter_cv);
   set(p.compute_tail_probability, c.compute_tail_probability);

@@ -187,15 +187,15 @@ HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, doubl
   return plan;
 }
 
-int tree_chunks(const PlatformSpec& platform, int gpus, double bytes) {
+int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s) {
   if (gpus < 2) {
     return 1;
   }
   // The trees' depth: ceil(log2 n) levels.
   const int levels = std::bit_width(static_cast<unsigned>(gpus - 1));
   const double fill_steps = 2.0 * levels - 1.0;
-  const double alpha = hop_latency_s(platform, gpus > platform.gpus_per_node);
-  const double busiest_s = 2.0 * bytes / platform.gpu_link_bandwidth_Bps;
+  const double alpha = hop_latency_s(platform, gpus > platform.gpus_per_node) + step_overhead_s;
+  const double busiest_s = 2.0 * bytes / (platform.gpu_link_bandwidth_Bps * platform.gpu_link_efficiency);
   if (alpha <= 0.0) {
     return 256;
   }
@@ -203,19 +203,20 @@ int tree_chunks(const PlatformSpec& platform, int gpus, double bytes) {
   return static_cast<int>(std::clamp(std::round(k), 1.0, 256.0));
 }
 
-int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes) {
+int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s) {
   const int g = std::min(platform.gpus_per_node, gpus);
   const int nodes = gpus / g;
   if (g < 2 || nodes < 2) {
     return 1;  // one phase: nothing to overlap
   }
-  const double port = platform.gpu_link_bandwidth_Bps;
+  const double port = platform.gpu_link_bandwidth_Bps * platform.gpu_link_efficiency;
   // The inter-node ring's share of a node's NICs, one ring per local rank.
-  const double nic_share = std::min(port, platform.nic_bandwidth_Bps * platform.nics_per_node / g);
+  const double nic_share =
+      std::min(port, platform.nic_bandwidth_Bps * platform.network_efficiency * platform.nics_per_node / g);
   const double intra_s = 2.0 * (g - 1) / g * bytes / port;
   const double inter_s = 2.0 * (nodes - 1) / (static_cast<double>(g) * nodes) * bytes / nic_share;
-  const double alpha_intra = hop_latency_s(platform, false);
-  const double alpha_inter = hop_latency_s(platform, true);
+  const double alpha_intra = hop_latency_s(platform, false) + step_overhead_s;
+  const double alpha_inter = hop_latency_s(platform, true) + step_overhead_s;
   const int steps = 2 * (g - 1) + 2 * (nodes - 1);
   const double unpipelined =
       2.0 * (g - 1) * alpha_intra + 2.0 * (nodes - 1) * alpha_inter + intra_s + inter_s;

@@ -94,12 +94,14 @@ HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, doubl
 /// The chunk count a pipelined tree uses for `bytes`: the K minimising the alpha-beta estimate
 /// (K + 2 levels - 1) alpha + X (1 + (2 levels - 1) / (2K)) (every step pays a hop's latency alpha; X, the
 /// busiest GPU port's share of the whole transfer, 2S / port bandwidth, is spread over K steps, and the fill
-/// and drain steps carry about half a full step's load), K in [1, 256].
-int tree_chunks(const PlatformSpec& platform, int gpus, double bytes);
+/// and drain steps carry about half a full step's load), K in [1, 256]. Bandwidths are the achieved ones;
+/// `step_overhead_s` (the bulk protocol's handshake) adds to alpha.
+int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s = 0.0);
 
 /// The chunk count of a pipelined hierarchical all-reduce: K = sqrt(Y / alpha) minimises
 /// (K + steps - 1) alpha + max(intra, inter) + min(intra, inter) / K (the smaller phase hides behind the
 /// larger one but for one chunk's worth), K in [1, 64]; 1 when the estimate says pipelining does not pay.
-int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes);
+/// Bandwidths and `step_overhead_s` as in tree_chunks.
+int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s = 0.0);
 
 }  // namespace dbench::sim

@@ -12,6 +12,13 @@ namespace {
 constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
 constexpr std::array<std::string_view, 3> kPresets = {"frontier", "summit", "dgx-h100"};
 
+// The cost of starting a collective (kernel launch and setup): fitted to the 4 KB all-reduce on one 8-GPU
+// NVSwitch node, ~16.7 us (github.com/deepseek-ai/DeepEP issue 303), the row it then cannot be checked on.
+constexpr double kCollectiveLatency_s = 8.7e-6;
+// The bulk protocol's extra cost per pipeline step over the low-latency one: NCCL's own tuning model charges
+// its Simple protocol ~3 us more per NVLink hop than LL (src/graph/tuning.cc). Not measured here.
+constexpr double kBulkStepLatency_s = 3e-6;
+
 // ResNet-50 training FLOPs per sample in ModelProfile's convention: 4.1 GMACs forward = 8.2 GFLOP, backward
 // twice that. Used only to turn a published throughput into an effective rate.
 constexpr double kResnet50TrainFlopsPerSample = 3.0 * 8.2e9;
@@ -32,7 +39,8 @@ std::string join(std::span<const std::string_view> words) {
 //   per group. The four NICs of a node reach four switches; modelled as one 100 GB/s node link into one
 //   router, with fabric links of the same width.
 // * Latencies (not in the guide; typical figures): ~1 us per xGMI hop, 0.5 us per NIC, 0.3 us per Rosetta
-// hop.
+// hop. Collective start and bulk-protocol step costs as dgx-h100's (RCCL follows NCCL's protocols).
+// * Achieved fractions of the line rates: not published for this machine; the line rates are used.
 // * Compute: MLPerf has no MI250X ResNet-50 entry; assumed ~1,100 samples/s per GCD (half an MI250X, which
 //   trains about as fast as an A100 at ~2,200 samples/s with mixed precision). Calibrate before trusting it.
 PlatformSpec frontier() {
@@ -48,6 +56,8 @@ PlatformSpec frontier() {
   p.switch_bandwidth_Bps = 100e9;
   p.switch_latency_s = 0.3e-6;
   p.nodes_per_switch = 4;
+  p.collective_latency_s = kCollectiveLatency_s;
+  p.bulk_step_latency_s = kBulkStepLatency_s;
   p.iteration_overhead_s = 5e-3;
   p.reference_resnet50_samples_per_s = 1100.0;
   p.reference_resnet50_batch = 256;
@@ -62,7 +72,10 @@ PlatformSpec frontier() {
 // * Dual-rail Mellanox EDR InfiniBand: 2 NICs of 100 Gb/s = 12.5 GB/s each (23 GB/s node injection measured).
 // * Non-blocking fat-tree; 18 nodes per rack, modelled as 18 nodes per leaf switch with EDR links of 25 GB/s
 //   (both rails as one link).
-// * Latencies (typical, not in the guide): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per EDR switch hop.
+// * Latencies (typical, not in the guide): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per EDR switch hop;
+//   collective start and bulk-protocol step costs as dgx-h100's.
+// * Achieved network rate: the guide's measured 23 GB/s node injection over the 25 GB/s line rate; NVLink 2
+//   at its line rate (no published all-reduce figure for this node).
 // * Compute: NVIDIA DeepLearningExamples, ResNet-50 v1.5 training on a DGX-1 V100 16 GB with mixed
 //   precision, batch 256 per GPU: ~1,200 samples/s per GPU.
 PlatformSpec summit() {
@@ -78,6 +91,9 @@ PlatformSpec summit() {
   p.switch_bandwidth_Bps = 25e9;
   p.switch_latency_s = 0.1e-6;
   p.nodes_per_switch = 18;
+  p.network_efficiency = 23.0 / 25.0;
+  p.collective_latency_s = kCollectiveLatency_s;
+  p.bulk_step_latency_s = kBulkStepLatency_s;
   p.iteration_overhead_s = 5e-3;
   p.reference_resnet50_samples_per_s = 1200.0;
   p.reference_resnet50_batch = 256;
@@ -92,6 +108,12 @@ PlatformSpec summit() {
 // * Rail-optimised, full-bisection fat-tree; a scalable unit (SU) is 32 nodes, modelled as 32 nodes per leaf
 //   switch with 400 GB/s node links (the 8 rails as one link).
 // * Latencies (typical): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per Quantum-2 switch hop.
+// * Achieved NVLink rate: nccl-tests' ring all-reduce reaches busbw ~370 GB/s of the 450 GB/s line rate
+//   (github.com/NVIDIA/nccl-tests issue 212): 0.82.
+// * NVLS (NVLink SHARP: NVSwitch 3 reduces in the switch): 8 H100 reach busbw ~480 GB/s, algbw ~275 GB/s
+//   (NVIDIA/nccl issue 2140, nccl-tests issues 212 and 290); each port then carries algbw (n + 1) / n =
+//   309 GB/s each way: 0.69 of the line rate.
+// * InfiniBand NDR at its line rate: no achieved fraction is published apart from all-reduce figures.
 // * Compute: ~3,000 samples/s per H100 for ResNet-50 training with mixed precision at batch 256 (NVIDIA's
 //   published per-GPU PyTorch figures; MLPerf-tuned submissions reach roughly twice that).
 PlatformSpec dgx_h100() {
@@ -107,6 +129,10 @@ PlatformSpec dgx_h100() {
   p.switch_bandwidth_Bps = 400e9;
   p.switch_latency_s = 0.1e-6;
   p.nodes_per_switch = 32;
+  p.gpu_link_efficiency = 370.0 / 450.0;
+  p.nvls_efficiency = 275.0 * 9.0 / 8.0 / 450.0;
+  p.collective_latency_s = kCollectiveLatency_s;
+  p.bulk_step_latency_s = kBulkStepLatency_s;
   p.iteration_overhead_s = 3e-3;
   p.reference_resnet50_samples_per_s = 3000.0;
   p.reference_resnet50_batch = 256;
@@ -197,6 +223,11 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
   require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
   require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
+  require_within(p.gpu_link_efficiency, 1e-3, 1.0, "intra_node_efficiency", "1: the line rate");
+  require_within(p.network_efficiency, 1e-3, 1.0, "network_efficiency", "1: the line rate");
+  require_non_negative(p.collective_latency_s, "collective_latency_s");
+  require_non_negative(p.bulk_step_latency_s, "bulk_step_latency_s");
+  require_within(p.nvls_efficiency, 0.0, 1.0, "nvls_efficiency", "0: no in-switch reduction");
   require_within(p.multi_gpu_slowdown, 1.0, 100.0, "multi_gpu_slowdown", "1: none");
   require_within(p.compute_jitter_cv, 0.0, 10.0, "compute_jitter_cv", "0: none");
   require_within(p.compute_tail_probability, 0.0, 1.0, "compute_tail_probability", "0: never");

@@ -59,6 +59,23 @@ struct PlatformSpec {
   double switch_latency_s = 0.0;
   /// Fat-tree: nodes per leaf switch; dragonfly: nodes per router.
   int nodes_per_switch = 16;
+  /// Achieved fraction of a GPU port's line rate (protocol headers, flow control, the copy engines' own
+  /// limits): every intra-node transfer sees gpu_link_bandwidth_Bps times this; 1: the line rate.
+  double gpu_link_efficiency = 1.0;
+  /// Achieved fraction of the line rate of every NIC and fabric link; 1: the line rate.
+  double network_efficiency = 1.0;
+  /// Fixed cost of starting one collective or one round of point-to-point transfers (kernel launch, setup),
+  /// paid once per all-reduce (per bucket) and per gossip round.
+  double collective_latency_s = 0.0;
+  /// Extra cost of every pipeline step of an all-reduce under the bulk protocol (the handshake that tells the
+  /// receiver a chunk is complete). The low-latency protocol pays none, but its 8-byte lines carry 4 bytes of
+  /// data and 4 of flag, so it moves twice the bytes; an all-reduce runs whichever protocol is faster.
+  double bulk_step_latency_s = 0.0;
+  /// In-switch reduction (NVLS): the node switch sums what the GPUs write into it and multicasts the result,
+  /// so each GPU port carries S (n + 1) / n each way for an all-reduce of S bytes on n GPUs. This is the
+  /// achieved fraction of the port's line rate when it does (the switch's reduction is slower than a plain
+  /// transfer); 0: the switch cannot reduce.
+  double nvls_efficiency = 0.0;
   /// Effective training rate of one GPU (achieved, not peak), in the FLOP convention of ModelProfile.
   double gpu_flops_per_s = 0.0;
   /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).

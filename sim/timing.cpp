@@ -28,11 +28,16 @@ namespace {
 namespace sg4 = simgrid::s4u;
 using NetPoint = simgrid::kernel::routing::NetPoint;
 
-constexpr std::array<std::string_view, 4> kAllReduce = {"ring", "hierarchical", "tree", "auto"};
+constexpr std::array<std::string_view, 5> kAllReduce = {"ring", "hierarchical", "tree", "nvls", "auto"};
+constexpr std::array<std::string_view, 2> kProtocols = {"LL", "bulk"};
+// The low-latency protocol is tried for all-reduces up to this many bytes per GPU; beyond, its doubled
+// bytes always cost more than the bulk protocol's handshakes.
+constexpr double kLowLatencyMaxBytes = 4.0 * 1024 * 1024;
 
 // Model assumptions, before the user's own --cfg:
-// * CM02: plain max-min sharing with the platform's bandwidths and latencies taken as achieved values (no
-//   TCP correction factors, which would break the alpha-beta closed forms the presets are checked against).
+// * CM02: plain max-min sharing with the platform's achieved bandwidths (line rates times their efficiencies)
+//   and latencies (no TCP correction factors, which would break the alpha-beta closed forms the presets are
+//   checked against).
 // * No cross traffic: GPU transports (RDMA, NVLink) do not send TCP acknowledgements back along the route.
 // * A small actor stack: the actors only wait on transfers.
 // * Event times to a thousandth of the shortest transfer simulated (`precision_s`): transfers that end
@@ -108,8 +113,9 @@ class SimulatedMachine {
     auto* zone = sg4::create_star_zone(fmt::format("node{}", id));
     zone->set_parent(parent);
     auto* gateway = zone->create_router(fmt::format("node{}-gw", id));
-    auto* nic = zone->create_split_duplex_link(fmt::format("node{}-nic", id),
-                                               p.nic_bandwidth_Bps * static_cast<double>(p.nics_per_node));
+    auto* nic = zone->create_split_duplex_link(
+        fmt::format("node{}-nic", id),
+        p.nic_bandwidth_Bps * p.network_efficiency * static_cast<double>(p.nics_per_node));
     nic->set_latency(p.nic_latency_s);
     zone->add_route(gateway, nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
     for (int j = 0; j < p.gpus_per_node; ++j) {
@@ -119,7 +125,8 @@ class SimulatedMachine {
         break;
       }
       auto* host = zone->create_host(fmt::format("gpu{}", gpu), 1e12);
-      auto* port = zone->create_split_duplex_link(fmt::format("gpu{}-port", gpu), p.gpu_link_bandwidth_Bps);
+      auto* port = zone->create_split_duplex_link(fmt::format("gpu{}-port", gpu),
+                                                  p.gpu_link_bandwidth_Bps * p.gpu_link_efficiency);
       port->set_latency(p.gpu_link_latency_s);
       zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
                       {{port, sg4::LinkInRoute::Direction::UP}}, true);
@@ -131,6 +138,7 @@ class SimulatedMachine {
 
   void build_fabric() {
     const PlatformSpec& p = platform_;
+    const double link_Bps = p.switch_bandwidth_Bps * p.network_efficiency;
     const auto leaf = [this](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
       return make_node(zone, id);
     };
@@ -144,8 +152,7 @@ class SimulatedMachine {
         root = sg4::create_star_zone("fabric");
         for (unsigned k = 0; k < nodes; ++k) {
           auto [zone, gateway] = make_node(root, k);
-          auto* port =
-              root->create_split_duplex_link(fmt::format("switch-port{}", k), p.switch_bandwidth_Bps);
+          auto* port = root->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
           port->set_latency(p.switch_latency_s);
           root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
         }
@@ -158,8 +165,8 @@ class SimulatedMachine {
         const unsigned leaves = (nodes + k - 1) / k;
         const sg4::FatTreeParams params = leaves == 1 ? sg4::FatTreeParams(1, {k}, {1}, {1})
                                                       : sg4::FatTreeParams(2, {k, leaves}, {1, k}, {1, 1});
-        root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, p.switch_bandwidth_Bps,
-                                        p.switch_latency_s, policy);
+        root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, link_Bps, p.switch_latency_s,
+                                        policy);
         break;
       }
       case Fabric::dragonfly: {
@@ -178,7 +185,7 @@ class SimulatedMachine {
         }
         root = sg4::create_dragonfly_zone(
             "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
-            callbacks, p.switch_bandwidth_Bps, p.switch_latency_s, policy);
+            callbacks, link_Bps, p.switch_latency_s, policy);
         break;
       }
       case Fabric::torus: {
@@ -187,8 +194,8 @@ class SimulatedMachine {
         if (rows > 1) {
           dims.insert(dims.begin(), static_cast<unsigned long>(rows));
         }
-        root = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, p.switch_bandwidth_Bps,
-                                      p.switch_latency_s, policy);
+        root =
+            sg4::create_torus_zone("fabric", nullptr, dims, callbacks, link_Bps, p.switch_latency_s, policy);
         break;
       }
     }
@@ -248,10 +255,19 @@ std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept {
 AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name) {
   const auto it = std::find(kAllReduce.begin(), kAllReduce.end(), name);
   if (it == kAllReduce.end()) {
-    throw PlatformError("platform.allreduce",
-                        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree, auto)", name));
+    throw PlatformError(
+        "platform.allreduce",
+        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree, nvls, auto)", name));
   }
   return static_cast<AllReduceAlgorithm>(it - kAllReduce.begin());
+}
+
+std::string_view protocol_name(Protocol protocol) noexcept {
+  return kProtocols[static_cast<std::size_t>(protocol)];
+}
+
+std::string AllReduceChoice::name() const {
+  return fmt::format("{}/{}", allreduce_name(algorithm), protocol_name(protocol));
 }
 
 CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions options)
@@ -259,6 +275,14 @@ CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions opti
   validate(platform_, gpus_);
   if (options_.bucket_bytes < 0) {
     throw PlatformError("platform.bucket_bytes", fmt::format("must be >= 0, got {}", options_.bucket_bytes));
+  }
+  if (options_.allreduce == AllReduceAlgorithm::nvls && platform_.allreduce_bandwidth_Bps == 0.0 &&
+      (platform_.nvls_efficiency == 0.0 || gpus_ > platform_.gpus_per_node)) {
+    throw PlatformError(
+        "platform.allreduce",
+        fmt::format("nvls needs a node switch that reduces (platform.nvls_efficiency > 0, got {}) "
+                    "and every GPU on one node ({} GPUs, {} per node)",
+                    platform_.nvls_efficiency, gpus_, platform_.gpus_per_node));
   }
 }
 
@@ -375,6 +399,9 @@ double allreduce_bytes_per_gpu(AllReduceAlgorithm algorithm, int n, int g, doubl
     const int nodes = n / g;
     return 2.0 * (g - 1) * s / g + 2.0 * (nodes - 1) * s / (static_cast<double>(g) * nodes);
   }
+  if (algorithm == AllReduceAlgorithm::nvls) {
+    return s * (n + 1) / n;  // all of S into the switch, the GPU's reduced S / n back out to every GPU
+  }
   // Ring: 2 (n - 1) chunks of S / n. Tree: each tree's n - 1 edges carry S / 2 up and S / 2 down.
   return 2.0 * (n - 1) * s / n;
 }
@@ -389,16 +416,40 @@ std::int64_t hierarchical_messages(const HierarchicalPlan& plan) {
   return messages;
 }
 
+// Bytes on the wire per byte of data: the low-latency protocol's lines carry as much flag as data.
+double wire_factor(Protocol protocol) {
+  return protocol == Protocol::low_latency ? 2.0 : 1.0;
+}
+
+// The extra cost of every pipeline step under `protocol`.
+double step_overhead_s(const PlatformSpec& p, Protocol protocol) {
+  return protocol == Protocol::bulk ? p.bulk_step_latency_s : 0.0;
+}
+
+// In-switch reduction as point-to-point traffic: every GPU port carries S (n + 1) / n each way at
+// nvls_efficiency of its line rate, which a shift by one (each GPU sends to the next) puts on every port once
+// in each direction, scaled from the port's achieved rate to the switch's.
+double nvls_message_bytes(const PlatformSpec& p, int n, double s) {
+  return s * (n + 1) / n * p.gpu_link_efficiency / p.nvls_efficiency;
+}
+
+// NVLS has two steps, the reduction into the switch and the multicast out of it.
+constexpr int kNvlsSteps = 2;
+
 }  // namespace
 
-CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm) {
-  const std::string key = fmt::format("{}/{}", allreduce_name(algorithm), bytes);
+CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice choice) {
+  const std::string key = fmt::format("{}/{}", choice.name(), bytes);
   if (const auto it = collectives_.find(key); it != collectives_.end()) {
     return it->second;
   }
+  const AllReduceAlgorithm algorithm = choice.algorithm;
   const int n = gpus_;
   const int g = std::min(platform_.gpus_per_node, n);
-  const double s = static_cast<double>(bytes);
+  const double data = static_cast<double>(bytes);
+  // What the protocol puts on the wire, and what each step costs besides its messages.
+  const double s = data * wire_factor(choice.protocol);
+  const double overhead = step_overhead_s(platform_, choice.protocol);
   // A pipelined all-reduce is replayed step by step with each message's duration from its step's pattern
   // (simulated the first time the step's key is seen; `build` lists the step's messages): a message starts
   // once both its GPUs are done with the previous step, as full fidelity's actors do, so a GPU whose step is
@@ -427,7 +478,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
       for (std::size_t i = 0; i < messages.size(); ++i) {
         const auto from = static_cast<std::size_t>(messages[i].from);
         const auto to = static_cast<std::size_t>(messages[i].to);
-        const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i];
+        const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i] + overhead;
         done[from] = std::max(done[from], end);
         done[to] = std::max(done[to], end);
       }
@@ -435,7 +486,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
     }
   };
   CommTiming timing;
-  timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, s);
+  timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, data);
   switch (algorithm) {
     case AllReduceAlgorithm::ring: {
       // Every step of a ring moves the same chunk between the same pairs: one step is simulated.
@@ -443,13 +494,24 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
       for (int i = 0; i < n; ++i) {
         messages.push_back({i, ring_next(i, n), chunk});
       }
-      timing.seconds = 2.0 * (n - 1) * cached_pattern(fmt::format("ring-step/{}", chunk), messages).seconds;
+      timing.seconds =
+          2.0 * (n - 1) * (cached_pattern(fmt::format("ring-step/{}", chunk), messages).seconds + overhead);
       timing.messages = 2LL * (n - 1) * n;
+      break;
+    }
+    case AllReduceAlgorithm::nvls: {
+      const double each = nvls_message_bytes(platform_, n, data);
+      for (int i = 0; i < n; ++i) {
+        messages.push_back({i, ring_next(i, n), each});
+      }
+      timing.seconds = cached_pattern(fmt::format("nvls/{}", each), messages).seconds + kNvlsSteps * overhead;
+      timing.messages = 2LL * n;
       break;
     }
     case AllReduceAlgorithm::hierarchical: {
       // Steps with the same chunk counts in each ring move the same messages.
-      const HierarchicalPlan plan = hierarchical_plan(platform_, n, s, hierarchical_chunks(platform_, n, s));
+      const HierarchicalPlan plan =
+          hierarchical_plan(platform_, n, s, hierarchical_chunks(platform_, n, s, overhead));
       const auto intra = [&](int step) { return plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0; };
       const auto inter = [&](int step) { return plan.nodes > 1 ? plan.inter_bytes(step) : 0.0; };
       replay(
@@ -471,7 +533,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
     }
     case AllReduceAlgorithm::tree: {
       // A step's messages are set by which heights send up and which depths receive from above.
-      const TreePlan plan = tree_plan(n, s, tree_chunks(platform_, n, s));
+      const TreePlan plan = tree_plan(n, s, tree_chunks(platform_, n, s, overhead));
       replay(
           plan.steps(),
           [&](int step) { return fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)); },
@@ -495,27 +557,37 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceAlgorithm 
     case AllReduceAlgorithm::automatic:
       throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is timed");
   }
+  timing.seconds += platform_.collective_latency_s;
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
   timing.collective = true;
   return collectives_.emplace(key, std::move(timing)).first->second;
 }
 
-CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllReduceAlgorithm algorithm,
+CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllReduceChoice choice,
                                          std::span<const double> ready, std::span<const double> backward) {
+  const AllReduceAlgorithm algorithm = choice.algorithm;
   const int n = gpus_;
-  const double bucket = static_cast<double>(bytes) / buckets;
+  // What one bucket puts on the wire under the protocol, and each step's extra cost.
+  const double bucket = static_cast<double>(bytes) / buckets * wire_factor(choice.protocol);
+  const double overhead = step_overhead_s(platform_, choice.protocol);
+  const double launch = platform_.collective_latency_s;
   const int g = std::min(platform_.gpus_per_node, n);
   // The plans are the fast path's: the same chunks, the same steps.
   const TreePlan tree = algorithm == AllReduceAlgorithm::tree
-                            ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket))
+                            ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket, overhead))
                             : TreePlan{};
   const HierarchicalPlan hier =
-      hierarchical_plan(platform_, n, bucket, hierarchical_chunks(platform_, n, bucket));
+      hierarchical_plan(platform_, n, bucket, hierarchical_chunks(platform_, n, bucket, overhead));
+  const double nvls_bytes = algorithm == AllReduceAlgorithm::nvls
+                                ? nvls_message_bytes(platform_, n, static_cast<double>(bytes) / buckets)
+                                : 0.0;
   double shortest = bucket / n;
   if (algorithm == AllReduceAlgorithm::tree) {
     shortest = tree.chunk_bytes;
   } else if (algorithm == AllReduceAlgorithm::hierarchical) {
     shortest = bucket / (static_cast<double>(hier.chunks) * n);
+  } else if (algorithm == AllReduceAlgorithm::nvls) {
+    shortest = nvls_bytes;
   }
   SimulatedMachine machine(platform_, gpus_, shortest, false, options_.simgrid_args);
   // Each mailbox has one sender: ring and intra-node ring (the previous GPU), inter-node ring, and per tree
@@ -547,10 +619,12 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
         comms.push_back(to->put_async(&token, size_of(size)));
         comms.push_back(own->get_async<int>(&received));
       };
+      // A step ends when its messages are through and, under the bulk protocol, its handshake is done.
       const auto finish_step = [&] {
         if (!comms.empty()) {
           sg4::Comm::wait_all(comms);
           comms.clear();
+          sg4::this_actor::sleep_for(overhead);
         }
       };
       const double start = sg4::Engine::get_clock();
@@ -560,12 +634,19 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
       for (int b = 0; b < buckets; ++b) {
         // Bucket b is ready once this GPU's backward pass has produced its share of the gradient.
         sg4::this_actor::sleep_until(start + own_ready + own_backward * (b + 1) / buckets);
+        // Every GPU starts the collective (the fast path adds the same to its time).
+        sg4::this_actor::sleep_for(launch);
         switch (algorithm) {
           case AllReduceAlgorithm::ring:
             for (int step = 0; step < 2 * (n - 1); ++step) {
               exchange(at(ring_box, ring_next(me, n)), at(ring_box, me), bucket / n);
               finish_step();
             }
+            break;
+          case AllReduceAlgorithm::nvls:
+            exchange(at(ring_box, ring_next(me, n)), at(ring_box, me), nvls_bytes);
+            finish_step();
+            sg4::this_actor::sleep_for((kNvlsSteps - 1) * overhead);
             break;
           case AllReduceAlgorithm::hierarchical:
             for (int step = 0; step < hier.steps(); ++step) {
@@ -624,6 +705,9 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
     case AllReduceAlgorithm::tree:
       messages = 4LL * tree.chunks * (n - 1);
       break;
+    case AllReduceAlgorithm::nvls:
+      messages = 2LL * n;
+      break;
     case AllReduceAlgorithm::automatic:
       throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is timed");
   }
@@ -648,27 +732,42 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
   return timing;
 }
 
-AllReduceAlgorithm CommSimulator::allreduce_algorithm(std::int64_t bytes) {
-  if (options_.allreduce != AllReduceAlgorithm::automatic) {
-    algorithms_[bytes] = options_.allreduce;
-    return options_.allreduce;
-  }
+AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
   if (const auto it = algorithms_.find(bytes); it != algorithms_.end()) {
     return it->second;
   }
-  // A hierarchy needs several GPUs per node and several nodes; otherwise it is the ring.
   const int g = std::min(platform_.gpus_per_node, gpus_);
-  const bool hierarchy = g > 1 && gpus_ / g > 1;
-  AllReduceAlgorithm best = AllReduceAlgorithm::ring;
-  double best_s = fast_allreduce(bytes, best).seconds;
-  for (const auto candidate : {AllReduceAlgorithm::hierarchical, AllReduceAlgorithm::tree}) {
-    if (candidate == AllReduceAlgorithm::hierarchical && !hierarchy) {
-      continue;
+  std::vector<AllReduceAlgorithm> algorithms;
+  if (options_.allreduce != AllReduceAlgorithm::automatic) {
+    algorithms.push_back(options_.allreduce);
+  } else {
+    algorithms.push_back(AllReduceAlgorithm::ring);
+    // A hierarchy needs several GPUs per node and several nodes; otherwise it is the ring.
+    if (g > 1 && gpus_ / g > 1) {
+      algorithms.push_back(AllReduceAlgorithm::hierarchical);
     }
-    const double seconds = fast_allreduce(bytes, candidate).seconds;
-    if (seconds < best_s) {
-      best = candidate;
-      best_s = seconds;
+    algorithms.push_back(AllReduceAlgorithm::tree);
+    if (platform_.nvls_efficiency > 0.0 && gpus_ <= platform_.gpus_per_node) {
+      algorithms.push_back(AllReduceAlgorithm::nvls);
+    }
+  }
+  // Without a handshake to save, the low-latency protocol's doubled bytes never pay; in-switch reduction
+  // runs the bulk protocol only.
+  const bool try_low_latency =
+      platform_.bulk_step_latency_s > 0.0 && static_cast<double>(bytes) <= kLowLatencyMaxBytes;
+  AllReduceChoice best{algorithms.front(), Protocol::bulk};
+  double best_s = -1.0;
+  for (const AllReduceAlgorithm algorithm : algorithms) {
+    for (const Protocol protocol : {Protocol::bulk, Protocol::low_latency}) {
+      if (protocol == Protocol::low_latency && (!try_low_latency || algorithm == AllReduceAlgorithm::nvls)) {
+        continue;
+      }
+      const AllReduceChoice candidate{algorithm, protocol};
+      const double seconds = fast_allreduce(bytes, candidate).seconds;
+      if (best_s < 0.0 || seconds < best_s) {
+        best = candidate;
+        best_s = seconds;
+      }
     }
   }
   algorithms_[bytes] = best;
@@ -684,11 +783,11 @@ CommTiming CommSimulator::allreduce(std::int64_t bytes, std::span<const double> 
     timing.gpu_seconds = {0.0};
     timing.collective = true;
   } else {
-    const AllReduceAlgorithm algorithm = allreduce_algorithm(bytes);
+    const AllReduceChoice choice = allreduce_choice(bytes);
     if (options_.fidelity == Fidelity::full) {
-      return full_allreduce(bytes, 1, algorithm, ready, {});
+      return full_allreduce(bytes, 1, choice, ready, {});
     }
-    timing = fast_allreduce(bytes, algorithm);
+    timing = fast_allreduce(bytes, choice);
   }
   return staggered(std::move(timing), ready, {});
 }
@@ -704,10 +803,10 @@ CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backwa
     own_backward.assign(static_cast<std::size_t>(gpus_), backward_s);
   }
   // Every bucket is an all-reduce of its own size, and auto chooses for that size.
-  const AllReduceAlgorithm algorithm =
-      measured || gpus_ == 1 ? options_.allreduce : allreduce_algorithm(bytes / buckets);
+  const AllReduceChoice choice =
+      measured || gpus_ == 1 ? AllReduceChoice{} : allreduce_choice(bytes / buckets);
   if (options_.fidelity == Fidelity::full && !measured && gpus_ > 1) {
-    return full_allreduce(bytes, buckets, algorithm, ready, own_backward);
+    return full_allreduce(bytes, buckets, choice, ready, own_backward);
   }
   // Buckets are equal, so one bucket's all-reduce time serves all; they leave in order, each when ready and
   // when the previous one is done (one communication stream, as in DDP/Horovod).
@@ -715,7 +814,7 @@ CommTiming CommSimulator::overlapped_allreduce(std::int64_t bytes, double backwa
   if (measured) {
     one = measured_allreduce(bytes / buckets);
   } else if (gpus_ > 1) {
-    one = fast_allreduce(bytes / buckets, algorithm);
+    one = fast_allreduce(bytes / buckets, choice);
   }
   CommTiming timing;
   timing.buckets = buckets;
@@ -757,13 +856,18 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
   CommTiming timing;
   timing.messages = static_cast<std::int64_t>(messages.size());
   timing.bytes_sent_per_gpu = s * static_cast<double>(messages.size()) / gpus_;
+  // A round of transfers is started as one (a group of sends and receives): its senders pay the start.
+  const double launch = platform_.collective_latency_s;
   if (options_.fidelity == Fidelity::fast) {
     const auto& result = cached_pattern(gossip_key(graph, bytes), messages);
-    timing.seconds = result.seconds;
-    timing.gpu_seconds = result.gpu_seconds;
+    timing.seconds = result.seconds + launch;
+    timing.gpu_seconds.assign(static_cast<std::size_t>(gpus_), 0.0);
     timing.message_times.reserve(messages.size());
     for (std::size_t i = 0; i < messages.size(); ++i) {
-      timing.message_times.push_back({messages[i].from, messages[i].to, result.message_seconds[i]});
+      const double done = result.message_seconds[i] + launch;
+      timing.message_times.push_back({messages[i].from, messages[i].to, done});
+      auto& gpu = timing.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
+      gpu = std::max(gpu, done);
     }
     return staggered(std::move(timing), ready, {});
   }
@@ -789,7 +893,7 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
       for (auto& slot : received) {
         receives.push_back(own->get_async<int>(&slot));
       }
-      sg4::this_actor::sleep_until(start + own_ready);
+      sg4::this_actor::sleep_until(start + own_ready + launch);
       std::vector<sg4::CommPtr> sends;
       for (const int to : out[static_cast<std::size_t>(me)]) {
         sends.push_back(sg4::Mailbox::by_name(fmt::format("params{}", to))

@@ -32,15 +32,36 @@ enum class AllReduceAlgorithm {
   hierarchical,  ///< intra-node reduce-scatter, inter-node ring per local rank, intra-node all-gather;
                  ///< pipelined in chunks through the three phases (HierarchicalPlan)
   tree,          ///< NCCL's double binary tree, reduce and broadcast pipelined in chunks (TreePlan)
+  nvls,          ///< in-switch reduction on one node (PlatformSpec::nvls_efficiency > 0)
   automatic,     ///< "auto": per all-reduce size, the fastest of the others the platform has
 };
 
-/// Names as configs spell them, in AllReduceAlgorithm order: ring, hierarchical, tree, auto.
+/// Names as configs spell them, in AllReduceAlgorithm order: ring, hierarchical, tree, nvls, auto.
 std::span<const std::string_view> known_allreduce_algorithms() noexcept;
 /// "auto" for AllReduceAlgorithm::automatic, ...
 std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept;
-/// Parses "ring" | "hierarchical" | "tree" | "auto"; throws PlatformError("platform.allreduce", ...).
+/// Parses "ring" | "hierarchical" | "tree" | "nvls" | "auto"; throws PlatformError("platform.allreduce",
+/// ...).
 AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name);
+
+/// How an all-reduce's chunks travel (PlatformSpec::bulk_step_latency_s).
+enum class Protocol {
+  low_latency,  ///< "LL": data and flag in each 8-byte line, twice the bytes, no handshake per step
+  bulk,         ///< "bulk": the data alone, a handshake (bulk_step_latency_s) per pipeline step
+};
+
+/// "LL" or "bulk".
+std::string_view protocol_name(Protocol protocol) noexcept;
+
+/// An all-reduce as it runs: its algorithm and protocol.
+struct AllReduceChoice {
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::ring;
+  Protocol protocol = Protocol::bulk;
+
+  /// "ring/LL", "tree/bulk", ...
+  std::string name() const;
+  friend bool operator==(const AllReduceChoice&, const AllReduceChoice&) = default;
+};
 
 /// How an iteration's communication is simulated.
 struct TimingOptions {
@@ -95,14 +116,17 @@ class CommSimulator {
   /// Validates the platform for `gpus` GPUs (throws PlatformError).
   CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
 
-  /// One all-reduce of `bytes` per GPU with allreduce_algorithm(bytes), or the platform's measured
+  /// One all-reduce of `bytes` per GPU with allreduce_choice(bytes), or the platform's measured
   /// all-reduce when it has one (PlatformSpec::allreduce_bandwidth_Bps > 0, either fidelity). `ready`
   /// (empty: all 0): when each GPU may start, as in staggered_finish; gpu_seconds then count from 0.
   CommTiming allreduce(std::int64_t bytes, std::span<const double> ready = {});
-  /// The algorithm an all-reduce of `bytes` per GPU runs: options().allreduce when it names one; for
-  /// automatic, the one whose fast-path time is the shortest (ties: ring, hierarchical, tree), as NCCL's
-  /// tuner picks the cheapest per size and scale. Full fidelity makes the same choice, then runs it.
-  AllReduceAlgorithm allreduce_algorithm(std::int64_t bytes);
+  /// The algorithm and protocol an all-reduce of `bytes` per GPU runs: the algorithm options().allreduce
+  /// names, or for automatic each one the platform has (hierarchical with several nodes of several GPUs,
+  /// nvls on one node whose switch reduces); with the protocol, the pair whose fast-path time is the
+  /// shortest (ties: the earlier algorithm, bulk), as NCCL's tuner picks the cheapest per size and scale.
+  /// The low-latency protocol is tried up to 4 MiB per GPU. Full fidelity makes the same choice, then runs
+  /// it.
+  AllReduceChoice allreduce_choice(std::int64_t bytes);
   /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
   /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
   /// returns the time from the start of the backward pass to the end of the last bucket. `ready` and
@@ -129,11 +153,9 @@ class CommSimulator {
   std::int64_t simulations() const noexcept { return simulations_; }
   /// Messages simulated so far, summed over runs.
   std::int64_t simulated_messages() const noexcept { return simulated_messages_; }
-  /// Every all-reduce size (bytes per GPU) timed so far and the algorithm it ran (a measured all-reduce is
-  /// not listed).
-  const std::map<std::int64_t, AllReduceAlgorithm>& allreduce_algorithms() const noexcept {
-    return algorithms_;
-  }
+  /// Every all-reduce size (bytes per GPU) timed so far and how it ran (a measured all-reduce is not
+  /// listed).
+  const std::map<std::int64_t, AllReduceChoice>& allreduce_algorithms() const noexcept { return algorithms_; }
 
  private:
   struct Message {
@@ -155,12 +177,12 @@ class CommSimulator {
   std::string gossip_key(const topology::Graph& graph, std::int64_t bytes) const;
   std::vector<Message> gossip_messages(const topology::Graph& graph, std::int64_t bytes) const;
   const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
-  CommTiming fast_allreduce(std::int64_t bytes, AllReduceAlgorithm algorithm);
+  CommTiming fast_allreduce(std::int64_t bytes, AllReduceChoice choice);
   CommTiming measured_allreduce(std::int64_t bytes) const;
   /// `timing` with every GPU's finish from staggered_finish when `ready` is given.
   CommTiming staggered(CommTiming timing, std::span<const double> ready,
                        std::span<const double> backward) const;
-  CommTiming full_allreduce(std::int64_t bytes, int buckets, AllReduceAlgorithm algorithm,
+  CommTiming full_allreduce(std::int64_t bytes, int buckets, AllReduceChoice choice,
                             std::span<const double> ready, std::span<const double> backward);
 
   PlatformSpec platform_;
@@ -168,7 +190,7 @@ class CommSimulator {
   TimingOptions options_;
   std::map<std::string, PatternResult> patterns_;
   std::map<std::string, CommTiming> collectives_;  ///< fast all-reduces, by algorithm and size
-  std::map<std::int64_t, AllReduceAlgorithm> algorithms_;
+  std::map<std::int64_t, AllReduceChoice> algorithms_;
   std::int64_t simulations_ = 0;
   std::int64_t simulated_messages_ = 0;
 };
@@ -208,8 +230,8 @@ struct TimingResult {
   double bytes_per_gpu_per_iteration = 0.0;
   std::int64_t simulations = 0;  ///< SimGrid runs it took
   std::int64_t simulated_messages = 0;
-  /// Per all-reduce size timed (bytes per GPU: the gradient, a bucket, the parameters): the algorithm run.
-  std::map<std::int64_t, AllReduceAlgorithm> allreduce_algorithms;
+  /// Per all-reduce size timed (bytes per GPU: the gradient, a bucket, the parameters): how it ran.
+  std::map<std::int64_t, AllReduceChoice> allreduce_algorithms;
   /// The GPUs the platform's stragglers slow (ComputeModel::straggler_gpus()).
   std::vector<int> straggler_gpus;
   /// Per GPU: its clock at the end of the schedule (only when asked for per-GPU rows).

@@ -150,7 +150,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
   const std::vector<double> platform_numbers = {
       p.gpu_flops_per_s,     p.intra_node_bandwidth_Bps, p.intra_node_latency_s, p.nic_bandwidth_Bps,
       p.nic_latency_s,       p.switch_bandwidth_Bps,     p.switch_latency_s,     p.iteration_overhead_s,
-      p.allreduce_latency_s, p.allreduce_bandwidth_Bps};
+      p.allreduce_latency_s, p.allreduce_bandwidth_Bps,  p.collective_latency_s, p.bulk_step_latency_s};
   const std::vector<std::pair<bool, const char*>> rules = {
       {name_ok, "name"},
       {c.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "seed"},
@@ -194,7 +194,13 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {p.timing_batch_per_gpu >= 1, "platform.timing_batch_per_gpu"},
       {one_of(p.timing_model, {"mlp", "lenet", "resnet20", "resnet50"}), "platform.timing_model"},
       {one_of(p.fabric, {"", "star", "fat-tree", "dragonfly", "torus"}), "platform.fabric"},
-      {one_of(p.allreduce, {"ring", "hierarchical", "tree", "auto"}), "platform.allreduce"},
+      {one_of(p.allreduce, {"ring", "hierarchical", "tree", "nvls", "auto"}), "platform.allreduce"},
+      {p.intra_node_efficiency == 0 || (p.intra_node_efficiency >= 1e-3 && p.intra_node_efficiency <= 1),
+       "platform.intra_node_efficiency"},
+      {p.network_efficiency == 0 || (p.network_efficiency >= 1e-3 && p.network_efficiency <= 1),
+       "platform.network_efficiency"},
+      {p.nvls_efficiency == 0 || (p.nvls_efficiency >= 1e-3 && p.nvls_efficiency <= 1),
+       "platform.nvls_efficiency"},
       {p.bucket_bytes >= 0 && p.gpus_per_node >= 0 && p.nics_per_node >= 0 && p.nodes_per_switch >= 0,
        "platform counts"},
       {p.multi_gpu_slowdown == 0 || (p.multi_gpu_slowdown >= 1 && p.multi_gpu_slowdown <= 100),
