@@ -107,7 +107,11 @@ std::array<BinaryTree, 2> double_binary_tree(int n) {
 }
 
 int TreePlan::steps() const {
-  return chunks + 2 * std::max(trees[0].levels, trees[1].levels) - 1;
+  int levels = 0;
+  for (const BinaryTree& tree : trees) {
+    levels = std::max(levels, tree.levels);
+  }
+  return chunks + 2 * levels - 1;
 }
 
 bool TreePlan::up_active(int t, int gpu, int step) const {
@@ -133,11 +137,31 @@ std::string TreePlan::step_key(int step) const {
   return key;
 }
 
-TreePlan tree_plan(int gpus, double bytes, int chunks) {
+TreePlan tree_plan(int gpus, double bytes, int chunks, int gpus_per_node, int channels) {
   TreePlan plan;
-  plan.trees = double_binary_tree(gpus);
+  const std::array<BinaryTree, 2> base = double_binary_tree(gpus);
+  const int g = std::max(1, gpus_per_node);
   plan.chunks = std::max(1, chunks);
-  plan.chunk_bytes = bytes / (2.0 * plan.chunks);
+  channels = std::max(1, channels);
+  plan.chunk_bytes = bytes / (2.0 * plan.chunks * channels);
+  for (int c = 0; c < channels; ++c) {
+    // Every node's GPUs rotated by c g / channels (whole nodes: gpus is a multiple of g across nodes).
+    const int shift = c * g / channels;
+    const auto rotate = [&](int gpu) { return gpu < 0 ? -1 : gpu / g * g + (gpu % g + shift) % g; };
+    for (const BinaryTree& tree : base) {
+      BinaryTree moved = tree;
+      moved.root = rotate(tree.root);
+      for (int v = 0; v < gpus; ++v) {
+        const auto from = static_cast<std::size_t>(v);
+        const auto to = static_cast<std::size_t>(rotate(v));
+        moved.parent[to] = rotate(tree.parent[from]);
+        moved.children[to] = {rotate(tree.children[from][0]), rotate(tree.children[from][1])};
+        moved.height[to] = tree.height[from];
+        moved.depth[to] = tree.depth[from];
+      }
+      plan.trees.push_back(std::move(moved));
+    }
+  }
   return plan;
 }
 

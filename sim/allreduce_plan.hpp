@@ -39,10 +39,15 @@ std::array<BinaryTree, 2> double_binary_tree(int n);
 /// `chunks` chunks that stream through it, reduction and broadcast at once. A chunk leaves GPU v upwards at
 /// step height(v) + k and reaches v from above at step levels + depth(v) - 1 + k: each GPU forwards in step
 /// s what it received in step s - 1, so an all-reduce takes chunks + 2 levels - 1 steps.
+///
+/// Across nodes the data is striped over `channels` (one per NIC link, allreduce_channels()), each a double
+/// tree of its own carrying S / channels: channel c's trees are the double binary tree with every node's
+/// GPUs rotated by c * gpus_per_node / channels, so its inter-node edges (the top levels, between GPUs of the
+/// same local rank) leave through NIC link c, as NCCL spreads its channels' trees over the NICs.
 struct TreePlan {
-  std::array<BinaryTree, 2> trees;  ///< double_binary_tree(gpus)
-  int chunks = 1;                   ///< K, per tree
-  double chunk_bytes = 0.0;         ///< S / (2 K): one message
+  std::vector<BinaryTree> trees;  ///< 2 per channel: channel c's at 2c and 2c + 1
+  int chunks = 1;                 ///< K, per tree
+  double chunk_bytes = 0.0;       ///< S / (2 K channels): one message
 
   /// chunks + 2 max(levels) - 1.
   int steps() const;
@@ -54,8 +59,9 @@ struct TreePlan {
   std::string step_key(int step) const;
 };
 
-/// Builds the plan of a tree all-reduce of `bytes` per GPU in `chunks` chunks.
-TreePlan tree_plan(int gpus, double bytes, int chunks);
+/// Builds the plan of a tree all-reduce of `bytes` per GPU in `chunks` chunks over `channels` channels
+/// (nodes of `gpus_per_node` GPUs; one channel: the double binary tree itself).
+TreePlan tree_plan(int gpus, double bytes, int chunks, int gpus_per_node = 1, int channels = 1);
 
 /// The hierarchical all-reduce of S bytes per GPU, pipelined: S is cut into `chunks` chunks, and each chunk
 /// goes through g - 1 steps of an intra-node ring reduce-scatter (S/(gK) per message), 2 (nodes - 1) steps

@@ -253,6 +253,18 @@ int node_count(const PlatformSpec& platform, int gpus) {
   return std::max(1, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
 }
 
+int nic_links(const PlatformSpec& platform) {
+  return std::max(1, std::min(platform.nics_per_node, platform.gpus_per_node));
+}
+
+int nic_link_of(const PlatformSpec& platform, int local_gpu) {
+  return local_gpu * nic_links(platform) / std::max(1, platform.gpus_per_node);
+}
+
+int allreduce_channels(const PlatformSpec& platform, int gpus) {
+  return gpus > platform.gpus_per_node ? nic_links(platform) : 1;
+}
+
 double rate_from_throughput(double train_flops_per_sample, double samples_per_s, int batch,
                             double overhead_s) {
   const double iteration_s = static_cast<double>(batch) / samples_per_s;

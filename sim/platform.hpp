@@ -47,8 +47,8 @@ struct PlatformSpec {
   double gpu_link_bandwidth_Bps = 0.0;
   /// Latency of one GPU port; a GPU-to-GPU message inside a node crosses two.
   double gpu_link_latency_s = 0.0;
-  int nics_per_node = 1;  ///< NICs of one node, used together
-  /// One NIC; a node's injection bandwidth is nics_per_node times this (traffic spread over the NICs).
+  int nics_per_node = 1;  ///< NICs of one node, each serving its share of the GPUs (nic_links())
+  /// One NIC; a node's injection bandwidth is nics_per_node times this.
   double nic_bandwidth_Bps = 0.0;
   /// Latency of the NIC, crossed once leaving and once entering a node.
   double nic_latency_s = 0.0;
@@ -119,6 +119,18 @@ void validate(const PlatformSpec& platform, int gpus);
 
 /// Number of nodes that hold `gpus` GPUs (validate() first).
 int node_count(const PlatformSpec& platform, int gpus);
+
+/// The NIC links of one node: min(nics_per_node, gpus_per_node), together as wide as the node's NICs. Each
+/// GPU reaches the fabric through one of them (rails: on a DGX H100 each GPU has its own 50 GB/s NIC; on
+/// Frontier two GCDs share one), so a single flow gets one link's bandwidth, never the node's.
+int nic_links(const PlatformSpec& platform);
+
+/// The NIC link (0 .. nic_links() - 1) of the node's GPU `local_gpu`: local_gpu * links / gpus_per_node.
+int nic_link_of(const PlatformSpec& platform, int local_gpu);
+
+/// Channels a ring or tree all-reduce on `gpus` GPUs is striped over, as NCCL stripes its channels over all
+/// NICs: one per NIC link across nodes, one on a single node.
+int allreduce_channels(const PlatformSpec& platform, int gpus);
 
 /// The effective rate (gpu_flops_per_s) that reproduces a measured throughput of `samples_per_s` at `batch`
 /// once the fixed per-iteration overhead is paid, for a model of `train_flops_per_sample` (forward +

@@ -17,6 +17,7 @@
 #include <memory>
 #include <numeric>
 #include <simgrid/s4u.hpp>
+#include <unordered_map>
 #include <utility>
 
 #include "sim/allreduce_plan.hpp"
@@ -69,6 +70,12 @@ std::vector<std::string> default_args(double precision_s, bool all_at_once) {
 }
 
 // One SimGrid engine with the platform built for `gpus` GPUs; the engine goes away with the object.
+//
+// The links' latencies are kept here, not given to SimGrid: SimGrid shares a link among flows in inverse
+// proportion to their routes' latencies (TCP's RTT unfairness), which GPU transports (NVLink, RDMA) do not
+// show — a ring channel's inter-node flow would get a fraction of a GPU port shared with intra-node flows.
+// SimGrid shares bandwidth equally among flows; a message then takes its route's latency on top
+// (route_latency()).
 class SimulatedMachine {
  public:
   /// `shortest_bytes`: the smallest transfer the run will simulate, which sets the event precision;
@@ -98,26 +105,49 @@ class SimulatedMachine {
 
   /// GPU g lives on node g / gpus_per_node.
   sg4::Host* host(int gpu) const { return hosts_[static_cast<std::size_t>(gpu)]; }
+
+  /// The latency of the route from GPU `from` to GPU `to`: its links' latencies summed (a fabric link built
+  /// by SimGrid's cluster zones has the platform's switch_latency_s).
+  double route_latency(int from, int to) const {
+    std::vector<sg4::Link*> links;
+    double ignored = 0.0;
+    host(from)->route_to(host(to), links, &ignored);
+    double sum = 0.0;
+    for (const sg4::Link* link : links) {
+      const auto it = latency_.find(link);
+      sum += it == latency_.end() ? platform_.switch_latency_s : it->second;
+    }
+    return sum;
+  }
   void run() const { engine_->run(); }
 
  private:
-  // A node: its GPUs on a star (the node switch), each through its own port, and a router whose link is the
-  // node's NICs: traffic leaving the node crosses GPU port + NIC, traffic inside it two GPU ports.
-  //        fabric
-  //          |  NICs (nics_per_node x nic_bandwidth_Bps)
-  //        [gw]
-  //     /  |  |  \   GPU ports (gpu_link_bandwidth_Bps)
-  //   g0  g1  g2  g3
+  // A node: its GPUs each behind its own port into the node switch, and a router into the fabric reached
+  // through the node's NIC links (nic_links(): one per GPU on a DGX, one per pair of GCDs on Frontier).
+  // Traffic inside the node crosses two GPU ports; traffic leaving it the GPU's port and its own NIC link, so
+  // a single flow never gets more than one link:
+  //              fabric
+  //                |
+  //              [gw]
+  //            /      \      NIC links (nic_bandwidth_Bps x nics_per_node / links each)
+  //         nic0      nic1
+  //         |  |      |  |   GPU ports (gpu_link_bandwidth_Bps), also between the GPUs of the node
+  //        g0  g1    g2  g3
   std::pair<NetPoint*, NetPoint*> make_node(sg4::NetZone* parent, unsigned long id) {
     const PlatformSpec& p = platform_;
-    auto* zone = sg4::create_star_zone(fmt::format("node{}", id));
+    auto* zone = sg4::create_full_zone(fmt::format("node{}", id));
     zone->set_parent(parent);
     auto* gateway = zone->create_router(fmt::format("node{}-gw", id));
-    auto* nic = zone->create_split_duplex_link(
-        fmt::format("node{}-nic", id),
-        p.nic_bandwidth_Bps * p.network_efficiency * static_cast<double>(p.nics_per_node));
-    nic->set_latency(p.nic_latency_s);
-    zone->add_route(gateway, nullptr, nullptr, nullptr, {{nic, sg4::LinkInRoute::Direction::UP}}, true);
+    const int links = nic_links(p);
+    std::vector<sg4::Link*> nics;
+    for (int k = 0; k < links; ++k) {
+      auto* nic = zone->create_split_duplex_link(
+          fmt::format("node{}-nic{}", id, k),
+          p.nic_bandwidth_Bps * p.network_efficiency * static_cast<double>(p.nics_per_node) / links);
+      set_latency(nic, p.nic_latency_s);
+      nics.push_back(nic);
+    }
+    std::vector<std::pair<sg4::Host*, sg4::Link*>> gpus;
     for (int j = 0; j < p.gpus_per_node; ++j) {
       const long gpu = static_cast<long>(id) * p.gpus_per_node + j;
       // Leaves beyond the GPUs asked for (a fabric's last, partly used switch) get no hosts.
@@ -127,9 +157,16 @@ class SimulatedMachine {
       auto* host = zone->create_host(fmt::format("gpu{}", gpu), 1e12);
       auto* port = zone->create_split_duplex_link(fmt::format("gpu{}-port", gpu),
                                                   p.gpu_link_bandwidth_Bps * p.gpu_link_efficiency);
-      port->set_latency(p.gpu_link_latency_s);
-      zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                      {{port, sg4::LinkInRoute::Direction::UP}}, true);
+      set_latency(port, p.gpu_link_latency_s);
+      using Direction = sg4::LinkInRoute::Direction;
+      zone->add_route(
+          host->get_netpoint(), gateway, nullptr, nullptr,
+          {{port, Direction::UP}, {nics[static_cast<std::size_t>(nic_link_of(p, j))], Direction::UP}}, true);
+      for (const auto& [other, other_port] : gpus) {
+        zone->add_route(other->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                        {{other_port, Direction::UP}, {port, Direction::DOWN}}, true);
+      }
+      gpus.emplace_back(host, port);
       hosts_[static_cast<std::size_t>(gpu)] = host;
     }
     zone->seal();
@@ -153,7 +190,7 @@ class SimulatedMachine {
         for (unsigned k = 0; k < nodes; ++k) {
           auto [zone, gateway] = make_node(root, k);
           auto* port = root->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
-          port->set_latency(p.switch_latency_s);
+          set_latency(port, p.switch_latency_s);
           root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
         }
         break;
@@ -165,8 +202,7 @@ class SimulatedMachine {
         const unsigned leaves = (nodes + k - 1) / k;
         const sg4::FatTreeParams params = leaves == 1 ? sg4::FatTreeParams(1, {k}, {1}, {1})
                                                       : sg4::FatTreeParams(2, {k, leaves}, {1, k}, {1, 1});
-        root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, link_Bps, p.switch_latency_s,
-                                        policy);
+        root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, link_Bps, 0.0, policy);
         break;
       }
       case Fabric::dragonfly: {
@@ -185,7 +221,7 @@ class SimulatedMachine {
         }
         root = sg4::create_dragonfly_zone(
             "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
-            callbacks, link_Bps, p.switch_latency_s, policy);
+            callbacks, link_Bps, 0.0, policy);
         break;
       }
       case Fabric::torus: {
@@ -194,8 +230,7 @@ class SimulatedMachine {
         if (rows > 1) {
           dims.insert(dims.begin(), static_cast<unsigned long>(rows));
         }
-        root =
-            sg4::create_torus_zone("fabric", nullptr, dims, callbacks, link_Bps, p.switch_latency_s, policy);
+        root = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, link_Bps, 0.0, policy);
         break;
       }
     }
@@ -207,12 +242,30 @@ class SimulatedMachine {
   int nodes_;
   std::unique_ptr<sg4::Engine> engine_;
   std::vector<sg4::Host*> hosts_;
+  // A split-duplex link's latency, on both of the directed links routes are made of.
+  void set_latency(const sg4::SplitDuplexLink* link, double seconds) {
+    latency_[link->get_link_up()] = seconds;
+    latency_[link->get_link_down()] = seconds;
+  }
+
+  /// Every link's latency, kept out of SimGrid (see the class comment).
+  std::unordered_map<const sg4::Link*, double> latency_;
 };
 
-// The GPU that receives what `gpu` sends in a ring step; the ring visits each node's GPUs consecutively
-// (GPUs are numbered node by node), so only one ring edge per node crosses its NICs in each direction.
-int ring_next(int gpu, int gpus) {
-  return (gpu + 1) % gpus;
+// The GPU that receives what `gpu` sends in a ring step of channel `c` of `channels`, on nodes of `g` GPUs
+// (GPUs are numbered node by node). Each channel's ring visits the nodes in turn and each node's GPUs
+// consecutively, starting at local GPU c g / channels: it enters every node at that GPU and leaves it from
+// the one before, so one edge per channel crosses a node's NICs in each direction, on NIC link c (rails). One
+// channel: gpu + 1.
+int ring_next(int gpu, int gpus, int g, int c, int channels) {
+  g = std::min(g, gpus);
+  const int shift = c * g / channels;
+  const int node = gpu / g;
+  const int local = gpu % g;
+  if ((local - shift + g) % g < g - 1) {
+    return node * g + (local + 1) % g;
+  }
+  return (node + 1) % (gpus / g) * g + shift;
 }
 
 // FNV-1a over a graph's edges: the identity of a gossip pattern, whatever its name.
@@ -314,9 +367,15 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
         comms.push_back(sg4::Comm::sendto_async(machine.host(m.from), machine.host(m.to),
                                                 static_cast<std::uint64_t>(std::llround(m.bytes))));
       }
-      sg4::Comm::wait_all(comms);
+      // One at a time (all are under way): SimGrid's wait_all rescans every pending transfer each time one
+      // ends, 20 % slower on a tree's steps at 1008 GPUs.
+      std::vector<double> finished(messages.size(), 0.0);
       for (std::size_t i = 0; i < comms.size(); ++i) {
-        const double done = comms[i]->get_finish_time() - start;
+        comms[i]->wait();
+        finished[i] = comms[i]->get_finish_time();
+      }
+      for (std::size_t i = 0; i < messages.size(); ++i) {
+        const double done = finished[i] - start + machine.route_latency(messages[i].from, messages[i].to);
         result.message_seconds[i] = done;
         auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
         gpu = std::max(gpu, done);
@@ -433,6 +492,17 @@ double nvls_message_bytes(const PlatformSpec& p, int n, double s) {
   return s * (n + 1) / n * p.gpu_link_efficiency / p.nvls_efficiency;
 }
 
+// A tree is striped over at most this many channels (2 trees per channel): each tree step is one simulated
+// pattern of every edge of every tree, and SimGrid's cost grows faster than linearly in a pattern's transfers
+// (a tree over 8 channels on 1008 GPUs: 13,000 transfers a step, a minute per all-reduce size). With 2
+// channels the tree's inter-node edges use 4 NIC links of a node (of 8 on a DGX H100), so its bandwidth
+// across nodes is underestimated where NCCL uses all of them.
+constexpr int kTreeChannels = 2;
+
+int tree_channels(const PlatformSpec& p, int gpus) {
+  return std::min(kTreeChannels, allreduce_channels(p, gpus));
+}
+
 // NVLS has two steps, the reduction into the switch and the multicast out of it.
 constexpr int kNvlsSteps = 2;
 
@@ -489,20 +559,24 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
   timing.bytes_sent_per_gpu = allreduce_bytes_per_gpu(algorithm, n, g, data);
   switch (algorithm) {
     case AllReduceAlgorithm::ring: {
-      // Every step of a ring moves the same chunk between the same pairs: one step is simulated.
-      const double chunk = s / n;
-      for (int i = 0; i < n; ++i) {
-        messages.push_back({i, ring_next(i, n), chunk});
+      // Every step of a ring moves the same chunk between the same pairs: one step is simulated. Across
+      // nodes the data is striped over one ring per NIC link.
+      const int channels = allreduce_channels(platform_, n);
+      const double chunk = s / (static_cast<double>(n) * channels);
+      for (int c = 0; c < channels; ++c) {
+        for (int i = 0; i < n; ++i) {
+          messages.push_back({i, ring_next(i, n, g, c, channels), chunk});
+        }
       }
       timing.seconds =
           2.0 * (n - 1) * (cached_pattern(fmt::format("ring-step/{}", chunk), messages).seconds + overhead);
-      timing.messages = 2LL * (n - 1) * n;
+      timing.messages = 2LL * (n - 1) * n * channels;
       break;
     }
     case AllReduceAlgorithm::nvls: {
       const double each = nvls_message_bytes(platform_, n, data);
       for (int i = 0; i < n; ++i) {
-        messages.push_back({i, ring_next(i, n), each});
+        messages.push_back({i, ring_next(i, n, g, 0, 1), each});
       }
       timing.seconds = cached_pattern(fmt::format("nvls/{}", each), messages).seconds + kNvlsSteps * overhead;
       timing.messages = 2LL * n;
@@ -533,12 +607,13 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
     }
     case AllReduceAlgorithm::tree: {
       // A step's messages are set by which heights send up and which depths receive from above.
-      const TreePlan plan = tree_plan(n, s, tree_chunks(platform_, n, s, overhead));
+      const TreePlan plan =
+          tree_plan(n, s, tree_chunks(platform_, n, s, overhead), g, tree_channels(platform_, n));
       replay(
           plan.steps(),
           [&](int step) { return fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)); },
           [&](int step, std::vector<Message>& m) {
-            for (int t = 0; t < 2; ++t) {
+            for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) {
               const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
               for (int v = 0; v < n; ++v) {
                 if (plan.up_active(t, v, step)) {
@@ -551,7 +626,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
             }
           });
       timing.seconds = *std::max_element(ready.begin(), ready.end());
-      timing.messages = 4LL * plan.chunks * (n - 1);
+      timing.messages = 2LL * plan.chunks * (n - 1) * static_cast<std::int64_t>(plan.trees.size());
       break;
     }
     case AllReduceAlgorithm::automatic:
@@ -573,15 +648,17 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
   const double launch = platform_.collective_latency_s;
   const int g = std::min(platform_.gpus_per_node, n);
   // The plans are the fast path's: the same chunks, the same steps.
-  const TreePlan tree = algorithm == AllReduceAlgorithm::tree
-                            ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket, overhead))
-                            : TreePlan{};
+  const int channels = allreduce_channels(platform_, n);
+  const TreePlan tree =
+      algorithm == AllReduceAlgorithm::tree
+          ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket, overhead), g, tree_channels(platform_, n))
+          : TreePlan{};
   const HierarchicalPlan hier =
       hierarchical_plan(platform_, n, bucket, hierarchical_chunks(platform_, n, bucket, overhead));
   const double nvls_bytes = algorithm == AllReduceAlgorithm::nvls
                                 ? nvls_message_bytes(platform_, n, static_cast<double>(bytes) / buckets)
                                 : 0.0;
-  double shortest = bucket / n;
+  double shortest = bucket / (static_cast<double>(n) * channels);
   if (algorithm == AllReduceAlgorithm::tree) {
     shortest = tree.chunk_bytes;
   } else if (algorithm == AllReduceAlgorithm::hierarchical) {
@@ -599,10 +676,32 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
     }
     return out;
   };
-  const std::vector<sg4::Mailbox*> ring_box = boxes("ring");
+  std::vector<std::vector<sg4::Mailbox*>> ring_box;
+  for (int c = 0; c < channels; ++c) {
+    ring_box.push_back(boxes(fmt::format("ring{}-", c)));
+  }
   const std::vector<sg4::Mailbox*> inter_box = boxes("inter");
-  const std::array<std::vector<sg4::Mailbox*>, 2> up_box = {boxes("up0-"), boxes("up1-")};
-  const std::array<std::vector<sg4::Mailbox*>, 2> down_box = {boxes("down0-"), boxes("down1-")};
+  std::vector<std::vector<sg4::Mailbox*>> up_box;
+  std::vector<std::vector<sg4::Mailbox*>> down_box;
+  for (std::size_t t = 0; t < tree.trees.size(); ++t) {
+    up_box.push_back(boxes(fmt::format("up{}-", t)));
+    down_box.push_back(boxes(fmt::format("down{}-", t)));
+  }
+  // Each ring's previous GPU, whose messages arrive in a GPU's own mailbox.
+  const auto inverse = [n](auto next) {
+    std::vector<int> prev(static_cast<std::size_t>(n), 0);
+    for (int j = 0; j < n; ++j) {
+      prev[static_cast<std::size_t>(next(j))] = j;
+    }
+    return prev;
+  };
+  std::vector<std::vector<int>> ring_prev;
+  for (int c = 0; c < channels; ++c) {
+    ring_prev.push_back(inverse([&](int j) { return ring_next(j, n, g, c, channels); }));
+  }
+  const std::vector<int> nvls_prev = inverse([&](int j) { return ring_next(j, n, g, 0, 1); });
+  const std::vector<int> intra_prev = inverse([&](int j) { return hier.intra_next(j); });
+  const std::vector<int> inter_prev = inverse([&](int j) { return hier.inter_next(j); });
   std::vector<double> finish(static_cast<std::size_t>(n), 0.0);
   int token = 0;  // what mailboxes carry: only the simulated size matters
   const auto size_of = [](double b) { return static_cast<std::uint64_t>(std::llround(b)); };
@@ -615,16 +714,37 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
       int* received = nullptr;
       // One step: everything this GPU sends and receives in it, then the next step.
       std::vector<sg4::CommPtr> comms;
-      const auto exchange = [&](sg4::Mailbox* to, sg4::Mailbox* own, double size) {
-        comms.push_back(to->put_async(&token, size_of(size)));
-        comms.push_back(own->get_async<int>(&received));
+      // The longest route latency among the step's messages (each peer's looked up once).
+      double step_latency = 0.0;
+      std::map<int, double> latency_to;
+      const auto peer = [&](int other) {
+        auto it = latency_to.find(other);
+        if (it == latency_to.end()) {
+          it = latency_to.emplace(other, machine.route_latency(me, other)).first;
+        }
+        step_latency = std::max(step_latency, it->second);
       };
-      // A step ends when its messages are through and, under the bulk protocol, its handshake is done.
+      const auto send = [&](sg4::Mailbox* box, int to, double size) {
+        comms.push_back(box->put_async(&token, size_of(size)));
+        peer(to);
+      };
+      const auto receive = [&](sg4::Mailbox* box, int from) {
+        comms.push_back(box->get_async<int>(&received));
+        peer(from);
+      };
+      // A ring step: to the next GPU's mailbox, from the previous GPU into this one's.
+      const auto exchange = [&](const std::vector<sg4::Mailbox*>& box, int to, int from, double size) {
+        send(at(box, to), to, size);
+        receive(at(box, me), from);
+      };
+      // A step ends when its messages are through, their routes' latency on top (the fast path adds each
+      // message's own), and, under the bulk protocol, its handshake is done.
       const auto finish_step = [&] {
         if (!comms.empty()) {
           sg4::Comm::wait_all(comms);
           comms.clear();
-          sg4::this_actor::sleep_for(overhead);
+          sg4::this_actor::sleep_for(step_latency + overhead);
+          step_latency = 0.0;
         }
       };
       const double start = sg4::Engine::get_clock();
@@ -639,44 +759,49 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
         switch (algorithm) {
           case AllReduceAlgorithm::ring:
             for (int step = 0; step < 2 * (n - 1); ++step) {
-              exchange(at(ring_box, ring_next(me, n)), at(ring_box, me), bucket / n);
+              for (int c = 0; c < channels; ++c) {
+                const auto k = static_cast<std::size_t>(c);
+                exchange(ring_box[k], ring_next(me, n, g, c, channels), ring_prev[k][i],
+                         bucket / (n * channels));
+              }
               finish_step();
             }
             break;
           case AllReduceAlgorithm::nvls:
-            exchange(at(ring_box, ring_next(me, n)), at(ring_box, me), nvls_bytes);
+            exchange(ring_box[0], ring_next(me, n, g, 0, 1), nvls_prev[i], nvls_bytes);
             finish_step();
             sg4::this_actor::sleep_for((kNvlsSteps - 1) * overhead);
             break;
           case AllReduceAlgorithm::hierarchical:
             for (int step = 0; step < hier.steps(); ++step) {
               if (hier.gpus_per_node > 1 && hier.intra_chunks(step) > 0) {
-                exchange(at(ring_box, hier.intra_next(me)), at(ring_box, me), hier.intra_bytes(step));
+                exchange(ring_box[0], hier.intra_next(me), intra_prev[i], hier.intra_bytes(step));
               }
               if (hier.nodes > 1 && hier.inter_chunks(step) > 0) {
-                exchange(at(inter_box, hier.inter_next(me)), at(inter_box, me), hier.inter_bytes(step));
+                exchange(inter_box, hier.inter_next(me), inter_prev[i], hier.inter_bytes(step));
               }
               finish_step();
             }
             break;
           case AllReduceAlgorithm::tree:
             for (int step = 0; step < tree.steps(); ++step) {
-              for (int t = 0; t < 2; ++t) {
+              for (int t = 0; t < static_cast<int>(tree.trees.size()); ++t) {
                 const auto& up = up_box[static_cast<std::size_t>(t)];
                 const auto& down = down_box[static_cast<std::size_t>(t)];
+                const BinaryTree& shape = tree.trees[static_cast<std::size_t>(t)];
+                const int parent = shape.parent[i];
                 if (tree.up_active(t, me, step)) {
-                  comms.push_back(at(up, me)->put_async(&token, size_of(tree.chunk_bytes)));
+                  send(at(up, me), parent, tree.chunk_bytes);
                 }
                 if (tree.down_active(t, me, step)) {
-                  comms.push_back(at(down, me)->get_async<int>(&received));
+                  receive(at(down, me), parent);
                 }
-                for (const int child :
-                     tree.trees[static_cast<std::size_t>(t)].children[static_cast<std::size_t>(me)]) {
+                for (const int child : shape.children[i]) {
                   if (child >= 0 && tree.up_active(t, child, step)) {
-                    comms.push_back(at(up, child)->get_async<int>(&received));
+                    receive(at(up, child), child);
                   }
                   if (child >= 0 && tree.down_active(t, child, step)) {
-                    comms.push_back(at(down, child)->put_async(&token, size_of(tree.chunk_bytes)));
+                    send(at(down, child), child, tree.chunk_bytes);
                   }
                 }
               }
@@ -703,7 +828,7 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
       messages = hierarchical_messages(hier);
       break;
     case AllReduceAlgorithm::tree:
-      messages = 4LL * tree.chunks * (n - 1);
+      messages = 2LL * tree.chunks * (n - 1) * static_cast<std::int64_t>(tree.trees.size());
       break;
     case AllReduceAlgorithm::nvls:
       messages = 2LL * n;
@@ -873,10 +998,10 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
   }
   // Full: each GPU sends to its out-neighbours and receives from its in-neighbours, then is done.
   std::vector<std::vector<int>> out(static_cast<std::size_t>(gpus_));
-  std::vector<int> in_degree(static_cast<std::size_t>(gpus_), 0);
+  std::vector<std::vector<int>> in(static_cast<std::size_t>(gpus_));
   for (const auto& m : messages) {
     out[static_cast<std::size_t>(m.from)].push_back(m.to);
-    ++in_degree[static_cast<std::size_t>(m.to)];
+    in[static_cast<std::size_t>(m.to)].push_back(m.from);
   }
   SimulatedMachine machine(platform_, gpus_, s, true, options_.simgrid_args);
   std::vector<double> finish(static_cast<std::size_t>(gpus_), 0.0);
@@ -889,7 +1014,8 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
       // parameters flow as soon as that neighbour is done; its own leave once its compute is done.
       auto* own = sg4::Mailbox::by_name(fmt::format("params{}", me));
       std::vector<sg4::CommPtr> receives;
-      std::vector<int*> received(static_cast<std::size_t>(in_degree[static_cast<std::size_t>(me)]), nullptr);
+      const auto& senders = in[static_cast<std::size_t>(me)];
+      std::vector<int*> received(senders.size(), nullptr);
       for (auto& slot : received) {
         receives.push_back(own->get_async<int>(&slot));
       }
@@ -900,7 +1026,12 @@ CommTiming CommSimulator::gossip(const topology::Graph& graph, std::int64_t byte
                             ->put_async(&token, static_cast<std::uint64_t>(std::llround(s))));
       }
       sg4::Comm::wait_all(receives);
-      finish[static_cast<std::size_t>(me)] = std::max(sg4::Engine::get_clock() - start, own_ready);
+      // The longest route any of its messages took (the fast path adds each message's own).
+      double latency = 0.0;
+      for (const int from : senders) {
+        latency = std::max(latency, machine.route_latency(from, me));
+      }
+      finish[static_cast<std::size_t>(me)] = std::max(sg4::Engine::get_clock() - start + latency, own_ready);
       sg4::Comm::wait_all(sends);
     });
   }

@@ -1,5 +1,5 @@
-// Achieved bandwidths, collective start, the two protocols and in-switch reduction, against closed forms,
-// in both fidelities.
+// Achieved bandwidths, collective start, the two protocols, in-switch reduction and rails, against closed
+// forms, in both fidelities.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -216,4 +216,56 @@ TEST_CASE("sim::validate: efficiencies and protocol costs are refused with the k
   rejects([](sim::PlatformSpec& p) { p.collective_latency_s = -1e-6; }, "platform.collective_latency_s");
   rejects([](sim::PlatformSpec& p) { p.bulk_step_latency_s = std::numeric_limits<double>::infinity(); },
           "platform.bulk_step_latency_s");
+}
+
+TEST_CASE("sim::platform: each GPU reaches the fabric through its own NIC link (rails)") {
+  const sim::PlatformSpec dgx = sim::platform_preset("dgx-h100");
+  CHECK(sim::nic_links(dgx) == 8);
+  CHECK(sim::nic_link_of(dgx, 5) == 5);
+  const sim::PlatformSpec frontier = sim::platform_preset("frontier");
+  CHECK(sim::nic_links(frontier) == 4);  // two GCDs per NIC
+  CHECK(sim::nic_link_of(frontier, 5) == 2);
+  const sim::PlatformSpec summit = sim::platform_preset("summit");
+  CHECK(sim::nic_links(summit) == 2);  // one NIC per socket of three GPUs
+  CHECK(sim::nic_link_of(summit, 2) == 0);
+  CHECK(sim::nic_link_of(summit, 3) == 1);
+  CHECK(sim::allreduce_channels(dgx, 8) == 1);
+  CHECK(sim::allreduce_channels(dgx, 16) == 8);
+  CHECK(sim::nic_links(homogeneous_star()) == 1);
+}
+
+TEST_CASE("sim::timing: a single inter-node message gets one NIC's bandwidth, not the node's") {
+  sim::PlatformSpec p = sim::platform_preset("dgx-h100");
+  p.collective_latency_s = 0.0;
+  const int n = 16;
+  const std::int64_t bytes = 1'000'000'000;
+  // i -> i + 1: two messages cross nodes (7 -> 8, 15 -> 0), each alone on its NIC link.
+  const topology::Graph graph = topology::one_peer_exponential(n).at(0);
+  const double alpha = 2.0 * (p.gpu_link_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
+  const double expected = alpha + static_cast<double>(bytes) / p.nic_bandwidth_Bps;
+  for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+    CAPTURE(static_cast<int>(fidelity));
+    sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::ring));
+    CHECK(relative_error(simulator.gossip(graph, bytes).seconds, expected) < 0.01);
+  }
+}
+
+TEST_CASE("sim::timing: a ring all-reduce across nodes is striped over every NIC link, shared fairly") {
+  // One channel per NIC link: each GPU port carries one message per channel (S / (n C) each, inter- and
+  // intra-node alike, shared equally whatever their routes' latencies), each NIC link one channel's.
+  const sim::PlatformSpec p = sim::platform_preset("dgx-h100");
+  const int n = 16;
+  const int channels = sim::allreduce_channels(p, n);
+  const std::int64_t bytes = std::int64_t{1} << 30;
+  const double s = static_cast<double>(bytes);
+  const double port = p.gpu_link_bandwidth_Bps * p.gpu_link_efficiency;
+  const double alpha = 2.0 * (p.gpu_link_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
+  const double step = alpha + p.bulk_step_latency_s +
+                      std::max(s / (n * port), s / (static_cast<double>(n) * channels * p.nic_bandwidth_Bps));
+  const double expected = p.collective_latency_s + 2.0 * (n - 1) * step;
+  for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+    CAPTURE(static_cast<int>(fidelity));
+    sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::ring));
+    CHECK(relative_error(simulator.allreduce(bytes).seconds, expected) < 0.01);
+  }
 }
