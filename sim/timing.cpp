@@ -355,36 +355,90 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
   }
   // One platform for all patterns (building it is most of the cost at thousands of GPUs): each pattern
   // starts once the previous one is done, so they do not share links.
+  //
+  // Every GPU is an actor that posts its sends and receives of a pattern, waits for them, and meets the
+  // others at a barrier before the next pattern. Transfers between actors are kept per actor; transfers
+  // between hosts (Comm::sendto) are kept in one list that each finished transfer is looked up in, which
+  // made a pattern of 16,384 transfers quadratic.
   SimulatedMachine machine(platform_, gpus_, shortest, true, options_.simgrid_args);
-  sg4::Actor::create("pattern", machine.host(0), [&] {
-    for (std::size_t k = 0; k < patterns.size(); ++k) {
-      const auto& messages = *patterns[k];
-      PatternResult& result = results[k];
-      const double start = sg4::Engine::get_clock();
-      std::vector<sg4::CommPtr> comms;
-      comms.reserve(messages.size());
-      for (const auto& m : messages) {
-        comms.push_back(sg4::Comm::sendto_async(machine.host(m.from), machine.host(m.to),
-                                                static_cast<std::uint64_t>(std::llround(m.bytes))));
-      }
-      // One at a time (all are under way): SimGrid's wait_all rescans every pending transfer each time one
-      // ends, 20 % slower on a tree's steps at 1008 GPUs.
-      std::vector<double> finished(messages.size(), 0.0);
-      for (std::size_t i = 0; i < comms.size(); ++i) {
-        comms[i]->wait();
-        finished[i] = comms[i]->get_finish_time();
-      }
-      for (std::size_t i = 0; i < messages.size(); ++i) {
-        const double done = finished[i] - start + machine.route_latency(messages[i].from, messages[i].to);
-        result.message_seconds[i] = done;
-        auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
-        gpu = std::max(gpu, done);
-        result.seconds = std::max(result.seconds, done);
-      }
-      simulated_messages_ += static_cast<std::int64_t>(messages.size());
+  // Per pattern, the messages each GPU sends and receives (indices into the pattern's list).
+  struct Ends {
+    std::vector<std::vector<std::uint32_t>> out;
+    std::vector<std::vector<std::uint32_t>> in;
+  };
+  std::vector<Ends> ends(patterns.size());
+  std::size_t longest = 0;
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    ends[k].out.resize(static_cast<std::size_t>(gpus_));
+    ends[k].in.resize(static_cast<std::size_t>(gpus_));
+    const auto& messages = *patterns[k];
+    longest = std::max(longest, messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      ends[k].out[static_cast<std::size_t>(messages[i].from)].push_back(static_cast<std::uint32_t>(i));
+      ends[k].in[static_cast<std::size_t>(messages[i].to)].push_back(static_cast<std::uint32_t>(i));
     }
-  });
+  }
+  // Message i of a pattern goes through mailbox i: one sender and one receiver each, reused by the next
+  // pattern once this one is done.
+  std::vector<sg4::Mailbox*> mailboxes(longest);
+  for (std::size_t i = 0; i < longest; ++i) {
+    mailboxes[i] = sg4::Mailbox::by_name(fmt::format("m{}", i));
+  }
+  std::vector<std::vector<double>> finished(patterns.size());
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    finished[k].assign(patterns[k]->size(), 0.0);
+  }
+  std::vector<double> starts(patterns.size(), 0.0);
+  const sg4::BarrierPtr barrier = sg4::Barrier::create(static_cast<unsigned>(gpus_));
+  int token = 0;  // what mailboxes carry: only the simulated size matters
+  for (int me = 0; me < gpus_; ++me) {
+    sg4::Actor::create("gpu", machine.host(me), [&, me] {
+      const auto gpu = static_cast<std::size_t>(me);
+      std::vector<sg4::CommPtr> sends;
+      std::vector<sg4::CommPtr> receives;
+      std::vector<int*> received;
+      for (std::size_t k = 0; k < patterns.size(); ++k) {
+        if (me == 0) {
+          starts[k] = sg4::Engine::get_clock();
+        }
+        const auto& messages = *patterns[k];
+        const auto& in = ends[k].in[gpu];
+        const auto& out = ends[k].out[gpu];
+        receives.clear();
+        sends.clear();
+        received.assign(in.size(), nullptr);
+        for (std::size_t j = 0; j < in.size(); ++j) {
+          receives.push_back(mailboxes[in[j]]->get_async<int>(&received[j]));
+        }
+        for (const std::uint32_t i : out) {
+          sends.push_back(
+              mailboxes[i]->put_async(&token, static_cast<std::uint64_t>(std::llround(messages[i].bytes))));
+        }
+        for (std::size_t j = 0; j < receives.size(); ++j) {
+          receives[j]->wait();
+          finished[k][in[j]] = receives[j]->get_finish_time();
+        }
+        for (const auto& send : sends) {
+          send->wait();
+        }
+        barrier->wait();
+      }
+    });
+  }
   machine.run();
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    const auto& messages = *patterns[k];
+    PatternResult& result = results[k];
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      const double done =
+          finished[k][i] - starts[k] + machine.route_latency(messages[i].from, messages[i].to);
+      result.message_seconds[i] = done;
+      auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
+      gpu = std::max(gpu, done);
+      result.seconds = std::max(result.seconds, done);
+    }
+    simulated_messages_ += static_cast<std::int64_t>(messages.size());
+  }
   simulations_ += static_cast<std::int64_t>(patterns.size());
   return results;
 }
@@ -413,6 +467,16 @@ void CommSimulator::prepare_gossip(std::span<const topology::Graph* const> graph
 
 void CommSimulator::simulate_patterns(std::vector<std::string> keys,
                                       const std::vector<std::vector<Message>>& lists) {
+  if (collecting_ != nullptr) {
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      auto& batch = *collecting_;
+      if (std::find(batch.keys.begin(), batch.keys.end(), keys[k]) == batch.keys.end()) {
+        batch.keys.push_back(std::move(keys[k]));
+        batch.lists.push_back(lists[k]);
+      }
+    }
+    return;
+  }
   std::vector<const std::vector<Message>*> pointers;
   for (const auto& list : lists) {
     pointers.push_back(&list);
@@ -446,6 +510,10 @@ const CommSimulator::PatternResult& CommSimulator::cached_pattern(const std::str
                                                                   const std::vector<Message>& messages) {
   if (const auto it = patterns_.find(key); it != patterns_.end()) {
     return it->second;
+  }
+  if (collecting_ != nullptr) {
+    simulate_patterns({key}, {messages});
+    return placeholder_;
   }
   return patterns_.emplace(key, run_pattern(messages)).first->second;
 }
@@ -540,6 +608,9 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
       }
     }
     simulate_patterns(std::move(keys), lists);
+    if (collecting_ != nullptr) {
+      return;
+    }
     for (int step = 0; step < steps; ++step) {
       messages.clear();
       build(step, messages);
@@ -635,6 +706,9 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
   timing.seconds += platform_.collective_latency_s;
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
   timing.collective = true;
+  if (collecting_ != nullptr) {
+    return timing;
+  }
   return collectives_.emplace(key, std::move(timing)).first->second;
 }
 
@@ -880,19 +954,37 @@ AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
   // runs the bulk protocol only.
   const bool try_low_latency =
       platform_.bulk_step_latency_s > 0.0 && static_cast<double>(bytes) <= kLowLatencyMaxBytes;
-  AllReduceChoice best{algorithms.front(), Protocol::bulk};
-  double best_s = -1.0;
+  std::vector<AllReduceChoice> candidates;
   for (const AllReduceAlgorithm algorithm : algorithms) {
     for (const Protocol protocol : {Protocol::bulk, Protocol::low_latency}) {
-      if (protocol == Protocol::low_latency && (!try_low_latency || algorithm == AllReduceAlgorithm::nvls)) {
-        continue;
+      if (protocol == Protocol::bulk || (try_low_latency && algorithm != AllReduceAlgorithm::nvls)) {
+        candidates.push_back({algorithm, protocol});
       }
-      const AllReduceChoice candidate{algorithm, protocol};
-      const double seconds = fast_allreduce(bytes, candidate).seconds;
-      if (best_s < 0.0 || seconds < best_s) {
-        best = candidate;
-        best_s = seconds;
+    }
+  }
+  // Every candidate's patterns first, in one SimGrid run: at 16,384 GPUs building the platform costs more
+  // than most patterns.
+  if (candidates.size() > 1) {
+    PatternBatch batch;
+    collecting_ = &batch;
+    try {
+      for (const AllReduceChoice& candidate : candidates) {
+        fast_allreduce(bytes, candidate);
       }
+    } catch (...) {
+      collecting_ = nullptr;
+      throw;
+    }
+    collecting_ = nullptr;
+    simulate_patterns(std::move(batch.keys), batch.lists);
+  }
+  AllReduceChoice best = candidates.front();
+  double best_s = -1.0;
+  for (const AllReduceChoice& candidate : candidates) {
+    const double seconds = fast_allreduce(bytes, candidate).seconds;
+    if (best_s < 0.0 || seconds < best_s) {
+      best = candidate;
+      best_s = seconds;
     }
   }
   algorithms_[bytes] = best;

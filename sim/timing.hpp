@@ -191,6 +191,14 @@ class CommSimulator {
   std::map<std::string, PatternResult> patterns_;
   std::map<std::string, CommTiming> collectives_;  ///< fast all-reduces, by algorithm and size
   std::map<std::int64_t, AllReduceChoice> algorithms_;
+  /// While set, the patterns a computation needs are listed here instead of simulated, so that several
+  /// computations' patterns share one SimGrid run (allreduce_choice()); results are then placeholders.
+  struct PatternBatch {
+    std::vector<std::string> keys;
+    std::vector<std::vector<Message>> lists;
+  };
+  PatternBatch* collecting_ = nullptr;
+  PatternResult placeholder_;
   std::int64_t simulations_ = 0;
   std::int64_t simulated_messages_ = 0;
 };
