@@ -35,7 +35,8 @@ constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
 constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "custom"};
 constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
 constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
-constexpr std::array<std::string_view, 5> kAllReduce = {"ring", "hierarchical", "tree", "nvls", "auto"};
+constexpr std::array<std::string_view, 6> kAllReduce = {"ring", "hierarchical", "tree",
+                                                        "nvls", "collnet",      "auto"};
 
 // A check returns the reason a value is invalid, or an empty string when it is fine.
 template <class T>
@@ -332,6 +333,8 @@ void visit_fields(Config& c, Visitor& v) {
           "bulk protocol's handshake per all-reduce step; 0: the preset's (custom: none)");
   v.field("platform", "nvls_efficiency", p.nvls_efficiency, zero_or_within(1e-3, 1.0),
           "in-switch reduction's achieved fraction of the port rate; 0: the preset's (custom: none)");
+  v.field("platform", "collnet_efficiency", p.collnet_efficiency, zero_or_within(1e-3, 1.0),
+          "in-network reduction's achieved fraction of the NIC rate; 0: the preset's (custom: none)");
   v.field("platform", "multi_gpu_slowdown", p.multi_gpu_slowdown, zero_or_within(1.0, 100.0),
           "compute in a job over compute alone; 0: the preset's (1: none)");
   v.field("platform", "compute_jitter_cv", p.compute_jitter_cv, within(0.0, false, 10.0, false),
@@ -348,7 +351,8 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("platform", "allreduce_bandwidth_Bps", p.allreduce_bandwidth_Bps, at_least(0.0),
           "measured all-reduce bandwidth; 0: the preset's (none: simulated)");
   v.field("platform", "allreduce", p.allreduce, one_of(kAllReduce),
-          "ring | hierarchical | tree | nvls | auto (the fastest per size; centralized and global averages)");
+          "ring | hierarchical | tree | nvls | collnet | auto (the fastest per size; centralized and global "
+          "averages)");
   v.field("platform", "bucket_bytes", p.bucket_bytes, at_least(0),
           "all-reduce buckets overlapped with backward; 0: whole gradient");
 }

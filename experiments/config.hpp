@@ -176,6 +176,7 @@ struct PlatformConfig {
   /// In-switch reduction (NVLS): its achieved fraction of the GPU port's line rate; 0 keeps the preset's
   /// value (custom: none).
   double nvls_efficiency = 0.0;
+  double collnet_efficiency = 0.0;
   /// A GPU's compute in a multi-GPU job over its compute alone, >= 1; 0 keeps the preset's value (1: none).
   double multi_gpu_slowdown = 0.0;
   /// Coefficient of variation of each GPU's per-iteration compute (lognormal, mean 1); 0: none.
@@ -192,8 +193,8 @@ struct PlatformConfig {
   double allreduce_latency_s = 0.0;
   /// A measured all-reduce: bytes/s; 0 keeps the preset's value (none: simulated over the links).
   double allreduce_bandwidth_Bps = 0.0;
-  /// All-reduce of centralized training and global averages: ring | hierarchical | tree | nvls | auto (per
-  /// size, the fastest the platform has).
+  /// All-reduce of centralized training and global averages: ring | hierarchical | tree | nvls | collnet |
+  /// auto (per size, the fastest the platform has).
   std::string allreduce = "auto";
   /// Gradient bucket in bytes, all-reduced while the backward pass runs; 0: the whole gradient after it.
   int bucket_bytes = 0;

@@ -65,6 +65,8 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.bulk_step_latency_s = number();
   } else if (key == "nvls_efficiency") {
     p.nvls_efficiency = number();
+  } else if (key == "collnet_efficiency") {
+    p.collnet_efficiency = number();
   } else if (key == "multi_gpu_slowdown") {
     p.multi_gpu_slowdown = number();
   } else if (key == "compute_jitter_cv") {
@@ -189,6 +191,7 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
   set(p.collective_latency_s, c.collective_latency_s);
   set(p.bulk_step_latency_s, c.bulk_step_latency_s);
   set(p.nvls_efficiency, c.nvls_efficiency);
+  set(p.collnet_efficiency, c.collnet_efficiency);
   set(p.multi_gpu_slowdown, c.multi_gpu_slowdown);
   set(p.compute_jitter_cv, c.compute_jitter_cv);
   set(p.compute_tail_probability, c.compute_tail_probability);

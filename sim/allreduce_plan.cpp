@@ -165,8 +165,15 @@ TreePlan tree_plan(int gpus, double bytes, int chunks, int gpus_per_node, int ch
   return plan;
 }
 
+int HierarchicalPlan::inter_steps() const {
+  if (nodes < 2) {
+    return 0;
+  }
+  return in_network ? 1 : 2 * (nodes - 1);
+}
+
 int HierarchicalPlan::chunk_steps() const {
-  return 2 * (gpus_per_node - 1) + 2 * (nodes - 1);
+  return 2 * (gpus_per_node - 1) + inter_steps();
 }
 
 int HierarchicalPlan::steps() const {
@@ -174,15 +181,15 @@ int HierarchicalPlan::steps() const {
 }
 
 int HierarchicalPlan::intra_chunks(int step) const {
-  // Chunk k is at its own step step - k; its intra-node steps are [0, g - 1) and [g - 1 + 2 (nodes - 1), P).
+  // Chunk k is at its own step step - k; its intra-node steps are [0, g - 1) and [g - 1 + inter, P).
   const int first = step - chunks + 1;
-  const int inter_end = gpus_per_node - 1 + 2 * (nodes - 1);
+  const int inter_end = gpus_per_node - 1 + inter_steps();
   return overlap(first, step + 1, 0, gpus_per_node - 1) + overlap(first, step + 1, inter_end, chunk_steps());
 }
 
 int HierarchicalPlan::inter_chunks(int step) const {
   const int first = step - chunks + 1;
-  return overlap(first, step + 1, gpus_per_node - 1, gpus_per_node - 1 + 2 * (nodes - 1));
+  return overlap(first, step + 1, gpus_per_node - 1, gpus_per_node - 1 + inter_steps());
 }
 
 double HierarchicalPlan::intra_bytes(int step) const {
@@ -190,6 +197,9 @@ double HierarchicalPlan::intra_bytes(int step) const {
 }
 
 double HierarchicalPlan::inter_bytes(int step) const {
+  if (in_network) {
+    return inter_chunks(step) * chunk_bytes / gpus_per_node * inter_scale;
+  }
   return inter_chunks(step) * chunk_bytes / (static_cast<double>(gpus_per_node) * nodes);
 }
 
@@ -201,8 +211,11 @@ int HierarchicalPlan::inter_next(int gpu) const {
   return (gpu + gpus_per_node) % gpus;
 }
 
-HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, double bytes, int chunks) {
+HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, double bytes, int chunks,
+                                   bool in_network) {
   HierarchicalPlan plan;
+  plan.in_network = in_network;
+  plan.inter_scale = in_network ? platform.network_efficiency / platform.collnet_efficiency : 1.0;
   plan.gpus = gpus;
   plan.gpus_per_node = std::min(platform.gpus_per_node, gpus);
   plan.nodes = gpus / plan.gpus_per_node;
@@ -227,7 +240,8 @@ int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double ste
   return static_cast<int>(std::clamp(std::round(k), 1.0, 256.0));
 }
 
-int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s) {
+int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s,
+                        bool in_network) {
   const int g = std::min(platform.gpus_per_node, gpus);
   const int nodes = gpus / g;
   if (g < 2 || nodes < 2) {
@@ -238,12 +252,14 @@ int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, do
   const double nic_share =
       std::min(port, platform.nic_bandwidth_Bps * platform.network_efficiency * platform.nics_per_node / g);
   const double intra_s = 2.0 * (g - 1) / g * bytes / port;
-  const double inter_s = 2.0 * (nodes - 1) / (static_cast<double>(g) * nodes) * bytes / nic_share;
+  const double inter_s =
+      in_network ? bytes / g / (nic_share * platform.collnet_efficiency / platform.network_efficiency)
+                 : 2.0 * (nodes - 1) / (static_cast<double>(g) * nodes) * bytes / nic_share;
   const double alpha_intra = hop_latency_s(platform, false) + step_overhead_s;
   const double alpha_inter = hop_latency_s(platform, true) + step_overhead_s;
-  const int steps = 2 * (g - 1) + 2 * (nodes - 1);
-  const double unpipelined =
-      2.0 * (g - 1) * alpha_intra + 2.0 * (nodes - 1) * alpha_inter + intra_s + inter_s;
+  const int inter_steps = in_network ? 1 : 2 * (nodes - 1);
+  const int steps = 2 * (g - 1) + inter_steps;
+  const double unpipelined = 2.0 * (g - 1) * alpha_intra + inter_steps * alpha_inter + intra_s + inter_s;
   if (alpha_inter <= 0.0) {
     return 64;
   }

@@ -69,14 +69,24 @@ TreePlan tree_plan(int gpus, double bytes, int chunks, int gpus_per_node = 1, in
 /// of an intra-node all-gather. Chunk k is at its step s - k in step s, so the phases of different chunks
 /// overlap (intra-node links and NICs busy at once); whatever a GPU sends one neighbour in a step travels as
 /// one message. One chunk is the three phases one after the other.
+///
+/// With in-network reduction (CollNet) the inter-node phase is one step: each GPU sends its node's reduced
+/// shard S/(gK) up through its NIC link and receives the fabric's sum back down. As point-to-point traffic
+/// that is one message per GPU to the GPU of the same local rank on the next node (each NIC link carries the
+/// shard once each way), scaled by `inter_scale` from the NIC's achieved point-to-point rate to the rate it
+/// streams at while the switches reduce.
 struct HierarchicalPlan {
-  int gpus = 1;            ///< n
-  int gpus_per_node = 1;   ///< g (min(platform's, n))
-  int nodes = 1;           ///< n / g
-  int chunks = 1;          ///< K
-  double chunk_bytes = 0;  ///< S / K
+  int gpus = 1;             ///< n
+  int gpus_per_node = 1;    ///< g (min(platform's, n))
+  int nodes = 1;            ///< n / g
+  int chunks = 1;           ///< K
+  double chunk_bytes = 0;   ///< S / K
+  bool in_network = false;  ///< CollNet: the inter-node phase is the fabric's reduction
+  double inter_scale = 1;   ///< in_network: network_efficiency / collnet_efficiency
 
-  /// Steps of one chunk: 2 (g - 1) + 2 (nodes - 1).
+  /// Steps of one chunk's inter-node phase: 2 (nodes - 1), or 1 in the network (0 on one node).
+  int inter_steps() const;
+  /// Steps of one chunk: 2 (g - 1) + inter_steps().
   int chunk_steps() const;
   /// chunks + chunk_steps() - 1.
   int steps() const;
@@ -94,8 +104,10 @@ struct HierarchicalPlan {
   int inter_next(int gpu) const;
 };
 
-/// Builds the plan of a hierarchical all-reduce of `bytes` per GPU in `chunks` chunks.
-HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, double bytes, int chunks);
+/// Builds the plan of a hierarchical all-reduce of `bytes` per GPU in `chunks` chunks; `in_network`: the
+/// CollNet variant (the platform's collnet_efficiency > 0).
+HierarchicalPlan hierarchical_plan(const PlatformSpec& platform, int gpus, double bytes, int chunks,
+                                   bool in_network = false);
 
 /// The chunk count a pipelined tree uses for `bytes`: the K minimising the alpha-beta estimate
 /// (K + 2 levels - 1) alpha + X (1 + (2 levels - 1) / (2K)) (every step pays a hop's latency alpha; X, the
@@ -107,7 +119,8 @@ int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double ste
 /// The chunk count of a pipelined hierarchical all-reduce: K = sqrt(Y / alpha) minimises
 /// (K + steps - 1) alpha + max(intra, inter) + min(intra, inter) / K (the smaller phase hides behind the
 /// larger one but for one chunk's worth), K in [1, 64]; 1 when the estimate says pipelining does not pay.
-/// Bandwidths and `step_overhead_s` as in tree_chunks.
-int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s = 0.0);
+/// Bandwidths and `step_overhead_s` as in tree_chunks; `in_network` as in hierarchical_plan.
+int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, double step_overhead_s = 0.0,
+                        bool in_network = false);
 
 }  // namespace dbench::sim

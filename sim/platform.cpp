@@ -74,6 +74,8 @@ PlatformSpec frontier() {
 //   (both rails as one link).
 // * Latencies (typical, not in the guide): ~1 us NVLink hop, 0.5 us per HCA, 0.1 us per EDR switch hop;
 //   collective start and bulk-protocol step costs as dgx-h100's.
+// * EDR's Switch-IB 2 reduces only small messages (SHARP v1, for latency), so no in-network reduction is
+//   modelled.
 // * Achieved network rate: the guide's measured 23 GB/s node injection over the 25 GB/s line rate; NVLink 2
 //   at its line rate (no published all-reduce figure for this node).
 // * Compute: NVIDIA DeepLearningExamples, ResNet-50 v1.5 training on a DGX-1 V100 16 GB with mixed
@@ -114,6 +116,9 @@ PlatformSpec summit() {
 //   (NVIDIA/nccl issue 2140, nccl-tests issues 212 and 290); each port then carries algbw (n + 1) / n =
 //   309 GB/s each way: 0.69 of the line rate.
 // * InfiniBand NDR at its line rate: no achieved fraction is published apart from all-reduce figures.
+// * In-network reduction: Quantum-2 switches reduce (SHARP v3, NCCL's CollNet). Its streaming rate is an
+//   estimate, the fraction of a NIC's line rate a point-to-point ring reaches across two nodes (C4 of the
+//   published timings: 46 of 50 GB/s); no published SHARP all-reduce figure is in the reference set.
 // * Compute: ~3,000 samples/s per H100 for ResNet-50 training with mixed precision at batch 256 (NVIDIA's
 //   published per-GPU PyTorch figures; MLPerf-tuned submissions reach roughly twice that).
 PlatformSpec dgx_h100() {
@@ -131,6 +136,7 @@ PlatformSpec dgx_h100() {
   p.nodes_per_switch = 32;
   p.gpu_link_efficiency = 370.0 / 450.0;
   p.nvls_efficiency = 275.0 * 9.0 / 8.0 / 450.0;
+  p.collnet_efficiency = 46.0 / 50.0;
   p.collective_latency_s = kCollectiveLatency_s;
   p.bulk_step_latency_s = kBulkStepLatency_s;
   p.iteration_overhead_s = 3e-3;
@@ -228,6 +234,7 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.collective_latency_s, "collective_latency_s");
   require_non_negative(p.bulk_step_latency_s, "bulk_step_latency_s");
   require_within(p.nvls_efficiency, 0.0, 1.0, "nvls_efficiency", "0: no in-switch reduction");
+  require_within(p.collnet_efficiency, 0.0, 1.0, "collnet_efficiency", "0: no in-network reduction");
   require_within(p.multi_gpu_slowdown, 1.0, 100.0, "multi_gpu_slowdown", "1: none");
   require_within(p.compute_jitter_cv, 0.0, 10.0, "compute_jitter_cv", "0: none");
   require_within(p.compute_tail_probability, 0.0, 1.0, "compute_tail_probability", "0: never");

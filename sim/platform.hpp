@@ -76,6 +76,11 @@ struct PlatformSpec {
   /// achieved fraction of the port's line rate when it does (the switch's reduction is slower than a plain
   /// transfer); 0: the switch cannot reduce.
   double nvls_efficiency = 0.0;
+  /// In-network reduction (SHARP in InfiniBand switches, NCCL's CollNet): the fabric's switches sum what the
+  /// nodes send and return the sum, so each GPU's NIC link carries its node's reduced shard S / g once each
+  /// way, against 2 (nodes - 1) / nodes of it around an inter-node ring. This is the achieved fraction of the
+  /// NIC link's line rate when they do; 0: the fabric cannot reduce.
+  double collnet_efficiency = 0.0;
   /// Effective training rate of one GPU (achieved, not peak), in the FLOP convention of ModelProfile.
   double gpu_flops_per_s = 0.0;
   /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).

@@ -8,6 +8,7 @@
 #include "sim/timing.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -29,7 +30,8 @@ namespace {
 namespace sg4 = simgrid::s4u;
 using NetPoint = simgrid::kernel::routing::NetPoint;
 
-constexpr std::array<std::string_view, 5> kAllReduce = {"ring", "hierarchical", "tree", "nvls", "auto"};
+constexpr std::array<std::string_view, 6> kAllReduce = {"ring", "hierarchical", "tree",
+                                                        "nvls", "collnet",      "auto"};
 constexpr std::array<std::string_view, 2> kProtocols = {"LL", "bulk"};
 // The low-latency protocol is tried for all-reduces up to this many bytes per GPU; beyond, its doubled
 // bytes always cost more than the bulk protocol's handshakes.
@@ -308,9 +310,8 @@ std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept {
 AllReduceAlgorithm parse_allreduce_algorithm(std::string_view name) {
   const auto it = std::find(kAllReduce.begin(), kAllReduce.end(), name);
   if (it == kAllReduce.end()) {
-    throw PlatformError(
-        "platform.allreduce",
-        fmt::format("unknown all-reduce '{}' (known: ring, hierarchical, tree, nvls, auto)", name));
+    throw PlatformError("platform.allreduce", fmt::format("unknown all-reduce '{}' (known: {})", name,
+                                                          fmt::join(kAllReduce, ", ")));
   }
   return static_cast<AllReduceAlgorithm>(it - kAllReduce.begin());
 }
@@ -336,6 +337,14 @@ CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions opti
         fmt::format("nvls needs a node switch that reduces (platform.nvls_efficiency > 0, got {}) "
                     "and every GPU on one node ({} GPUs, {} per node)",
                     platform_.nvls_efficiency, gpus_, platform_.gpus_per_node));
+  }
+  if (options_.allreduce == AllReduceAlgorithm::collnet && platform_.allreduce_bandwidth_Bps == 0.0 &&
+      (platform_.collnet_efficiency == 0.0 || gpus_ <= platform_.gpus_per_node)) {
+    throw PlatformError(
+        "platform.allreduce",
+        fmt::format("collnet needs a fabric that reduces (platform.collnet_efficiency > 0, got {}) "
+                    "and GPUs on several nodes ({} GPUs, {} per node)",
+                    platform_.collnet_efficiency, gpus_, platform_.gpus_per_node));
   }
 }
 
@@ -529,6 +538,9 @@ double allreduce_bytes_per_gpu(AllReduceAlgorithm algorithm, int n, int g, doubl
   if (algorithm == AllReduceAlgorithm::nvls) {
     return s * (n + 1) / n;  // all of S into the switch, the GPU's reduced S / n back out to every GPU
   }
+  if (algorithm == AllReduceAlgorithm::collnet) {
+    return (2.0 * (g - 1) + 1.0) * s / g;  // reduce-scatter and all-gather in the node, its shard up once
+  }
   // Ring: 2 (n - 1) chunks of S / n. Tree: each tree's n - 1 edges carry S / 2 up and S / 2 down.
   return 2.0 * (n - 1) * s / n;
 }
@@ -653,10 +665,13 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
       timing.messages = 2LL * n;
       break;
     }
-    case AllReduceAlgorithm::hierarchical: {
-      // Steps with the same chunk counts in each ring move the same messages.
-      const HierarchicalPlan plan =
-          hierarchical_plan(platform_, n, s, hierarchical_chunks(platform_, n, s, overhead));
+    case AllReduceAlgorithm::hierarchical:
+    case AllReduceAlgorithm::collnet: {
+      // Steps with the same bytes in each ring move the same messages (CollNet's inter-node step is a
+      // message to the next node, as an inter-node ring step is).
+      const bool in_network = algorithm == AllReduceAlgorithm::collnet;
+      const HierarchicalPlan plan = hierarchical_plan(
+          platform_, n, s, hierarchical_chunks(platform_, n, s, overhead, in_network), in_network);
       const auto intra = [&](int step) { return plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0; };
       const auto inter = [&](int step) { return plan.nodes > 1 ? plan.inter_bytes(step) : 0.0; };
       replay(
@@ -727,15 +742,16 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
       algorithm == AllReduceAlgorithm::tree
           ? tree_plan(n, bucket, tree_chunks(platform_, n, bucket, overhead), g, tree_channels(platform_, n))
           : TreePlan{};
-  const HierarchicalPlan hier =
-      hierarchical_plan(platform_, n, bucket, hierarchical_chunks(platform_, n, bucket, overhead));
+  const bool in_network = algorithm == AllReduceAlgorithm::collnet;
+  const HierarchicalPlan hier = hierarchical_plan(
+      platform_, n, bucket, hierarchical_chunks(platform_, n, bucket, overhead, in_network), in_network);
   const double nvls_bytes = algorithm == AllReduceAlgorithm::nvls
                                 ? nvls_message_bytes(platform_, n, static_cast<double>(bytes) / buckets)
                                 : 0.0;
   double shortest = bucket / (static_cast<double>(n) * channels);
   if (algorithm == AllReduceAlgorithm::tree) {
     shortest = tree.chunk_bytes;
-  } else if (algorithm == AllReduceAlgorithm::hierarchical) {
+  } else if (algorithm == AllReduceAlgorithm::hierarchical || in_network) {
     shortest = bucket / (static_cast<double>(hier.chunks) * n);
   } else if (algorithm == AllReduceAlgorithm::nvls) {
     shortest = nvls_bytes;
@@ -847,6 +863,7 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
             sg4::this_actor::sleep_for((kNvlsSteps - 1) * overhead);
             break;
           case AllReduceAlgorithm::hierarchical:
+          case AllReduceAlgorithm::collnet:
             for (int step = 0; step < hier.steps(); ++step) {
               if (hier.gpus_per_node > 1 && hier.intra_chunks(step) > 0) {
                 exchange(ring_box[0], hier.intra_next(me), intra_prev[i], hier.intra_bytes(step));
@@ -899,6 +916,7 @@ CommTiming CommSimulator::full_allreduce(std::int64_t bytes, int buckets, AllRed
       messages = 2LL * (n - 1) * n;
       break;
     case AllReduceAlgorithm::hierarchical:
+    case AllReduceAlgorithm::collnet:
       messages = hierarchical_messages(hier);
       break;
     case AllReduceAlgorithm::tree:
@@ -949,15 +967,20 @@ AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
     if (platform_.nvls_efficiency > 0.0 && gpus_ <= platform_.gpus_per_node) {
       algorithms.push_back(AllReduceAlgorithm::nvls);
     }
+    if (platform_.collnet_efficiency > 0.0 && gpus_ > platform_.gpus_per_node) {
+      algorithms.push_back(AllReduceAlgorithm::collnet);
+    }
   }
-  // Without a handshake to save, the low-latency protocol's doubled bytes never pay; in-switch reduction
-  // runs the bulk protocol only.
+  // Without a handshake to save, the low-latency protocol's doubled bytes never pay; in-switch and in-network
+  // reduction run the bulk protocol only (as NCCL runs NVLS and CollNet).
   const bool try_low_latency =
       platform_.bulk_step_latency_s > 0.0 && static_cast<double>(bytes) <= kLowLatencyMaxBytes;
   std::vector<AllReduceChoice> candidates;
   for (const AllReduceAlgorithm algorithm : algorithms) {
     for (const Protocol protocol : {Protocol::bulk, Protocol::low_latency}) {
-      if (protocol == Protocol::bulk || (try_low_latency && algorithm != AllReduceAlgorithm::nvls)) {
+      const bool in_switch =
+          algorithm == AllReduceAlgorithm::nvls || algorithm == AllReduceAlgorithm::collnet;
+      if (protocol == Protocol::bulk || (try_low_latency && !in_switch)) {
         candidates.push_back({algorithm, protocol});
       }
     }

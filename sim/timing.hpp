@@ -33,10 +33,12 @@ enum class AllReduceAlgorithm {
                  ///< pipelined in chunks through the three phases (HierarchicalPlan)
   tree,          ///< NCCL's double binary tree, reduce and broadcast pipelined in chunks (TreePlan)
   nvls,          ///< in-switch reduction on one node (PlatformSpec::nvls_efficiency > 0)
+  collnet,       ///< intra-node reduce-scatter, in-network reduction across nodes, intra-node all-gather,
+                 ///< pipelined in chunks (PlatformSpec::collnet_efficiency > 0; HierarchicalPlan)
   automatic,     ///< "auto": per all-reduce size, the fastest of the others the platform has
 };
 
-/// Names as configs spell them, in AllReduceAlgorithm order: ring, hierarchical, tree, nvls, auto.
+/// Names as configs spell them, in AllReduceAlgorithm order: ring, hierarchical, tree, nvls, collnet, auto.
 std::span<const std::string_view> known_allreduce_algorithms() noexcept;
 /// "auto" for AllReduceAlgorithm::automatic, ...
 std::string_view allreduce_name(AllReduceAlgorithm algorithm) noexcept;

@@ -104,18 +104,23 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
       ex::platform_spec(ex::load_config("[train]\nworkers = 8\n[platform]\npreset = \"dgx-h100\"\n"));
   CHECK(h100.gpu_link_efficiency == sim::platform_preset("dgx-h100").gpu_link_efficiency);
   CHECK(h100.nvls_efficiency > 0.0);
+  CHECK(h100.collnet_efficiency == sim::platform_preset("dgx-h100").collnet_efficiency);
+  CHECK(h100.collnet_efficiency > 0.0);
   const sim::PlatformSpec tuned = ex::platform_spec(ex::load_config(
       "[train]\nworkers = 8\n[platform]\nintra_node_efficiency = 0.7\nnetwork_efficiency = 0.9\n"
-      "collective_latency_s = 1e-5\nbulk_step_latency_s = 4e-6\nnvls_efficiency = 0.6\nallreduce = "
-      "\"nvls\"\n"));
+      "collective_latency_s = 1e-5\nbulk_step_latency_s = 4e-6\nnvls_efficiency = 0.6\n"
+      "collnet_efficiency = 0.8\nallreduce = \"nvls\"\n"));
   CHECK(tuned.gpu_link_efficiency == 0.7);
   CHECK(tuned.network_efficiency == 0.9);
   CHECK(tuned.collective_latency_s == 1e-5);
   CHECK(tuned.bulk_step_latency_s == 4e-6);
   CHECK(tuned.nvls_efficiency == 0.6);
+  CHECK(tuned.collnet_efficiency == 0.8);
   CHECK(config_error("[platform]\nintra_node_efficiency = 1.5\n").find("platform.intra_node_efficiency") !=
         std::string::npos);
   CHECK(config_error("[platform]\nnvls_efficiency = -0.1\n").find("platform.nvls_efficiency") !=
+        std::string::npos);
+  CHECK(config_error("[platform]\ncollnet_efficiency = 1.5\n").find("platform.collnet_efficiency") !=
         std::string::npos);
   CHECK(config_error("[platform]\ncollective_latency_s = -1e-6\n").find("platform.collective_latency_s") !=
         std::string::npos);

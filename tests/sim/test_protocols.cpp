@@ -147,6 +147,81 @@ TEST_CASE("sim::timing: in-switch reduction only where the node's switch reduces
         sim::AllReduceAlgorithm::nvls);
 }
 
+TEST_CASE("sim::timing: in-network reduction sends each GPU's shard through its NIC once, in one step") {
+  // One GPU per node: no intra-node phase, and one step in which every GPU's NIC carries S each way at
+  // collnet_efficiency of its line rate (a ring takes 2 (n - 1) steps of S / n at the achieved p2p rate).
+  sim::PlatformSpec p = star_with_protocols();
+  p.collnet_efficiency = 0.4;
+  const int n = 8;
+  for (const std::int64_t bytes : {std::int64_t{1} << 20, std::int64_t{256} << 20}) {
+    const double s = static_cast<double>(bytes);
+    const double expected = p.collective_latency_s + star_alpha(p) + p.bulk_step_latency_s +
+                            s / (p.nic_bandwidth_Bps * p.collnet_efficiency);
+    for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
+      CAPTURE(bytes);
+      CAPTURE(static_cast<int>(fidelity));
+      sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::collnet));
+      const sim::CommTiming t = simulator.allreduce(bytes);
+      CHECK(relative_error(t.seconds, expected) < 0.01);
+      CHECK(t.bytes_sent_per_gpu == doctest::Approx(s));
+      CHECK(simulator.allreduce_algorithms().at(bytes).name() == "collnet/bulk");
+    }
+  }
+}
+
+TEST_CASE(
+    "sim::timing: in-network reduction on DGX H100 nodes beats the ring's bytes and agrees in both "
+    "fidelities") {
+  const sim::PlatformSpec p = sim::platform_preset("dgx-h100");
+  REQUIRE(p.collnet_efficiency > 0.0);
+  const int n = 32;
+  const int g = p.gpus_per_node;
+  const std::int64_t bytes = std::int64_t{1} << 30;
+  const double s = static_cast<double>(bytes);
+  sim::CommSimulator fast(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
+  sim::CommSimulator full(p, n, options(sim::Fidelity::full, sim::AllReduceAlgorithm::collnet));
+  const sim::CommTiming a = fast.allreduce(bytes);
+  const sim::CommTiming b = full.allreduce(bytes);
+  CHECK(relative_error(a.seconds, b.seconds) < 0.02);
+  // Reduce-scatter and all-gather inside the node, the shard once up.
+  CHECK(a.bytes_sent_per_gpu == doctest::Approx((2.0 * (g - 1) + 1.0) * s / g));
+  // The NICs carry S / g each way, against the inter-node ring's 2 (nodes - 1) / nodes of it: at 1 GB the
+  // in-network reduction is the fastest, and auto takes it.
+  sim::CommSimulator hierarchical(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::hierarchical));
+  CHECK(a.seconds < hierarchical.allreduce(bytes).seconds);
+  sim::CommSimulator automatic(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic));
+  automatic.allreduce(bytes);
+  CHECK(automatic.allreduce_algorithms().at(bytes).algorithm == sim::AllReduceAlgorithm::collnet);
+}
+
+TEST_CASE("sim::timing: in-network reduction only where the fabric reduces and across nodes") {
+  const auto error_of = [](const sim::PlatformSpec& platform, int gpus) {
+    try {
+      sim::CommSimulator simulator(platform, gpus,
+                                   options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
+    } catch (const sim::PlatformError& e) {
+      return e.key();
+    }
+    return std::string("accepted");
+  };
+  const sim::PlatformSpec h100 = sim::platform_preset("dgx-h100");
+  CHECK(error_of(h100, 16) == "accepted");
+  CHECK(error_of(h100, 8) == "platform.allreduce");
+  const sim::PlatformSpec frontier = sim::platform_preset("frontier");
+  CHECK(frontier.collnet_efficiency == 0.0);
+  CHECK(error_of(frontier, 16) == "platform.allreduce");
+  // auto never picks it where the fabric does not reduce.
+  sim::CommSimulator automatic(frontier, 16,
+                               options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic));
+  automatic.allreduce(std::int64_t{1} << 30);
+  CHECK(automatic.allreduce_algorithms().at(std::int64_t{1} << 30).algorithm !=
+        sim::AllReduceAlgorithm::collnet);
+  sim::PlatformSpec bad = h100;
+  bad.collnet_efficiency = 1.5;
+  CHECK_THROWS_WITH_AS(sim::CommSimulator(bad, 16, sim::TimingOptions{}),
+                       doctest::Contains("platform.collnet_efficiency"), sim::PlatformError);
+}
+
 TEST_CASE("sim::timing: a gossip round pays the collective start once and the achieved rate") {
   const sim::PlatformSpec p = star_with_protocols();
   const int n = 16;

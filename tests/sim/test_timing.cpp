@@ -484,6 +484,10 @@ TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size and s
                            sim::AllReduceAlgorithm::tree}) {
         forced.emplace_back(p, n, options(sim::Fidelity::fast, a));
       }
+      // In-network reduction where the fabric has it (dgx-h100).
+      if (p.collnet_efficiency > 0.0) {
+        forced.emplace_back(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
+      }
       // 4 KB (latency-bound) to 1 GB (bandwidth-bound); at 1008 GPUs (a few seconds per size and
       // algorithm) the sizes where the choice changes, latency- to bandwidth-bound.
       std::vector<std::int64_t> sizes = {4096, std::int64_t{1} << 20};
