@@ -55,6 +55,16 @@ sim::PlatformSpec nvls_node() {
   return p;
 }
 
+// The key a simulator forced to `algorithm` is refused under, or "accepted".
+std::string refusal(const sim::PlatformSpec& platform, int gpus, sim::AllReduceAlgorithm algorithm) {
+  try {
+    sim::CommSimulator simulator(platform, gpus, options(sim::Fidelity::fast, algorithm));
+  } catch (const sim::PlatformError& e) {
+    return e.key();
+  }
+  return "accepted";
+}
+
 }  // namespace
 
 TEST_CASE("sim::timing: a ring all-reduce runs the cheaper protocol, each as its closed form") {
@@ -127,13 +137,7 @@ TEST_CASE("sim::timing: in-switch reduction moves S (n+1)/n per port at its own 
 TEST_CASE("sim::timing: in-switch reduction only where the node's switch reduces and on one node") {
   sim::PlatformSpec p = nvls_node();
   const auto error_of = [](const sim::PlatformSpec& platform, int gpus) {
-    try {
-      sim::CommSimulator simulator(platform, gpus,
-                                   options(sim::Fidelity::fast, sim::AllReduceAlgorithm::nvls));
-    } catch (const sim::PlatformError& e) {
-      return e.key();
-    }
-    return std::string("accepted");
+    return refusal(platform, gpus, sim::AllReduceAlgorithm::nvls);
   };
   CHECK(error_of(p, 8) == "accepted");
   CHECK(error_of(p, 16) == "platform.allreduce");
@@ -196,13 +200,7 @@ TEST_CASE(
 
 TEST_CASE("sim::timing: in-network reduction only where the fabric reduces and across nodes") {
   const auto error_of = [](const sim::PlatformSpec& platform, int gpus) {
-    try {
-      sim::CommSimulator simulator(platform, gpus,
-                                   options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
-    } catch (const sim::PlatformError& e) {
-      return e.key();
-    }
-    return std::string("accepted");
+    return refusal(platform, gpus, sim::AllReduceAlgorithm::collnet);
   };
   const sim::PlatformSpec h100 = sim::platform_preset("dgx-h100");
   CHECK(error_of(h100, 16) == "accepted");
