@@ -27,13 +27,7 @@ namespace fs = std::filesystem;
 namespace sim = dbench::sim;
 
 dbench::models::ModelProfile resnet50() {
-  dbench::models::ModelSpec spec;
-  spec.name = "resnet50";
-  spec.input_channels = 3;
-  spec.input_height = 224;
-  spec.input_width = 224;
-  spec.classes = 1000;
-  return dbench::models::model_profile(spec);
+  return dbench::models::model_profile(dbench::models::timing_spec("resnet50"));
 }
 
 // One GPU's effective rate from its published ResNet-50 throughput at `batch` (the platform's fixed

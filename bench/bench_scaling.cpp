@@ -90,13 +90,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  dbench::models::ModelSpec resnet;
-  resnet.name = "resnet50";
-  resnet.input_channels = 3;
-  resnet.input_height = 224;
-  resnet.input_width = 224;
-  resnet.classes = 1000;
-  const auto profile = dbench::models::model_profile(resnet);
+  const auto profile = dbench::models::model_profile(dbench::models::timing_spec("resnet50"));
   const std::vector<std::string> presets = {"frontier", "summit", "dgx-h100"};
   const std::vector<Series> series = {
       {"ring all-reduce", "", sim::AllReduceAlgorithm::ring},

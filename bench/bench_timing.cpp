@@ -154,13 +154,7 @@ int main(int argc, char** argv) {
       {"torus gossip", {"algorithm.graph=torus"}, "torus"},
       {"ring gossip", {"algorithm.graph=ring"}, "ring"},
   };
-  dbench::models::ModelSpec resnet;
-  resnet.name = "resnet50";
-  resnet.input_channels = 3;
-  resnet.input_height = 224;
-  resnet.input_width = 224;
-  resnet.classes = 1000;
-  const auto profile = dbench::models::model_profile(resnet);
+  const auto profile = dbench::models::model_profile(dbench::models::timing_spec("resnet50"));
   const sim::PlatformSpec platform = sim::platform_preset(o.preset);
 
   fmt::print(

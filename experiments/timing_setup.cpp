@@ -212,22 +212,7 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
 }
 
 models::ModelProfile timing_profile(const ExperimentConfig& config) {
-  models::ModelSpec spec;
-  spec.name = config.platform.timing_model;
-  if (spec.name == "resnet50") {
-    spec.input_channels = 3;
-    spec.input_height = 224;
-    spec.input_width = 224;
-    spec.classes = 1000;
-  } else if (spec.name == "resnet20") {
-    spec.input_channels = 3;
-    spec.input_height = 32;
-    spec.input_width = 32;
-    spec.classes = 10;
-  } else {
-    spec.mlp_hidden = config.train.mlp_hidden;
-  }
-  return models::model_profile(spec);
+  return models::model_profile(models::timing_spec(config.platform.timing_model, config.train.mlp_hidden));
 }
 
 sim::TimingOptions timing_options(const ExperimentConfig& config) {

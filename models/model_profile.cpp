@@ -7,6 +7,7 @@
 #include <array>
 #include <functional>
 #include <numeric>
+#include <utility>
 
 #include "models/errors.hpp"
 
@@ -214,6 +215,25 @@ ModelProfile model_profile(const ModelSpec& spec) {
   profile.forward_flops_per_sample = 2.0 * builder.macs();
   profile.backward_flops_per_sample = 2.0 * profile.forward_flops_per_sample;
   return profile;
+}
+
+ModelSpec timing_spec(std::string_view name, std::vector<int> mlp_hidden) {
+  ModelSpec spec;
+  spec.name = std::string(name);
+  if (name == "resnet50") {
+    spec.input_channels = 3;
+    spec.input_height = 224;
+    spec.input_width = 224;
+    spec.classes = 1000;
+  } else if (name == "resnet20") {
+    spec.input_channels = 3;
+    spec.input_height = 32;
+    spec.input_width = 32;
+    spec.classes = 10;
+  } else {
+    spec.mlp_hidden = std::move(mlp_hidden);
+  }
+  return spec;
 }
 
 }  // namespace dbench::models

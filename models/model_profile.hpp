@@ -63,4 +63,9 @@ std::span<const std::string_view> known_models();
 /// input too small for the model.
 ModelProfile model_profile(const ModelSpec& spec);
 
+/// The spec a built-in model is timed at, as platform.timing_model names it: resnet50 on ImageNet's
+/// 3 x 224 x 224 inputs and 1000 classes, resnet20 on CIFAR-10's 3 x 32 x 32 and 10, the others on
+/// Fashion-MNIST's (ModelSpec's defaults); `mlp_hidden` for the MLP.
+ModelSpec timing_spec(std::string_view name, std::vector<int> mlp_hidden = {});
+
 }  // namespace dbench::models

@@ -109,3 +109,15 @@ TEST_CASE("models::profile: rejects non-positive shapes and inputs too small for
   CHECK_THROWS_WITH_AS(dm::model_profile(spec("lenet", 1, 8, 10)), doctest::Contains("too small"),
                        dm::ModelError);
 }
+
+TEST_CASE("models::timing_spec: each built-in model at the data set it is timed on") {
+  // ImageNet for ResNet-50 (the published 25,557,032 parameters), CIFAR-10 for ResNet-20.
+  CHECK(dm::model_profile(dm::timing_spec("resnet50")).parameter_count() == 25557032);
+  const dm::ModelSpec resnet20 = dm::timing_spec("resnet20");
+  CHECK(resnet20.input_height == 32);
+  CHECK(resnet20.classes == 10);
+  // The others on Fashion-MNIST, the MLP with its hidden widths: 784-64-10 has 50,890 parameters.
+  CHECK(dm::model_profile(dm::timing_spec("mlp", {64})).parameter_count() == 784 * 64 + 64 + 64 * 10 + 10);
+  CHECK(dm::timing_spec("lenet").input_channels == 1);
+  CHECK(dm::timing_spec("lenet").mlp_hidden.empty());
+}

@@ -33,13 +33,7 @@ inline double relative_error(double a, double b) {
 }
 
 inline models::ModelProfile resnet50() {
-  models::ModelSpec spec;
-  spec.name = "resnet50";
-  spec.input_channels = 3;
-  spec.input_height = 224;
-  spec.input_width = 224;
-  spec.classes = 1000;
-  return models::model_profile(spec);
+  return models::model_profile(models::timing_spec("resnet50"));
 }
 
 }  // namespace dbench::sim::testing
