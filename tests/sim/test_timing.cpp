@@ -473,44 +473,72 @@ TEST_CASE("sim::timing: a pipelined hierarchical all-reduce agrees with full fid
   }
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size and scale") {
-  for (const std::string preset : {"frontier", "summit", "dgx-h100"}) {
-    const sim::PlatformSpec p = sim::platform_preset(preset);
-    for (const int wanted : {256, 1008}) {
-      const int n = wanted / p.gpus_per_node * p.gpus_per_node;
-      sim::CommSimulator automatic(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic));
-      std::vector<sim::CommSimulator> forced;
-      for (const auto a : {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::hierarchical,
-                           sim::AllReduceAlgorithm::tree}) {
-        forced.emplace_back(p, n, options(sim::Fidelity::fast, a));
+namespace {
+
+// auto against every algorithm the preset can force, at about `wanted` GPUs over a grid of sizes (one test
+// case per preset and scale: under the sanitizers each takes minutes).
+void check_auto_is_fastest(const std::string& preset, int wanted) {
+  const sim::PlatformSpec p = sim::platform_preset(preset);
+  {
+    const int n = wanted / p.gpus_per_node * p.gpus_per_node;
+    sim::CommSimulator automatic(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic));
+    std::vector<sim::CommSimulator> forced;
+    for (const auto a : {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::hierarchical,
+                         sim::AllReduceAlgorithm::tree}) {
+      forced.emplace_back(p, n, options(sim::Fidelity::fast, a));
+    }
+    // In-network reduction where the fabric has it (dgx-h100).
+    if (p.collnet_efficiency > 0.0) {
+      forced.emplace_back(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
+    }
+    // 4 KB (latency-bound) to 1 GB (bandwidth-bound); at 1008 GPUs (a few seconds per size and
+    // algorithm) the sizes where the choice changes, latency- to bandwidth-bound.
+    std::vector<std::int64_t> sizes = {4096, std::int64_t{1} << 20};
+    if (wanted == 256) {
+      sizes.insert(sizes.end(), {std::int64_t{32} << 20, std::int64_t{1} << 30});
+    }
+    for (const std::int64_t bytes : sizes) {
+      CAPTURE(preset);
+      CAPTURE(n);
+      CAPTURE(bytes);
+      const double chosen = automatic.allreduce(bytes).seconds;
+      double best = 1e300;
+      for (auto& f : forced) {
+        // Separate simulators: equal up to rounding at the magnitude of SimGrid's running clock.
+        const double t = f.allreduce(bytes).seconds;
+        CHECK(chosen <= t * (1.0 + 1e-9));
+        best = std::min(best, t);
       }
-      // In-network reduction where the fabric has it (dgx-h100).
-      if (p.collnet_efficiency > 0.0) {
-        forced.emplace_back(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::collnet));
-      }
-      // 4 KB (latency-bound) to 1 GB (bandwidth-bound); at 1008 GPUs (a few seconds per size and
-      // algorithm) the sizes where the choice changes, latency- to bandwidth-bound.
-      std::vector<std::int64_t> sizes = {4096, std::int64_t{1} << 20};
-      if (wanted == 256) {
-        sizes.insert(sizes.end(), {std::int64_t{32} << 20, std::int64_t{1} << 30});
-      }
-      for (const std::int64_t bytes : sizes) {
-        CAPTURE(preset);
-        CAPTURE(n);
-        CAPTURE(bytes);
-        const double chosen = automatic.allreduce(bytes).seconds;
-        double best = 1e300;
-        for (auto& f : forced) {
-          // Separate simulators: equal up to rounding at the magnitude of SimGrid's running clock.
-          const double t = f.allreduce(bytes).seconds;
-          CHECK(chosen <= t * (1.0 + 1e-9));
-          best = std::min(best, t);
-        }
-        CHECK(relative_error(chosen, best) < 1e-9);
-        CHECK(automatic.allreduce_algorithms().at(bytes).algorithm != sim::AllReduceAlgorithm::automatic);
-      }
+      CHECK(relative_error(chosen, best) < 1e-9);
+      CHECK(automatic.allreduce_algorithms().at(bytes).algorithm != sim::AllReduceAlgorithm::automatic);
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier, 256 GPUs)") {
+  check_auto_is_fastest("frontier", 256);
+}
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier, 1008 GPUs)") {
+  check_auto_is_fastest("frontier", 1008);
+}
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit, 256 GPUs)") {
+  check_auto_is_fastest("summit", 256);
+}
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit, 1008 GPUs)") {
+  check_auto_is_fastest("summit", 1008);
+}
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100, 256 GPUs)") {
+  check_auto_is_fastest("dgx-h100", 256);
+}
+
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100, 1008 GPUs)") {
+  check_auto_is_fastest("dgx-h100", 1008);
 }
 
 TEST_CASE("sim::time_schedule: with auto, 25 MB buckets never make ResNet-50 slower than one all-reduce") {
