@@ -192,13 +192,42 @@ int main(int argc, char** argv) {
   training("T1", "DGX-1 V100, 8 GPUs, AMP, batch 256", dgx1_v100(), 8322.0 / 6.93, 8322.0, 6.93, false);
   training("T2", "DGX A100, 8 GPUs, AMP, batch 256", dgx_a100(), 2470.0, 16621.0, 6.72, true);
   {
-    sim::PlatformSpec p = big_basin_p100();
-    p.multi_gpu_slowdown = slowdown;
-    const sim::TimingResult eight = train(p, 8, 32);
-    const sim::TimingResult many = train(p, 256, 32);
-    const double efficiency = many.samples_per_second / (32.0 * eight.samples_per_second);
-    rows.push_back({"T3", "256 P100, 8 per node, 50 Gb/s Ethernet, batch 32", "efficiency 8 -> 256 GPUs",
-                    0.90, efficiency, "one P100's rate assumed (220 images/s); T2's slowdown", "5 pp"});
+    // Per-iteration compute jitter is what sets T3 apart from a clean machine: a synchronous step waits for
+    // the slowest of 256 GPUs instead of 8. Its coefficient of variation is what a calibration measures; none
+    // is published for this machine, so it is fitted to T3 (which then does not count as a check), and how
+    // far it may be off while T3 still holds is printed with it.
+    const auto efficiency = [&](double cv) {
+      sim::PlatformSpec p = big_basin_p100();
+      p.multi_gpu_slowdown = slowdown;
+      p.compute_jitter_cv = cv;
+      const sim::TimingResult eight = train(p, 8, 32);
+      const sim::TimingResult many = train(p, 256, 32);
+      return many.samples_per_second / (32.0 * eight.samples_per_second);
+    };
+    constexpr double published = 0.90;
+    double low = 0.0;
+    double high = 0.3;
+    for (int i = 0; i < 16; ++i) {
+      const double mid = 0.5 * (low + high);
+      (efficiency(mid) > published ? low : high) = mid;
+    }
+    const double cv = 0.5 * (low + high);
+    std::vector<double> holding;
+    for (const double c : {0.0, 0.01, 0.02, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2}) {
+      if (std::abs(efficiency(c) - published) <= 0.05) {
+        holding.push_back(c);
+      }
+    }
+    const std::string range = holding.empty()
+                                  ? std::string("none of 0 to 0.2")
+                                  : fmt::format("{:.2f} to {:.2f}", holding.front(), holding.back());
+    rows.push_back(
+        {"T3", "256 P100, 8 per node, 50 Gb/s Ethernet, batch 32", "efficiency 8 -> 256 GPUs", published,
+         efficiency(cv),
+         fmt::format("fitted: compute_jitter_cv = {:.3f} (within 5 pp for {}; without jitter {:.2f}); "
+                     "one P100's rate assumed (220 images/s); T2's slowdown",
+                     cv, range, efficiency(0.0)),
+         "5 pp"});
   }
 
   for (auto& r : rows) {
