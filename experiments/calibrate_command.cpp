@@ -165,6 +165,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   validation::ModelCalibration result;
   result.model = model;
   result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
+  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
   std::vector<float> inputs;
   std::vector<std::int32_t> labels;
   std::vector<std::int64_t> indices;
@@ -396,6 +397,7 @@ validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, co
   result.model = model;
   const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
   result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
+  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
   std::optional<topology::GraphSequence> ring;
   topology::ScheduleStep step;
   std::optional<runtime::GossipPlan> plan;
@@ -502,16 +504,26 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   }
 #endif
   if (root && !o.quiet) {
-    fmt::print(stderr, "calibrate: {}all-reduce over {} sizes\n",
+    fmt::print(stderr, "calibrate: {}all-reduce over {} sizes and the models' parameter sizes\n",
                comm.size() >= 2 ? "point-to-point, exchange and " : "", o.sizes.size());
   }
+  // The links are also timed at each model's parameter size, the messages its training sends, which its
+  // platform file then takes as measured (validation::anchored_fit).
+  CalibrateOptions sized = o;
+  for (const auto& m : c.models) {
+    if (m.parameter_bytes > 0.0 &&
+        std::find(sized.sizes.begin(), sized.sizes.end(), m.parameter_bytes) == sized.sizes.end()) {
+      sized.sizes.push_back(m.parameter_bytes);
+    }
+  }
+  std::sort(sized.sizes.begin(), sized.sizes.end());
   // A single worker has no links; its all-reduce still costs what the runtime pays for one.
   if (comm.size() >= 2) {
-    c.point_to_point = time_point_to_point(comm, tensors, *buffers, o);
-    c.exchange = time_exchange(comm, tensors, *buffers, o);
+    c.point_to_point = time_point_to_point(comm, tensors, *buffers, sized);
+    c.exchange = time_exchange(comm, tensors, *buffers, sized);
   }
   c.allreduce =
-      time_allreduce(comm, tensors, *buffers, o,
+      time_allreduce(comm, tensors, *buffers, sized,
                      o.device.empty() ? "summed in double, as centralized training takes it"
                                       : fmt::format("summed on {}, as the LibTorch worker takes it",
                                                     on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));

@@ -73,6 +73,16 @@ const ModelCalibration& model_calibration(const Calibration& calibration, const 
       known.empty() ? "none" : known, model));
 }
 
+AlphaBetaFit anchored_fit(const LinkCalibration& link, double bytes) {
+  AlphaBetaFit fit = link.fit;
+  for (std::size_t i = 0; i < link.bytes.size() && i < link.seconds.size(); ++i) {
+    if (bytes > 0.0 && link.bytes[i] == bytes && link.seconds[i] > fit.alpha_s) {
+      fit.bandwidth_Bps = bytes / (link.seconds[i] - fit.alpha_s);
+    }
+  }
+  return fit;
+}
+
 double port_latency_s(const AlphaBetaFit& exchange) {
   return exchange.alpha_s / 2.0;
 }
@@ -81,7 +91,18 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   // A single worker has no links to measure; its platform's links carry no traffic and take the all-reduce's
   // fit only to hold valid values.
   const bool links_measured = !c.exchange.bytes.empty();
-  const AlphaBetaFit& link = links_measured ? c.exchange.fit : c.allreduce.fit;
+  const AlphaBetaFit link = links_measured ? anchored_fit(c.exchange, m.parameter_bytes) : c.allreduce.fit;
+  const AlphaBetaFit allreduce = anchored_fit(c.allreduce, m.parameter_bytes);
+  // What the anchoring changed, for the comments.
+  const auto anchored = [&](const LinkCalibration& l, const AlphaBetaFit& fit) {
+    return fit.bandwidth_Bps == l.fit.bandwidth_Bps
+               ? std::string()
+               : fmt::format(
+                     " (the line through the {:g} bytes of {}'s parameters as measured: {:.4e} s, where "
+                     "the fit gives {:.4e} s)",
+                     m.parameter_bytes, m.model, fit.alpha_s + m.parameter_bytes / fit.bandwidth_Bps,
+                     l.fit.alpha_s + m.parameter_bytes / l.fit.bandwidth_Bps);
+  };
   std::string out;
   out += fmt::format(
       "# Platform of {} workers ({}) on {} for {}, fitted by dbench calibrate from micro-benchmarks on the\n"
@@ -96,16 +117,19 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += fmt::format("iteration_overhead_s = {:.6e}\n", m.fit.overhead_s);
   out +=
       links_measured
-          ? "# A message between two workers crosses two GPU ports: latency alpha / 2 on each.\n"
+          ? fmt::format(
+                "# A message between two workers crosses two GPU ports: latency alpha / 2 on each{}.\n",
+                anchored(c.exchange, link))
           : "# One worker: no link was measured; the links carry no traffic and take the all-reduce's fit.\n";
   out += fmt::format("intra_node_latency_s = {:.6e}\n", port_latency_s(link));
   out += fmt::format("intra_node_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
   out +=
       "# Centralized steps pay the measured all-reduce (the mean of a gradient as the workers take it), not "
       "a\n"
-      "# ring simulated over the links above.\n";
-  out += fmt::format("allreduce_latency_s = {:.6e}\n", c.allreduce.fit.alpha_s);
-  out += fmt::format("allreduce_bandwidth_Bps = {:.6e}\n", c.allreduce.fit.bandwidth_Bps);
+      "# ring simulated over the links above";
+  out += anchored(c.allreduce, allreduce) + ".\n";
+  out += fmt::format("allreduce_latency_s = {:.6e}\n", allreduce.alpha_s);
+  out += fmt::format("allreduce_bandwidth_Bps = {:.6e}\n", allreduce.bandwidth_Bps);
   out += "# One node: the NIC and fabric carry no traffic; they only need valid values.\n";
   out += "fabric = \"star\"\n";
   out += fmt::format("nic_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
@@ -142,6 +166,7 @@ nlohmann::json to_json(const Calibration& c) {
   for (const auto& m : c.models) {
     models.push_back({{"model", m.model},
                       {"flops_per_sample", m.flops_per_sample},
+                      {"parameter_bytes", m.parameter_bytes},
                       {"batches", m.batches},
                       {"seconds", m.seconds},
                       {"seconds_alone", m.seconds_alone},
@@ -169,6 +194,7 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     ModelCalibration m;
     m.model = mj.at("model").get<std::string>();
     m.flops_per_sample = mj.at("flops_per_sample").get<double>();
+    m.parameter_bytes = mj.value("parameter_bytes", 0.0);
     m.batches = mj.at("batches").get<std::vector<double>>();
     m.seconds = mj.at("seconds").get<std::vector<double>>();
     m.seconds_alone = mj.value("seconds_alone", std::vector<double>{});

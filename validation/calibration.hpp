@@ -16,7 +16,10 @@ namespace dbench::validation {
 struct ModelCalibration {
   std::string model;              ///< "mlp", "lenet", ...
   double flops_per_sample = 0.0;  ///< forward + backward, ModelProfile's convention
-  std::vector<double> batches;    ///< batch sizes measured
+  /// Bytes of its parameters (floats): what a gossip message and an all-reduce of its gradient carry. The
+  /// links are timed at this size too, and the model's platform file takes their cost there as measured.
+  double parameter_bytes = 0.0;
+  std::vector<double> batches;  ///< batch sizes measured
   /// Per batch: the step in the training loop (a step followed by a gossip round, less the round alone, round
   /// by round), the fastest of the rounds, each timed until the slowest worker is done.
   std::vector<double> seconds;
@@ -54,14 +57,21 @@ struct Calibration {
   double small_allreduce_s = 0.0;
 };
 
+/// `link`'s fit with its bandwidth set so that the line passes through the time measured at `bytes`, its
+/// fitted latency kept; the fit itself when `bytes` was not measured or the measurement is not above the
+/// latency.
+AlphaBetaFit anchored_fit(const LinkCalibration& link, double bytes);
+
 /// Looks up a model's calibration; throws std::invalid_argument naming the calibrated models.
 const ModelCalibration& model_calibration(const Calibration& calibration, const std::string& model);
 
 /// The platform file for `model`, in the format experiments::read_calibration reads: one node of
 /// `workers` GPUs (base "custom", star fabric), the model's fitted rate, its fitted overhead as
 /// iteration_overhead_s, the exchange fit as the intra-node links (a message crosses two
-/// GPU ports: latency alpha/2 each) and the all-reduce fit as the measured all-reduce. Fitted values and
-/// residuals follow as comments.
+/// GPU ports: latency alpha/2 each) and the all-reduce fit as the measured all-reduce. Both lines keep
+/// their fitted latency and pass through what was measured at the model's parameter size (anchored_fit), so
+/// the messages the model's training sends cost what they were measured to. Fitted values and residuals
+/// follow as comments.
 std::string platform_toml(const Calibration& calibration, const ModelCalibration& model);
 
 /// The whole calibration (measurements, fits, residuals) as JSON.

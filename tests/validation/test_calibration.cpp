@@ -49,6 +49,35 @@ validation::Calibration example() {
 
 }  // namespace
 
+TEST_CASE(
+    "validation::anchored_fit: the line keeps its latency and passes through the model's measured size") {
+  validation::LinkCalibration l = link("all-reduce", 8e-6, 1e9);
+  // The size a model sends, measured 30 % slower than the line through the other sizes.
+  l.bytes.push_back(200000);
+  l.seconds.push_back(1.3 * (8e-6 + 200000 / 1e9));
+  l.fit = validation::fit_alpha_beta(l.bytes, l.seconds);
+  const validation::AlphaBetaFit at = validation::anchored_fit(l, 200000);
+  CHECK(at.alpha_s == l.fit.alpha_s);
+  CHECK(at.alpha_s + 200000 / at.bandwidth_Bps == doctest::Approx(l.seconds.back()).epsilon(1e-12));
+  // A size not measured, or a measurement not above the latency, leaves the fit as it is.
+  CHECK(validation::anchored_fit(l, 12345).bandwidth_Bps == l.fit.bandwidth_Bps);
+  CHECK(validation::anchored_fit(l, 0).bandwidth_Bps == l.fit.bandwidth_Bps);
+  l.seconds.back() = l.fit.alpha_s / 2;
+  CHECK(validation::anchored_fit(l, 200000).bandwidth_Bps == l.fit.bandwidth_Bps);
+
+  // The model's platform file takes the anchored lines, and says so.
+  validation::Calibration c = example();
+  c.models.front().parameter_bytes = 65536;
+  c.allreduce.seconds[1] *= 1.5;
+  const std::string toml = validation::platform_toml(c, c.models.front());
+  CHECK(toml.find("the line through the 65536 bytes of mlp's parameters as measured") != std::string::npos);
+  const testing::TempDir dir;
+  std::ofstream(dir.path() / "mlp.toml") << toml;
+  const sim::PlatformSpec p = experiments::read_calibration(dir.path() / "mlp.toml");
+  CHECK(p.allreduce_latency_s + 65536 / p.allreduce_bandwidth_Bps ==
+        doctest::Approx(c.allreduce.seconds[1]).epsilon(1e-5));
+}
+
 TEST_CASE("validation::platform_toml: read_calibration reads back the fitted platform") {
   const testing::TempDir dir;
   const validation::Calibration c = example();
