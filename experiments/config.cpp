@@ -15,13 +15,17 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "experiments/config_text.hpp"
 #include "experiments/sim_setup.hpp"
+#include "sim/platform.hpp"
+#include "sim/timing.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -32,11 +36,7 @@ constexpr std::array<std::string_view, 4> kDatasets = {"fashion-mnist", "cifar10
 constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dpsgd"};
 constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
-constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "custom"};
 constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
-constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
-constexpr std::array<std::string_view, 6> kAllReduce = {"ring", "hierarchical", "tree",
-                                                        "nvls", "collnet",      "auto"};
 
 // A check returns the reason a value is invalid, or an empty string when it is fine.
 template <class T>
@@ -134,9 +134,9 @@ Check<double> zero_or_within(double min, double max) {
   };
 }
 
-template <std::size_t N>
-Check<std::string> one_of(const std::array<std::string_view, N>& allowed) {
-  return [&allowed](const std::string& v) {
+// `allowed` views names with static storage (this file's tables, or the simulator's).
+Check<std::string> one_of(std::span<const std::string_view> allowed) {
+  return [allowed](const std::string& v) {
     if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) {
       return std::string();
     }
@@ -217,22 +217,32 @@ Check<std::vector<int>> mlp_widths() {
 }
 
 // Empty (keep the preset's value) or one of `allowed`.
-template <std::size_t N>
-Check<std::string> empty_or_one_of(const std::array<std::string_view, N>& allowed) {
+Check<std::string> empty_or_one_of(std::span<const std::string_view> allowed) {
   return [check = one_of(allowed)](const std::string& v) { return v.empty() ? std::string() : check(v); };
+}
+
+// The simulator's presets, and "custom" (a platform from the config's keys alone).
+std::span<const std::string_view> preset_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> all(sim::known_presets().begin(), sim::known_presets().end());
+    all.emplace_back("custom");
+    return all;
+  }();
+  return names;
 }
 
 Check<std::string> preset_or_file() {
   return [](const std::string& v) {
-    const bool is_preset = std::find(kPresets.begin(), kPresets.end(), v) != kPresets.end();
+    const auto presets = preset_names();
+    const bool is_preset = std::find(presets.begin(), presets.end(), v) != presets.end();
     const bool is_file = v.ends_with(".toml") || v.ends_with(".json");
     if (is_preset || is_file) {
       return std::string();
     }
     std::string reason =
         fmt::format("must be one of {}, or a calibration file path ending in .toml or .json; got {}",
-                    join(kPresets), toml_string(v));
-    if (const auto guess = closest_name(v, kPresets)) {
+                    join(presets), toml_string(v));
+    if (const auto guess = closest_name(v, presets)) {
       reason += fmt::format(" (did you mean '{}'?)", *guess);
     }
     return reason;
@@ -313,7 +323,7 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("platform", "nic_bandwidth_Bps", p.nic_bandwidth_Bps, at_least(0.0), "one NIC; 0: the preset's");
   v.field("platform", "nic_latency_s", p.nic_latency_s, at_least(0.0), "0: the preset's");
   v.field("platform", "nics_per_node", p.nics_per_node, at_least(0), "0: the preset's (custom: 1)");
-  v.field("platform", "fabric", p.fabric, empty_or_one_of(kFabrics),
+  v.field("platform", "fabric", p.fabric, empty_or_one_of(sim::known_fabrics()),
           "star | fat-tree | dragonfly | torus; empty: the preset's (custom: fat-tree)");
   v.field("platform", "switch_bandwidth_Bps", p.switch_bandwidth_Bps, at_least(0.0),
           "every fabric link; 0: the preset's (custom: the node's NICs)");
@@ -350,7 +360,7 @@ void visit_fields(Config& c, Visitor& v) {
           "measured all-reduce latency; 0: the preset's (none)");
   v.field("platform", "allreduce_bandwidth_Bps", p.allreduce_bandwidth_Bps, at_least(0.0),
           "measured all-reduce bandwidth; 0: the preset's (none: simulated)");
-  v.field("platform", "allreduce", p.allreduce, one_of(kAllReduce),
+  v.field("platform", "allreduce", p.allreduce, one_of(sim::known_allreduce_algorithms()),
           "ring | hierarchical | tree | nvls | collnet | auto (the fastest per size; centralized and global "
           "averages)");
   v.field("platform", "bucket_bytes", p.bucket_bytes, at_least(0),
