@@ -13,19 +13,19 @@
 #include <string_view>
 #include <vector>
 
+#include "core/batched_mlp.hpp"
+#include "core/mixing.hpp"
+#include "core/numerics.hpp"
+#include "core/parallel.hpp"
+#include "core/replica_store.hpp"
+#include "core/sgd.hpp"
 #include "models/dataset.hpp"
-#include "sim/batched_mlp.hpp"
-#include "sim/mixing.hpp"
-#include "sim/numerics.hpp"
-#include "sim/parallel.hpp"
-#include "sim/replica_store.hpp"
-#include "sim/sgd.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace {
 
-using dbench::sim::BatchedMlp;
+using dbench::core::BatchedMlp;
 using Clock = std::chrono::steady_clock;
 
 struct Options {
@@ -53,7 +53,7 @@ double seconds_since(Clock::time_point t0) {
 }
 
 /// Row i receives from i - 2^k (mod n) for every 2^k < n, and from itself; all weights 1 / (d + 1).
-dbench::sim::MixingMatrix exponential_graph(std::size_t n) {
+dbench::core::MixingMatrix exponential_graph(std::size_t n) {
   std::vector<std::int32_t> offsets{0};
   std::vector<std::int32_t> from;
   for (std::size_t i = 0; i < n; ++i) {
@@ -69,11 +69,11 @@ dbench::sim::MixingMatrix exponential_graph(std::size_t n) {
 }
 
 /// The reference compute: per replica, exactly the GEMM calls (shapes and operands) of one training step.
-void gemm_loop(const BatchedMlp& mlp, dbench::sim::ConstReplicaView params, const std::vector<float>& inputs,
-               std::size_t batch, dbench::sim::ReplicaView grads, unsigned threads) {
+void gemm_loop(const BatchedMlp& mlp, dbench::core::ConstReplicaView params, const std::vector<float>& inputs,
+               std::size_t batch, dbench::core::ReplicaView grads, unsigned threads) {
   const auto& w = mlp.widths();
   const auto& tensors = mlp.layout().tensors();
-  dbench::sim::parallel_for(threads, params.rows, [&](std::size_t r0, std::size_t r1) {
+  dbench::core::parallel_for(threads, params.rows, [&](std::size_t r0, std::size_t r1) {
     const std::size_t widest = *std::max_element(w.begin(), w.end());
     std::vector<float> act(batch * widest * w.size());
     std::vector<float> delta(batch * widest);
@@ -141,13 +141,13 @@ int main(int argc, char** argv) {
         "                      [--threads T (0: all)] [--block-cols C (0: auto)]\n");
     return 2;
   }
-  const unsigned threads = dbench::sim::resolve_threads(o.threads);
+  const unsigned threads = dbench::core::resolve_threads(o.threads);
   const std::size_t n = o.replicas;
   const BatchedMlp mlp({784, o.hidden, 10}, threads);
-  dbench::sim::ReplicaStore store(n, mlp.layout());
+  dbench::core::ReplicaStore store(n, mlp.layout());
   mlp.init(store.replica(0), 1);
   store.broadcast_params(0);
-  const dbench::sim::MixingMatrix w = exponential_graph(n);
+  const dbench::core::MixingMatrix w = exponential_graph(n);
   const std::size_t degree = w.entries() / n - 1;
 
   // Random data: the benchmark measures arithmetic and memory traffic, not learning.
@@ -164,15 +164,15 @@ int main(int argc, char** argv) {
   for (std::int32_t& y : labels) {
     y = static_cast<std::int32_t>(next() % mlp.classes());
   }
-  std::vector<dbench::sim::BatchStats> stats(n);
-  const dbench::sim::MixOptions mix_options{.block_cols = o.block_cols, .threads = threads};
-  const dbench::sim::MixOptions streaming{.block_cols = store.param_count(), .threads = threads};
+  std::vector<dbench::core::BatchStats> stats(n);
+  const dbench::core::MixOptions mix_options{.block_cols = o.block_cols, .threads = threads};
+  const dbench::core::MixOptions streaming{.block_cols = store.param_count(), .threads = threads};
   const double lr = 0.05;
 
   // One phase per way of running the local step; the reference runs inside every iteration, so that both see
   // the same machine load (other processes share these cores).
   auto run_phase = [&](bool fused) {
-    dbench::sim::Sgd sgd({.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true}, threads);
+    dbench::core::Sgd sgd({.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true}, threads);
     Timings t;
     for (int it = -o.warmup; it < o.iterations; ++it) {
       auto t0 = Clock::now();
@@ -189,14 +189,14 @@ int main(int argc, char** argv) {
         opt = seconds_since(t0);
       }
       t0 = Clock::now();
-      dbench::sim::mix(w.rows(), store.params(), store.mix_target(), mix_options);
+      dbench::core::mix(w.rows(), store.params(), store.mix_target(), mix_options);
       store.swap_mixed();
       const double mixing = seconds_since(t0);
       t0 = Clock::now();
       gemm_loop(mlp, store.params(), inputs, o.batch, store.grads(), threads);
       const double gemm = seconds_since(t0);
       t0 = Clock::now();
-      dbench::sim::mix(w.rows(), store.params(), store.mix_target(), streaming);
+      dbench::core::mix(w.rows(), store.params(), store.mix_target(), streaming);
       const double stream = seconds_since(t0);
       if (it >= 0) {
         t.compute += compute / o.iterations;
@@ -254,14 +254,14 @@ int main(int argc, char** argv) {
   try {
     const auto train = dbench::models::read_fashion_mnist(dbench::models::Split::train);
     const auto test = dbench::models::read_fashion_mnist(dbench::models::Split::test);
-    dbench::sim::NumericsSpec spec;
+    dbench::core::NumericsSpec spec;
     spec.model.mlp_hidden = {static_cast<int>(o.hidden)};
     spec.workers = static_cast<int>(n);
     spec.batch_per_worker = static_cast<int>(o.batch);
     spec.iterations = o.iterations + o.warmup;
     spec.sgd = {.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true};
     spec.threads = threads;
-    dbench::sim::VirtualReplicas engine(spec, train, test);
+    dbench::core::VirtualReplicas engine(spec, train, test);
     dbench::topology::SequencePolicy policy(
         dbench::topology::GraphSequence(dbench::topology::exponential(static_cast<int>(n))));
     double engine_s = 0.0;
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
       const double step = seconds_since(t0);
       t0 = Clock::now();
       gemm_loop(mlp, store.params(), inputs, o.batch, store.grads(), threads);
-      dbench::sim::mix(w.rows(), store.params(), store.mix_target(), streaming);
+      dbench::core::mix(w.rows(), store.params(), store.mix_target(), streaming);
       const double reference = seconds_since(t0);
       if (it >= 0) {
         engine_s += step / o.iterations;

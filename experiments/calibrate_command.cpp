@@ -22,6 +22,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/mixing.hpp"
+#include "core/numerics.hpp"
+#include "core/replica_model.hpp"
+#include "core/replica_store.hpp"
+#include "core/sgd.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
@@ -31,11 +36,6 @@
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
 #include "runtime/launcher.hpp"
-#include "sim/mixing.hpp"
-#include "sim/numerics.hpp"
-#include "sim/replica_model.hpp"
-#include "sim/replica_store.hpp"
-#include "sim/sgd.hpp"
 #include "topology/generators.hpp"
 #include "validation/calibration.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
@@ -156,10 +156,10 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   ExperimentConfig config = base;
   config.train.model = model;
   config.train.workers = comm.size();
-  const sim::NumericsSpec spec = numerics_spec(config, train);
-  const auto net = sim::make_replica_model(spec.model, 1);
-  sim::ReplicaStore store(1, net->layout());
-  sim::Sgd sgd(spec.sgd, 1);
+  const core::NumericsSpec spec = numerics_spec(config, train);
+  const auto net = core::make_replica_model(spec.model, 1);
+  core::ReplicaStore store(1, net->layout());
+  core::Sgd sgd(spec.sgd, 1);
   net->init(store.replica(0), 1);
   const models::ModelProfile profile = models::model_profile(spec.model);
   validation::ModelCalibration result;
@@ -177,7 +177,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
       i = next++ % train.size;
     }
     models::gather(train, indices, inputs, labels);
-    sim::BatchStats stats;
+    core::BatchStats stats;
     if (!net->train_sgd_step(store.params(), inputs, labels, batch, sgd, 0.01, store.momentum(),
                              std::span(&stats, 1))) {
       net->train_step(store.params(), inputs, labels, batch, store.grads(), std::span(&stats, 1));
@@ -250,7 +250,7 @@ class HostLinkBuffers final : public LinkBuffers {
   void mix() override {
     const std::array<float, 2> weights{0.5f, 0.5f};
     const std::array<const float*, 2> sources{params_.data(), received_.data()};
-    sim::mix_row(weights, sources, 0, mixed_, sim::MixOptions{0, 1, true});
+    core::mix_row(weights, sources, 0, mixed_, core::MixOptions{0, 1, true});
     params_.swap(mixed_);
   }
   void average(runtime::Communicator& comm) override { runtime::average_over_workers(comm, params_, sum_); }
@@ -476,7 +476,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
                     : std::filesystem::path(o.out);
   const bool root = comm.rank() == 0;
   const auto train =
-      sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
+      core::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
   validation::Calibration c;
   c.workers = comm.size();
   c.host = host_name();

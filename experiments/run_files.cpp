@@ -38,7 +38,7 @@ void RunRecorder::on_schedule(std::int64_t iteration, const topology::ScheduleSt
   }
 }
 
-void RunRecorder::on_metrics(const sim::MetricsRow& row) {
+void RunRecorder::on_metrics(const core::MetricsRow& row) {
   if (metrics_.empty()) {
     metrics_ =
         "iteration,epoch,lr,train_loss,test_loss,test_accuracy,consensus_distance,norm_variance,"

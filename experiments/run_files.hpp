@@ -5,19 +5,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/numerics.hpp"
 #include "experiments/config.hpp"
-#include "sim/numerics.hpp"
 
 namespace dbench::experiments {
 
 /// Accumulates metrics.csv and schedule.csv as a run produces them, and prints progress.
-class RunRecorder final : public sim::NumericsObserver {
+class RunRecorder final : public core::NumericsObserver {
  public:
   /// `total_iterations` sizes the progress line; `progress` false keeps stderr quiet.
   RunRecorder(std::int64_t total_iterations, bool progress);
 
   void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override;
-  void on_metrics(const sim::MetricsRow& row) override;
+  void on_metrics(const core::MetricsRow& row) override;
   void on_iteration(std::int64_t iteration) override;
 
   /// metrics.csv: iteration, epoch, lr, train_loss, test_loss, test_accuracy, consensus_distance,
@@ -54,7 +54,7 @@ inline nlohmann::json summary_header(const ExperimentConfig& config, const char*
   return summary;
 }
 
-/// summary.json's keys of a finished training run, the same from both engines (`Result`: sim::NumericsResult
+/// summary.json's keys of a finished training run, the same from both engines (`Result`: core::NumericsResult
 /// or runtime::TrainResult).
 template <class Result>
 void add_training_summary(nlohmann::json& summary, const ExperimentConfig& config, const Result& result,

@@ -17,9 +17,9 @@
 
 namespace dbench::experiments {
 
-sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train) {
+core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train) {
   const TrainConfig& t = config.train;
-  sim::NumericsSpec spec;
+  core::NumericsSpec spec;
   spec.model.name = t.model;
   spec.model.input_channels = train.channels;
   spec.model.input_height = train.height;
@@ -32,9 +32,9 @@ sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Da
   spec.lr.peak = peak_lr(t);
   spec.lr.iterations = t.iterations;
   spec.lr.warmup_iterations = t.warmup_iterations;
-  spec.lr.decay = t.lr_schedule == "step"     ? sim::LrDecay::step
-                  : t.lr_schedule == "cosine" ? sim::LrDecay::cosine
-                                              : sim::LrDecay::constant;
+  spec.lr.decay = t.lr_schedule == "step"     ? core::LrDecay::step
+                  : t.lr_schedule == "cosine" ? core::LrDecay::cosine
+                                              : core::LrDecay::constant;
   spec.lr.milestones.assign(t.lr_step_milestones.begin(), t.lr_step_milestones.end());
   spec.lr.gamma = t.lr_step_gamma;
   spec.lr.min_lr = t.lr_min;

@@ -5,16 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "experiments/config.hpp"
 #include "models/dataset.hpp"
-#include "sim/numerics.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace dbench::experiments {
 
 /// The numerics spec of a config; the model's input shape and classes come from the training set.
-sim::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train);
+core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train);
 
 /// The graph spec of [algorithm] for `workers` nodes; throws ConfigKeyError naming algorithm.graph on an
 /// unknown graph, algorithm.torus_shape on a shape that is not the workers'.

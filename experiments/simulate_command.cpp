@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/memory_estimate.hpp"
@@ -19,7 +20,6 @@
 #include "experiments/timing_setup.hpp"
 #include "models/model_profile.hpp"
 #include "runtime/launcher.hpp"
-#include "sim/numerics.hpp"
 #include "sim/timing.hpp"
 
 namespace dbench::experiments {
@@ -40,14 +40,14 @@ struct SimulateOptions {
 
 // Forwards everything to the recorder and keeps what the timing needs: the realized schedule and the
 // accuracy of each metrics row.
-class TimedRun final : public sim::NumericsObserver {
+class TimedRun final : public core::NumericsObserver {
  public:
   explicit TimedRun(RunRecorder& recorder) : recorder_(recorder) {}
   void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
     schedule_.push_back(step);
     recorder_.on_schedule(iteration, step);
   }
-  void on_metrics(const sim::MetricsRow& row) override {
+  void on_metrics(const core::MetricsRow& row) override {
     rows_.push_back(row);
     rows_.back().tensors.clear();
     recorder_.on_metrics(row);
@@ -55,12 +55,12 @@ class TimedRun final : public sim::NumericsObserver {
   void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
 
   const std::vector<topology::ScheduleStep>& schedule() const { return schedule_; }
-  const std::vector<sim::MetricsRow>& rows() const { return rows_; }
+  const std::vector<core::MetricsRow>& rows() const { return rows_; }
 
  private:
   RunRecorder& recorder_;
   std::vector<topology::ScheduleStep> schedule_;
-  std::vector<sim::MetricsRow> rows_;
+  std::vector<core::MetricsRow> rows_;
 };
 
 std::string num(double value) {
@@ -93,7 +93,7 @@ std::string worker_trace_csv(const sim::TimingResult& timing) {
 }
 
 // accuracy_time.csv: the metrics rows on the simulated clock, for accuracy against wall-clock time.
-std::string accuracy_time_csv(const std::vector<sim::MetricsRow>& rows, const sim::TimingResult& timing) {
+std::string accuracy_time_csv(const std::vector<core::MetricsRow>& rows, const sim::TimingResult& timing) {
   std::vector<double> elapsed(timing.iterations.size() + 1, 0.0);
   for (std::size_t t = 0; t < timing.iterations.size(); ++t) {
     elapsed[t + 1] = elapsed[t] + timing.iterations[t].total_s;
@@ -195,10 +195,10 @@ void run_simulate(const SimulateOptions& options) {
   }
 
   const auto train =
-      sim::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
+      core::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
   const auto test =
-      sim::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
-  sim::NumericsSpec spec = numerics_spec(config, train);
+      core::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
+  core::NumericsSpec spec = numerics_spec(config, train);
   spec.threads = options.threads;
   // The replicas' matrices are the first large allocation: a run that cannot fit is refused before it.
   const models::ModelProfile profile = models::model_profile(spec.model);
@@ -214,7 +214,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   RunRecorder recorder(spec.iterations, !options.quiet);
   TimedRun run(recorder);
-  const sim::NumericsResult result = sim::run_numerics(spec, train, test, *policy, run);
+  const core::NumericsResult result = core::run_numerics(spec, train, test, *policy, run);
   // Synchronous training's numerics do not depend on time: the realized schedule is timed afterwards.
   const sim::TimingResult timing = sim::time_schedule(timing_spec, run.schedule(), options.per_gpu_trace);
 

@@ -66,7 +66,7 @@ models::Dataset load_train_data(const ExperimentConfig& config, models::Split sp
     }
     return runtime::read_image_folder(split, config.train.data_dir, {image_size, image_size});
   }
-  return sim::load_dataset(config.train.dataset, split, config.train.data_dir, config.seed);
+  return core::load_dataset(config.train.dataset, split, config.train.data_dir, config.seed);
 }
 
 /// Length-prefixed fields, so that CSV text survives a checkpoint unchanged.
@@ -104,7 +104,7 @@ class TrainRecorder final : public runtime::TrainObserver {
   void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
     recorder_.on_schedule(iteration, step);
   }
-  void on_metrics(const sim::MetricsRow& row) override { recorder_.on_metrics(row); }
+  void on_metrics(const core::MetricsRow& row) override { recorder_.on_metrics(row); }
   void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
   void on_trace(const std::vector<std::vector<runtime::StepTrace>>& per_worker) override {
     // Graph names by iteration, from the schedule.
@@ -274,7 +274,7 @@ std::string results_path(const TrainOptions& options, const ExperimentConfig& co
 
 /// A LibTorch model on options.device: tensors move through NCCL on a GPU (the GPU of the worker's local rank
 /// unless the device names one), through `host` on the CPU.
-runtime::TrainResult train_on_device(const sim::NumericsSpec& spec, const models::Dataset& train,
+runtime::TrainResult train_on_device(const core::NumericsSpec& spec, const models::Dataset& train,
                                      const models::Dataset& test, topology::GraphPolicy& policy,
                                      runtime::Communicator& host, int local_rank,
                                      const runtime::WorkerOptions& w, TrainRecorder& recorder,
@@ -328,7 +328,7 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   }
   const auto train = load_train_data(config, models::Split::train, options.image_size);
   const auto test = load_train_data(config, models::Split::test, options.image_size);
-  const sim::NumericsSpec spec = numerics_spec(config, train);
+  const core::NumericsSpec spec = numerics_spec(config, train);
   auto policy = make_policy(config);
   runtime::Communicator& comm = connect();
 

@@ -2,8 +2,8 @@
 
 #include <fmt/core.h>
 
-#include "sim/errors.hpp"
-#include "sim/mixing.hpp"
+#include "core/errors.hpp"
+#include "core/mixing.hpp"
 
 namespace dbench::runtime {
 
@@ -20,7 +20,7 @@ GossipPlan plan_gossip(const topology::Graph& graph, int rank) {
     }
   }
   if (plan.self_term == row.size()) {
-    throw sim::MixingError(fmt::format("graph '{}': row {} has no self term", graph.name(), rank));
+    throw core::MixingError(fmt::format("graph '{}': row {} has no self term", graph.name(), rank));
   }
   for (int i = 0; i < graph.nodes(); ++i) {
     if (i == rank) {
@@ -58,7 +58,7 @@ void mix_received(const GossipPlan& plan, std::span<const float> self, std::span
   for (std::size_t k = 0; k < plan.weight.size(); ++k) {
     sources.push_back(k == plan.self_term ? self.data() : received.data() + (next++) * p);
   }
-  sim::mix_row(plan.weight, sources, plan.self_term, out, sim::MixOptions{0, threads, true});
+  core::mix_row(plan.weight, sources, plan.self_term, out, core::MixOptions{0, threads, true});
 }
 
 void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum) {

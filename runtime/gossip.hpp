@@ -19,7 +19,7 @@ struct GossipPlan {
   std::vector<int> out_peers;  ///< workers whose rows read this worker, ascending
 };
 
-/// The plan of worker `rank` in `graph`; throws sim::MixingError when its row has no self term.
+/// The plan of worker `rank` in `graph`; throws core::MixingError when its row has no self term.
 GossipPlan plan_gossip(const topology::Graph& graph, int rank);
 
 /// Sends `mine` to every out-neighbour and receives the in-neighbours' parameters, in_peers order, into
@@ -27,7 +27,7 @@ GossipPlan plan_gossip(const topology::Graph& graph, int rank);
 void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<const float> mine,
                          std::vector<float>& received, int tag);
 
-/// out = the plan's row applied to `self` and `received` (sim::mix_row: the simulator's rounding).
+/// out = the plan's row applied to `self` and `received` (core::mix_row: the simulator's rounding).
 void mix_received(const GossipPlan& plan, std::span<const float> self, std::span<const float> received,
                   std::span<float> out, unsigned threads = 1);
 

@@ -11,14 +11,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/errors.hpp"
+#include "core/replica_model.hpp"
 #include "models/partition.hpp"
 #include "models/rng.hpp"
 #include "models/torch_models.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
 #include "runtime/trace_gather.hpp"
-#include "sim/errors.hpp"
-#include "sim/replica_model.hpp"
 
 namespace dbench::runtime {
 namespace {
@@ -36,7 +36,7 @@ std::span<float> span_of(torch::Tensor& t) {
 
 class TorchWorker {
  public:
-  TorchWorker(const sim::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
+  TorchWorker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
               Communicator& host, Communicator& tensors, const std::string& device)
       : spec_(spec),
         train_(train),
@@ -90,7 +90,7 @@ class TorchWorker {
       const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
       const bool observe = policy.observe_every() > 0 && (t + 1) % policy.observe_every() == 0;
       if (eval || observe) {
-        const sim::MetricsRow row = evaluate();
+        const core::MetricsRow row = evaluate();
         latest = eval ? report(row, observer, result) : observation(row);
       }
       traces_.push_back({t, total_s - comm_s, comm_s, total_s, bytes, last_loss_, last_lr_});
@@ -171,10 +171,10 @@ class TorchWorker {
   /// The simulator's initial parameters (those of its replicas and of the CPU workers), where the simulator
   /// has this model with the same tensors in the same order and shapes, so that the engines' runs start
   /// alike: the MLP's differ from LibTorch's own initialisation (LeNet's are LibTorch's in both).
-  void init_as_simulator(const sim::NumericsSpec& spec) {
-    std::unique_ptr<sim::ReplicaModel> net;
+  void init_as_simulator(const core::NumericsSpec& spec) {
+    std::unique_ptr<core::ReplicaModel> net;
     try {
-      net = sim::make_replica_model(spec.model, 1);
+      net = core::make_replica_model(spec.model, 1);
     } catch (const std::invalid_argument&) {
       return;  // a model only LibTorch has (the ResNets)
     }
@@ -255,7 +255,7 @@ class TorchWorker {
     auto it = plans_.find(&graph);
     if (it == plans_.end()) {
       if (graph.nodes() != workers_) {
-        throw sim::ShapeError(
+        throw core::ShapeError(
             fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
       }
       it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
@@ -298,9 +298,9 @@ class TorchWorker {
 
   /// The averaged model on this worker's slice of the evaluation set, every replica on the fixed subset, and
   /// the replica statistics; collective.
-  sim::MetricsRow evaluate() {
+  core::MetricsRow evaluate() {
     torch::NoGradGuard no_grad;
-    sim::MetricsRow row;
+    core::MetricsRow row;
     row.iteration = done_;
     row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
     row.lr = last_lr_;
@@ -331,7 +331,7 @@ class TorchWorker {
     host_.allreduce(std::span<double>(sums), ReduceOp::sum);
     mean_norm_sq_ = 0.0;
     for (std::size_t t = 0; t < count; ++t) {
-      sim::TensorMetrics m;
+      core::TensorMetrics m;
       m.name = names_[t];
       m.norm_mean = sums[t] / n;
       m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
@@ -400,7 +400,7 @@ class TorchWorker {
     return {loss, correct};
   }
 
-  topology::PolicyObservation observation(const sim::MetricsRow& row) const {
+  topology::PolicyObservation observation(const core::MetricsRow& row) const {
     topology::PolicyObservation o;
     o.iteration = row.iteration;
     o.consensus_distance = row.consensus_distance;
@@ -410,7 +410,7 @@ class TorchWorker {
     return o;
   }
 
-  topology::PolicyObservation report(const sim::MetricsRow& row, TrainObserver& observer,
+  topology::PolicyObservation report(const core::MetricsRow& row, TrainObserver& observer,
                                      TrainResult& result) {
     record_evaluation(row, rank_, observer, result);
     return observation(row);
@@ -421,7 +421,7 @@ class TorchWorker {
     return runtime::gather_traces(host_, rank_, workers_, traces_);
   }
 
-  sim::NumericsSpec spec_;
+  core::NumericsSpec spec_;
   const models::Dataset& train_;
   const models::Dataset& test_;
   Communicator& host_;
@@ -450,7 +450,7 @@ class TorchWorker {
 
 }  // namespace
 
-TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+TrainResult train_torch_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                                const models::Dataset& test, topology::GraphPolicy& policy, Communicator& host,
                                Communicator& tensors, const std::string& device, const WorkerOptions& options,
                                TrainObserver& observer) {
@@ -469,13 +469,13 @@ TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Data
 
 struct TorchWorkerBench::Impl {
   // Built in place: the worker's sampler refers to its partition, so a worker must not move.
-  Impl(const sim::NumericsSpec& spec, const models::Dataset& train, Communicator& host, Communicator& tensors,
-       const std::string& device)
+  Impl(const core::NumericsSpec& spec, const models::Dataset& train, Communicator& host,
+       Communicator& tensors, const std::string& device)
       : worker(spec, train, train, host, tensors, device) {}
   TorchWorker worker;
 };
 
-TorchWorkerBench::TorchWorkerBench(const sim::NumericsSpec& spec, const models::Dataset& train,
+TorchWorkerBench::TorchWorkerBench(const core::NumericsSpec& spec, const models::Dataset& train,
                                    Communicator& host, Communicator& tensors, const std::string& device)
     : impl_(std::make_unique<Impl>(spec, train, host, tensors, device)) {}
 

@@ -18,7 +18,7 @@ namespace dbench::runtime {
 /// memory: MPI for the CPU); `host` carries the few host numbers (losses, metrics) and may be the same object
 /// for the CPU. Batch-norm statistics stay local to each worker. Checkpoints, overlap and fault injection are
 /// the CPU worker's; they are refused here. Throws like train_worker.
-TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+TrainResult train_torch_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                                const models::Dataset& test, topology::GraphPolicy& policy, Communicator& host,
                                Communicator& tensors, const std::string& device, const WorkerOptions& options,
                                TrainObserver& observer);
@@ -28,7 +28,7 @@ TrainResult train_torch_worker(const sim::NumericsSpec& spec, const models::Data
 /// communication.
 class TorchWorkerBench {
  public:
-  TorchWorkerBench(const sim::NumericsSpec& spec, const models::Dataset& train, Communicator& host,
+  TorchWorkerBench(const core::NumericsSpec& spec, const models::Dataset& train, Communicator& host,
                    Communicator& tensors, const std::string& device);
   ~TorchWorkerBench();
   TorchWorkerBench(const TorchWorkerBench&) = delete;

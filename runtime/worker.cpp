@@ -14,14 +14,14 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/errors.hpp"
+#include "core/replica_model.hpp"
+#include "core/replica_store.hpp"
+#include "core/sgd.hpp"
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
 #include "runtime/trace_gather.hpp"
-#include "sim/errors.hpp"
-#include "sim/replica_model.hpp"
-#include "sim/replica_store.hpp"
-#include "sim/sgd.hpp"
 
 namespace dbench::runtime {
 namespace {
@@ -42,9 +42,9 @@ std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
 }
 
 /// The simulator's replica model of `spec` for one replica, named from the runtime's side when unavailable.
-std::unique_ptr<sim::ReplicaModel> make_net(const models::ModelSpec& spec) {
+std::unique_ptr<core::ReplicaModel> make_net(const models::ModelSpec& spec) {
   try {
-    return sim::make_replica_model(spec, 1);
+    return core::make_replica_model(spec, 1);
   } catch (const std::invalid_argument&) {
     throw std::invalid_argument(
         fmt::format("train.model: '{}' cannot run on dbench train's workers yet: they run the simulator's "
@@ -60,7 +60,7 @@ int tag_of(std::int64_t iteration) {
 
 class Worker {
  public:
-  Worker(const sim::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
+  Worker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
          Communicator& comm, const WorkerOptions& options)
       : spec_(spec),
         comm_(comm),
@@ -191,7 +191,7 @@ class Worker {
     auto it = plans_.find(&graph);
     if (it == plans_.end()) {
       if (graph.nodes() != workers_) {
-        throw sim::ShapeError(
+        throw core::ShapeError(
             fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
       }
       it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
@@ -208,7 +208,7 @@ class Worker {
   }
 
   /// The local SGD step on this iteration's batch, fused where the model can (as the simulator does it).
-  void local_step(sim::BatchStats& stats) {
+  void local_step(core::BatchStats& stats) {
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     if (!net_->train_sgd_step(store_.params(), inputs_, labels_, batch, sgd_, last_lr_, store_.momentum(),
                               std::span(&stats, 1))) {
@@ -226,7 +226,7 @@ class Worker {
     last_lr_ = spec_.lr.at(t);
     trace.lr = last_lr_;
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
-    sim::BatchStats stats;
+    core::BatchStats stats;
     gather_batch(t);
     if (step.graph == nullptr && !step.average_parameters) {
       // Centralized: the mean gradient.
@@ -331,7 +331,7 @@ class Worker {
     }
     measured_.clear();
     for (std::size_t t = 0; t < count; ++t) {
-      sim::TensorMetrics m;
+      core::TensorMetrics m;
       m.name = tensors[t].name;
       m.norm_mean = sums[t] / n;
       m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
@@ -342,8 +342,8 @@ class Worker {
 
   /// The metrics row of the current state: the last measured replica statistics, the averaged model on the
   /// evaluation set (each worker evaluates a slice) and every replica on the fixed subset.
-  sim::MetricsRow evaluate() {
-    sim::MetricsRow row;
+  core::MetricsRow evaluate() {
+    core::MetricsRow row;
     row.iteration = done_;
     row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
     row.lr = last_lr_;
@@ -369,13 +369,13 @@ class Worker {
     const std::size_t s1 = samples * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(workers_);
     std::array<double, 5> sums{};
     if (s1 > s0) {
-      const sim::EvalResult avg =
+      const core::EvalResult avg =
           net_->evaluate(average, std::span<const float>(eval_images_).subspan(s0 * in, (s1 - s0) * in),
                          std::span<const std::int32_t>(eval_labels_).subspan(s0, s1 - s0));
       sums[0] = avg.loss * static_cast<double>(avg.samples);
       sums[1] = static_cast<double>(avg.correct);
     }
-    const sim::EvalResult mine =
+    const core::EvalResult mine =
         net_->evaluate(x, std::span<const float>(eval_images_.data(), replica_eval_count_ * in),
                        std::span<const std::int32_t>(eval_labels_.data(), replica_eval_count_));
     sums[2] = mine.accuracy();
@@ -405,7 +405,7 @@ class Worker {
     return o;
   }
 
-  void report(const sim::MetricsRow& row, TrainObserver& observer, TrainResult& result) {
+  void report(const core::MetricsRow& row, TrainObserver& observer, TrainResult& result) {
     record_evaluation(row, rank_, observer, result);
   }
 
@@ -485,14 +485,14 @@ class Worker {
     return runtime::gather_traces(comm_, rank_, workers_, trace_);
   }
 
-  sim::NumericsSpec spec_;
+  core::NumericsSpec spec_;
   Communicator& comm_;
   WorkerOptions options_;
   int rank_;
   int workers_;
-  std::unique_ptr<sim::ReplicaModel> net_;
-  sim::ReplicaStore store_;
-  sim::Sgd sgd_;
+  std::unique_ptr<core::ReplicaModel> net_;
+  core::ReplicaStore store_;
+  core::Sgd sgd_;
   models::Partition partition_;
   models::BatchSampler sampler_;
   std::vector<std::int64_t> position_;  // sample index -> position in the shard
@@ -507,7 +507,7 @@ class Worker {
   std::vector<float> recv_;
   std::vector<float> snapshot_;
   std::vector<double> sum_;
-  std::vector<sim::TensorMetrics> measured_;
+  std::vector<core::TensorMetrics> measured_;
   std::vector<double> measured_norms_;
   std::vector<topology::PolicyObservation> observations_;  // every one given to the policy, in order
   double measured_mean_norm_sq_ = 0.0;
@@ -519,7 +519,7 @@ class Worker {
 
 }  // namespace
 
-void record_evaluation(const sim::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result) {
+void record_evaluation(const core::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result) {
   if (!std::isfinite(row.test_loss)) {
     throw DivergenceError(
         fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
@@ -533,7 +533,7 @@ void record_evaluation(const sim::MetricsRow& row, int rank, TrainObserver& obse
   result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
 }
 
-TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
                          const WorkerOptions& options, TrainObserver& observer) {
   if (spec.workers != comm.size()) {
@@ -544,7 +544,7 @@ TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& t
   }
   const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
   if (in != train.sample_elements() || spec.model.classes != train.classes) {
-    throw sim::ShapeError(
+    throw core::ShapeError(
         fmt::format("train.model: an input of {} features and {} classes does not fit the data "
                     "set ({} features, {} classes)",
                     in, spec.model.classes, train.sample_elements(), train.classes));

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "models/dataset.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
-#include "sim/numerics.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace dbench::runtime {
@@ -39,7 +39,7 @@ struct WorkerOptions {
 };
 
 /// Receives a run's results on rank 0: schedule, metrics and progress as sim's observers do, plus the trace.
-class TrainObserver : public sim::NumericsObserver {
+class TrainObserver : public core::NumericsObserver {
  public:
   /// Every worker's trace of the run, in iteration order, once at the end (rank 0 only).
   virtual void on_trace(const std::vector<std::vector<StepTrace>>& /*per_worker*/) {}
@@ -65,12 +65,12 @@ struct TrainResult {
 
 /// One evaluation of the averaged model: rank 0 passes it to the observer, every rank updates `result`.
 /// Throws DivergenceError when the test loss is not finite.
-void record_evaluation(const sim::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result);
+void record_evaluation(const core::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result);
 
 /// Trains this worker's replica for spec.iterations iterations in step with its peers; spec.workers must be
 /// comm.size(). Throws DivergenceError on a non-finite loss, PeerLostError when a peer is lost,
 /// CheckpointError on a checkpoint that cannot be written or resumed.
-TrainResult train_worker(const sim::NumericsSpec& spec, const models::Dataset& train,
+TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
                          const WorkerOptions& options, TrainObserver& observer);
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/mixing.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
-#include "sim/mixing.hpp"
 
 using namespace dbench::runtime;
 
@@ -71,9 +71,9 @@ TEST_CASE("runtime::gossip: a worker's mix_row equals its row of the simulator's
     }
     offsets.push_back(static_cast<std::int32_t>(from.size()));
   }
-  const dbench::sim::MixingMatrix w(offsets, from, weight);
+  const dbench::core::MixingMatrix w(offsets, from, weight);
   std::vector<float> mixed(n * p);
-  dbench::sim::mix(w.rows(), {x.data(), n, p, p}, {mixed.data(), n, p, p});
+  dbench::core::mix(w.rows(), {x.data(), n, p, p}, {mixed.data(), n, p, p});
   for (std::size_t i = 0; i < n; ++i) {
     std::vector<const float*> sources;
     std::vector<float> weights;
@@ -87,7 +87,7 @@ TEST_CASE("runtime::gossip: a worker's mix_row equals its row of the simulator's
       weights.push_back(static_cast<float>(weight[static_cast<std::size_t>(k)]));
     }
     std::vector<float> out(p);
-    dbench::sim::mix_row(weights, sources, self, out);
+    dbench::core::mix_row(weights, sources, self, out);
     CHECK(std::equal(out.begin(), out.end(), mixed.begin() + static_cast<std::ptrdiff_t>(i * p)));
   }
 }

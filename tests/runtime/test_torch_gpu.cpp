@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "experiments/sim_setup.hpp"
 #include "gpu/skip.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/nccl_communicator.hpp"
 #include "runtime/torch_worker.hpp"
-#include "sim/numerics.hpp"
 
 namespace {
 
@@ -72,7 +72,7 @@ TEST_SUITE("gpu") {
     const std::vector<std::string> overrides{"train.model=lenet", "train.workers=1",
                                              "algorithm.kind=centralized"};
     const auto config = dbench::experiments::load_config("", overrides, "<test>");
-    const auto train = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
+    const auto train = dbench::core::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
     const auto spec = dbench::experiments::numerics_spec(config, train);
     dbench::runtime::SingleWorkerCommunicator host;
     dbench::runtime::NcclCommunicator nccl(host);

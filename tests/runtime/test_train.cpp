@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
 #include "runtime/checkpoint.hpp"
-#include "sim/numerics.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -46,12 +46,12 @@ fs::path write_config(const fs::path& dir, const std::string& text) {
 std::vector<std::vector<float>> simulate_params(const std::string& text) {
   const auto config = dbench::experiments::load_config(text);
   // Every case trains on Fashion-MNIST: read it once.
-  static const auto train = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
-  static const auto test = dbench::sim::load_dataset("fashion-mnist", dbench::models::Split::test, "", 1);
+  static const auto train = dbench::core::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
+  static const auto test = dbench::core::load_dataset("fashion-mnist", dbench::models::Split::test, "", 1);
   auto spec = dbench::experiments::numerics_spec(config, train);
   spec.threads = 1;
   auto policy = dbench::experiments::make_policy(config);
-  dbench::sim::VirtualReplicas replicas(spec, train, test);
+  dbench::core::VirtualReplicas replicas(spec, train, test);
   // As run_numerics drives a policy: observations at evaluations and every observe_every iterations.
   auto latest = replicas.observation();
   const std::int64_t observe_every = policy->observe_every();

@@ -5,14 +5,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/batched_mlp.hpp"
-#include "sim/errors.hpp"
-#include "sim/replica_store.hpp"
-#include "sim/sgd.hpp"
+#include "core/batched_mlp.hpp"
+#include "core/errors.hpp"
+#include "core/replica_store.hpp"
+#include "core/sgd.hpp"
 #include "test_helpers.hpp"
 
-namespace sim = dbench::sim;
-using sim::testing::TestRng;
+namespace core = dbench::core;
+using core::testing::TestRng;
 
 namespace {
 
@@ -23,7 +23,7 @@ struct Reference {
   std::vector<double> grad;
 };
 
-Reference reference(const sim::BatchedMlp& mlp, const std::vector<double>& params, const float* x,
+Reference reference(const core::BatchedMlp& mlp, const std::vector<double>& params, const float* x,
                     const std::int32_t* y, std::size_t batch) {
   const auto& w = mlp.widths();
   const auto& t = mlp.layout().tensors();
@@ -84,9 +84,9 @@ Reference reference(const sim::BatchedMlp& mlp, const std::vector<double>& param
 
 /// A small problem: N replicas with their own parameters and batches.
 struct Problem {
-  sim::BatchedMlp mlp;
+  core::BatchedMlp mlp;
   std::size_t batch;
-  sim::ReplicaStore store;
+  core::ReplicaStore store;
   std::vector<float> inputs;
   std::vector<std::int32_t> labels;
 
@@ -105,8 +105,8 @@ struct Problem {
       y = static_cast<std::int32_t>(rng.below(mlp.classes()));
     }
   }
-  std::vector<sim::BatchStats> train() {
-    std::vector<sim::BatchStats> stats(store.replicas());
+  std::vector<core::BatchStats> train() {
+    std::vector<core::BatchStats> stats(store.replicas());
     mlp.train_step(store.params(), inputs, labels, batch, store.grads(), stats);
     return stats;
   }
@@ -114,8 +114,8 @@ struct Problem {
 
 }  // namespace
 
-TEST_CASE("sim::batched_mlp: the layout follows nn.Linear's parameters, in order") {
-  const sim::BatchedMlp mlp({784, 64, 10});
+TEST_CASE("core::batched_mlp: the layout follows nn.Linear's parameters, in order") {
+  const core::BatchedMlp mlp({784, 64, 10});
   const auto& t = mlp.layout().tensors();
   REQUIRE(t.size() == 4);
   CHECK(t[0].name == "fc1.weight");
@@ -128,9 +128,9 @@ TEST_CASE("sim::batched_mlp: the layout follows nn.Linear's parameters, in order
   CHECK(mlp.train_flops_per_sample() == 2.0 * (2 * 784 * 64 + 3 * 64 * 10));
 }
 
-TEST_CASE("sim::batched_mlp: losses, hits and gradients match a double-precision reference") {
+TEST_CASE("core::batched_mlp: losses, hits and gradients match a double-precision reference") {
   Problem pr({7, 6, 5, 4}, 3, 5, 2, 1);
-  const std::vector<sim::BatchStats> stats = pr.train();
+  const std::vector<core::BatchStats> stats = pr.train();
   for (std::size_t i = 0; i < 3; ++i) {
     CAPTURE(i);
     const std::span<const float> p = pr.store.replica(i);
@@ -148,7 +148,7 @@ TEST_CASE("sim::batched_mlp: losses, hits and gradients match a double-precision
   }
 }
 
-TEST_CASE("sim::batched_mlp: the double reference agrees with central finite differences") {
+TEST_CASE("core::batched_mlp: the double reference agrees with central finite differences") {
   Problem pr({4, 3, 3}, 1, 3, 1, 2);
   const std::span<const float> p0 = pr.store.replica(0);
   std::vector<double> p(p0.begin(), p0.end());
@@ -167,11 +167,11 @@ TEST_CASE("sim::batched_mlp: the double reference agrees with central finite dif
   }
 }
 
-TEST_CASE("sim::batched_mlp: float gradients agree with finite differences of the float loss") {
+TEST_CASE("core::batched_mlp: float gradients agree with finite differences of the float loss") {
   Problem pr({6, 5, 4}, 2, 4, 1, 3);
   pr.train();
-  const sim::AlignedBuffer grads_copy = [&] {
-    sim::AlignedBuffer b(pr.store.replicas() * pr.store.stride());
+  const core::AlignedBuffer grads_copy = [&] {
+    core::AlignedBuffer b(pr.store.replicas() * pr.store.stride());
     std::copy_n(pr.store.grads().data, b.size(), b.data());
     return b;
   }();
@@ -193,19 +193,19 @@ TEST_CASE("sim::batched_mlp: float gradients agree with finite differences of th
   }
 }
 
-TEST_CASE("sim::batched_mlp: the fused SGD step gives what train_step then Sgd::step give") {
+TEST_CASE("core::batched_mlp: the fused SGD step gives what train_step then Sgd::step give") {
   for (const bool nesterov : {false, true}) {
     CAPTURE(nesterov);
     Problem fused({9, 7, 4}, 5, 3, 2, 6);
     Problem separate({9, 7, 4}, 5, 3, 3, 6);
-    const sim::SgdConfig config{.momentum = 0.9, .weight_decay = 0.01, .nesterov = nesterov};
-    sim::Sgd a(config, 2);
-    sim::Sgd b(config, 3);
-    std::vector<sim::BatchStats> stats_a(5);
+    const core::SgdConfig config{.momentum = 0.9, .weight_decay = 0.01, .nesterov = nesterov};
+    core::Sgd a(config, 2);
+    core::Sgd b(config, 3);
+    std::vector<core::BatchStats> stats_a(5);
     for (int step = 0; step < 3; ++step) {
       fused.mlp.train_sgd_step(fused.store.params(), fused.inputs, fused.labels, 3, a, 0.1,
                                fused.store.momentum(), stats_a);
-      const std::vector<sim::BatchStats> stats_b = separate.train();
+      const std::vector<core::BatchStats> stats_b = separate.train();
       b.step(0.1, separate.store.params(), separate.store.grads(), separate.store.momentum());
       for (std::size_t i = 0; i < 5; ++i) {
         CHECK(stats_a[i].loss == stats_b[i].loss);
@@ -219,37 +219,37 @@ TEST_CASE("sim::batched_mlp: the fused SGD step gives what train_step then Sgd::
   }
 }
 
-TEST_CASE("sim::batched_mlp: evaluation agrees with the training forward and does not depend on threads") {
+TEST_CASE("core::batched_mlp: evaluation agrees with the training forward and does not depend on threads") {
   Problem pr({5, 8, 3}, 4, 300, 2, 4);  // 300 samples: more than one evaluation chunk
-  const std::vector<sim::BatchStats> stats = pr.train();
+  const std::vector<core::BatchStats> stats = pr.train();
   const std::size_t in = 5;
   for (std::size_t i = 0; i < 4; ++i) {
     const std::span<const float> x(pr.inputs.data() + i * 300 * in, 300 * in);
     const std::span<const std::int32_t> y(pr.labels.data() + i * 300, 300);
-    const sim::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
+    const core::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
     CHECK(e.samples == 300);
     CHECK(e.loss == doctest::Approx(stats[i].loss).epsilon(1e-5));
     CHECK(e.correct == static_cast<std::size_t>(stats[i].correct));
-    const sim::BatchedMlp one_thread(pr.mlp.widths(), 1);
-    const sim::EvalResult e1 = one_thread.evaluate(pr.store.replica(i), x, y);
+    const core::BatchedMlp one_thread(pr.mlp.widths(), 1);
+    const core::EvalResult e1 = one_thread.evaluate(pr.store.replica(i), x, y);
     CHECK(e1.loss == e.loss);
     CHECK(e1.correct == e.correct);
   }
   // Every replica against the same test set, in one call.
   const std::span<const float> x(pr.inputs.data(), 300 * in);
   const std::span<const std::int32_t> y(pr.labels.data(), 300);
-  const std::vector<sim::EvalResult> all = pr.mlp.evaluate_replicas(pr.store.params(), x, y);
+  const std::vector<core::EvalResult> all = pr.mlp.evaluate_replicas(pr.store.params(), x, y);
   REQUIRE(all.size() == 4);
   for (std::size_t i = 0; i < 4; ++i) {
-    const sim::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
+    const core::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
     CHECK(all[i].loss == e.loss);
     CHECK(all[i].correct == e.correct);
     CHECK(all[i].accuracy() == doctest::Approx(static_cast<double>(e.correct) / 300.0));
   }
 }
 
-TEST_CASE("sim::batched_mlp: init is seeded and within nn.Linear's bounds") {
-  const sim::BatchedMlp mlp({100, 16, 3});
+TEST_CASE("core::batched_mlp: init is seeded and within nn.Linear's bounds") {
+  const core::BatchedMlp mlp({100, 16, 3});
   std::vector<float> a(mlp.param_count());
   std::vector<float> b(mlp.param_count());
   std::vector<float> c(mlp.param_count());
@@ -265,27 +265,27 @@ TEST_CASE("sim::batched_mlp: init is seeded and within nn.Linear's bounds") {
   for (std::size_t k = t[2].offset; k < t[3].offset + t[3].elements; ++k) {
     CHECK(std::abs(a[k]) <= 0.25f);  // 1 / sqrt(16)
   }
-  CHECK_THROWS_AS(mlp.init(std::span<float>(a).first(10), 1), sim::ShapeError);
+  CHECK_THROWS_AS(mlp.init(std::span<float>(a).first(10), 1), core::ShapeError);
 }
 
-TEST_CASE("sim::batched_mlp: rejects bad widths, labels and sizes") {
-  CHECK_THROWS_AS(sim::BatchedMlp({5}), sim::ValueError);
-  CHECK_THROWS_AS(sim::BatchedMlp({5, 0, 2}), sim::ValueError);
+TEST_CASE("core::batched_mlp: rejects bad widths, labels and sizes") {
+  CHECK_THROWS_AS(core::BatchedMlp({5}), core::ValueError);
+  CHECK_THROWS_AS(core::BatchedMlp({5, 0, 2}), core::ValueError);
   Problem pr({3, 2}, 2, 2, 1, 5);
-  std::vector<sim::BatchStats> stats(2);
+  std::vector<core::BatchStats> stats(2);
   pr.labels[3] = 2;
   CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 2, pr.store.grads(), stats),
-                  sim::ValueError);
+                  core::ValueError);
   pr.labels[3] = -1;
   CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 2, pr.store.grads(), stats),
-                  sim::ValueError);
+                  core::ValueError);
   pr.labels[3] = 0;
   CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), pr.inputs, pr.labels, 3, pr.store.grads(), stats),
-                  sim::ShapeError);
+                  core::ShapeError);
   CHECK_THROWS_AS(pr.mlp.train_step(pr.store.params(), std::span<const float>(pr.inputs).first(5), pr.labels,
                                     2, pr.store.grads(), stats),
-                  sim::ShapeError);
+                  core::ShapeError);
   CHECK_THROWS_AS(pr.mlp.evaluate(pr.store.replica(0), std::span<const float>(pr.inputs).first(3),
                                   std::span<const std::int32_t>(pr.labels).first(2)),
-                  sim::ShapeError);
+                  core::ShapeError);
 }

@@ -2,17 +2,17 @@
 
 #include <vector>
 
-#include "sim/collectives.hpp"
-#include "sim/errors.hpp"
-#include "sim/replica_store.hpp"
+#include "core/collectives.hpp"
+#include "core/errors.hpp"
+#include "core/replica_store.hpp"
 #include "test_helpers.hpp"
 
-namespace sim = dbench::sim;
+namespace core = dbench::core;
 
 namespace {
 
 /// Column means in double, rounded to float: what every replica must receive.
-std::vector<float> column_means(sim::ConstReplicaView v) {
+std::vector<float> column_means(core::ConstReplicaView v) {
   std::vector<float> mean(v.cols);
   for (std::size_t c = 0; c < v.cols; ++c) {
     double s = 0.0;
@@ -29,11 +29,11 @@ std::vector<float> column_means(sim::ConstReplicaView v) {
 TEST_CASE("sim::allreduce: every replica receives the mean of all replicas") {
   for (const unsigned threads : {1u, 3u}) {
     CAPTURE(threads);
-    sim::ReplicaStore store(7, sim::ParamLayout({{"a", 300}, {"b", 37}}));
-    sim::testing::TestRng rng(9);
-    sim::testing::fill_uniform(store.grads(), rng, -3.0f, 3.0f);
+    core::ReplicaStore store(7, core::ParamLayout({{"a", 300}, {"b", 37}}));
+    core::testing::TestRng rng(9);
+    core::testing::fill_uniform(store.grads(), rng, -3.0f, 3.0f);
     const std::vector<float> expected = column_means(store.grads());
-    sim::allreduce_mean(store.grads(), threads);
+    core::allreduce_mean(store.grads(), threads);
     for (std::size_t i = 0; i < store.replicas(); ++i) {
       for (std::size_t c = 0; c < store.param_count(); ++c) {
         REQUIRE(store.grads().row_data(i)[c] == expected[c]);
@@ -44,12 +44,12 @@ TEST_CASE("sim::allreduce: every replica receives the mean of all replicas") {
 }
 
 TEST_CASE("sim::allreduce: replica_average is the column mean and checks its output size") {
-  sim::ReplicaStore store(5, sim::ParamLayout({{"a", 1000}}));
-  sim::testing::TestRng rng(2);
-  sim::testing::fill_uniform(store.params(), rng, 0.0f, 1.0f);
+  core::ReplicaStore store(5, core::ParamLayout({{"a", 1000}}));
+  core::testing::TestRng rng(2);
+  core::testing::fill_uniform(store.params(), rng, 0.0f, 1.0f);
   std::vector<float> average(1000);
-  sim::replica_average(store.params(), average, 2);
+  core::replica_average(store.params(), average, 2);
   CHECK(average == column_means(store.params()));
   std::vector<float> wrong(999);
-  CHECK_THROWS_AS(sim::replica_average(store.params(), wrong), sim::ShapeError);
+  CHECK_THROWS_AS(core::replica_average(store.params(), wrong), core::ShapeError);
 }

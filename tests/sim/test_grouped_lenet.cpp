@@ -4,14 +4,14 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/replica_model.hpp"
+#include "core/replica_store.hpp"
 #include "models/torch_models.hpp"
-#include "sim/replica_model.hpp"
-#include "sim/replica_store.hpp"
 #include "support/torch_doctest.hpp"
 
 namespace {
 
-namespace ds = dbench::sim;
+namespace ds = dbench::core;
 namespace dm = dbench::models;
 
 /// Loads a flat parameter row into a module, in named_parameters() order.
@@ -27,7 +27,7 @@ void load(dm::Classifier& module, std::span<const float> row) {
 
 }  // namespace
 
-TEST_CASE("sim::grouped_lenet: each replica's gradient, loss and hits equal its own LibTorch module's") {
+TEST_CASE("core::grouped_lenet: each replica's gradient, loss and hits equal its own LibTorch module's") {
   dm::ModelSpec spec;
   spec.name = "lenet";
   const auto model = ds::make_replica_model(spec, 1);
@@ -89,7 +89,7 @@ TEST_CASE("sim::grouped_lenet: each replica's gradient, loss and hits equal its 
 }
 
 TEST_CASE(
-    "sim::grouped_lenet: a replica's gradient is bitwise the same alone, among others and on 2 threads") {
+    "core::grouped_lenet: a replica's gradient is bitwise the same alone, among others and on 2 threads") {
   dm::ModelSpec spec;
   spec.name = "lenet";
   const std::size_t n = 5;

@@ -5,10 +5,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/mixing.hpp"
-#include "sim/replica_view.hpp"
+#include "core/mixing.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim::testing {
+namespace dbench::core::testing {
 
 /// A tiny seeded generator (64-bit LCG), so test data does not depend on the standard library's
 /// distributions.
@@ -68,4 +68,4 @@ inline MixingMatrix exponential(std::size_t n) {
   return {std::move(offsets), std::move(from), weight};
 }
 
-}  // namespace dbench::sim::testing
+}  // namespace dbench::core::testing

@@ -6,16 +6,16 @@
 #include <numbers>
 #include <vector>
 
-#include "sim/aligned_buffer.hpp"
-#include "sim/collectives.hpp"
-#include "sim/errors.hpp"
-#include "sim/mixing.hpp"
-#include "sim/replica_metrics.hpp"
-#include "sim/replica_store.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/collectives.hpp"
+#include "core/errors.hpp"
+#include "core/mixing.hpp"
+#include "core/replica_metrics.hpp"
+#include "core/replica_store.hpp"
 #include "test_helpers.hpp"
 
-namespace sim = dbench::sim;
-using sim::testing::TestRng;
+namespace core = dbench::core;
+using core::testing::TestRng;
 
 namespace {
 
@@ -42,20 +42,20 @@ struct RandomRows {
       offsets.push_back(static_cast<std::int32_t>(from.size()));
     }
   }
-  sim::MixingRows rows() const { return {offsets, from, weight}; }
+  core::MixingRows rows() const { return {offsets, from, weight}; }
 };
 
 /// A matrix of n rows of p floats at `stride`, with a view.
 struct Matrix {
-  sim::AlignedBuffer buffer;
-  sim::ReplicaView view;
+  core::AlignedBuffer buffer;
+  core::ReplicaView view;
   Matrix(std::size_t n, std::size_t p, std::size_t stride)
       : buffer(n * stride), view{buffer.data(), n, p, stride} {}
 };
 
 /// out = W in in double, densely: the reference every kernel is checked against; also the size of the terms
 /// the kernels round, sum_j |W_ij| (|in_j| + |in_i|), for tolerances.
-void dense_reference(const sim::MixingRows& rows, sim::ConstReplicaView in, std::vector<double>& out,
+void dense_reference(const core::MixingRows& rows, core::ConstReplicaView in, std::vector<double>& out,
                      std::vector<double>& magnitude) {
   const std::size_t n = in.rows;
   std::vector<double> w(n * n, 0.0);
@@ -80,7 +80,7 @@ void dense_reference(const sim::MixingRows& rows, sim::ConstReplicaView in, std:
 }
 
 /// Bitwise equality of two views' elements.
-bool same_bits(sim::ConstReplicaView a, sim::ConstReplicaView b) {
+bool same_bits(core::ConstReplicaView a, core::ConstReplicaView b) {
   for (std::size_t i = 0; i < a.rows; ++i) {
     if (!std::equal(a.row(i).begin(), a.row(i).end(), b.row(i).begin())) {
       return false;
@@ -91,16 +91,16 @@ bool same_bits(sim::ConstReplicaView a, sim::ConstReplicaView b) {
 
 }  // namespace
 
-TEST_CASE("sim::mixing: matches a dense reference for a random sparse W") {
+TEST_CASE("core::mixing: matches a dense reference for a random sparse W") {
   TestRng rng(7);
   const std::size_t n = 37;
   const std::size_t p = 203;  // not a multiple of 16: exercises the partial vectors
   const RandomRows random(n, 9, rng);
-  for (const std::size_t stride : {sim::ReplicaStore::padded_stride(p), p + 1}) {
+  for (const std::size_t stride : {core::ReplicaStore::padded_stride(p), p + 1}) {
     Matrix in(n, p, stride);
     Matrix out(n, p, stride);
-    sim::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
-    const sim::MixingRows rows = random.rows();
+    core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+    const core::MixingRows rows = random.rows();
     std::vector<double> expected;
     std::vector<double> magnitude;
     dense_reference(rows, in.view, expected, magnitude);
@@ -112,8 +112,8 @@ TEST_CASE("sim::mixing: matches a dense reference for a random sparse W") {
           CAPTURE(block);
           CAPTURE(threads);
           std::fill_n(out.buffer.data(), out.buffer.size(), -1.0f);
-          sim::mix(rows, in.view, out.view,
-                   {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
+          core::mix(rows, in.view, out.view,
+                    {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
           double worst = 0.0;
           for (std::size_t i = 0; i < n; ++i) {
             for (std::size_t c = 0; c < p; ++c) {
@@ -132,41 +132,41 @@ TEST_CASE("sim::mixing: matches a dense reference for a random sparse W") {
   }
 }
 
-TEST_CASE("sim::mixing: results do not depend on the thread count or the block size") {
+TEST_CASE("core::mixing: results do not depend on the thread count or the block size") {
   TestRng rng(11);
   const std::size_t n = 64;
   const std::size_t p = 1000;
   const RandomRows random(n, 12, rng);
-  Matrix in(n, p, sim::ReplicaStore::padded_stride(p));
-  sim::testing::fill_uniform(in.view, rng, -1.0f, 1.0f);
+  Matrix in(n, p, core::ReplicaStore::padded_stride(p));
+  core::testing::fill_uniform(in.view, rng, -1.0f, 1.0f);
   for (const bool avx512 : {true, false}) {
     Matrix first(n, p, in.view.stride);
-    sim::mix(random.rows(), in.view, first.view, {.block_cols = 0, .threads = 1, .allow_avx512 = avx512});
+    core::mix(random.rows(), in.view, first.view, {.block_cols = 0, .threads = 1, .allow_avx512 = avx512});
     for (const std::size_t block : {std::size_t{16}, std::size_t{208}, std::size_t{4096}}) {
       for (const unsigned threads : {2u, 5u}) {
         Matrix other(n, p, in.view.stride);
-        sim::mix(random.rows(), in.view, other.view,
-                 {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
+        core::mix(random.rows(), in.view, other.view,
+                  {.block_cols = block, .threads = threads, .allow_avx512 = avx512});
         CHECK(same_bits(first.view, other.view));
       }
     }
   }
 }
 
-TEST_CASE("sim::mixing: consensus is a fixed point even though 1/11 has no exact float") {
+TEST_CASE("core::mixing: consensus is a fixed point even though 1/11 has no exact float") {
   const std::size_t n = 1024;  // exponential graph, d = 10: every weight is float(1/11)
-  const sim::MixingMatrix w = sim::testing::exponential(n);
+  const core::MixingMatrix w = core::testing::exponential(n);
   CHECK(static_cast<double>(w.rows().weight[0]) * 11.0 != 1.0);
   for (const bool avx512 : {true, false}) {
-    sim::ReplicaStore store(n, sim::ParamLayout({{"x", 40}}));
-    sim::testing::TestRng rng(8);
+    core::ReplicaStore store(n, core::ParamLayout({{"x", 40}}));
+    core::testing::TestRng rng(8);
     for (float& x : store.replica(0)) {
       x = rng.uniform(-3.0f, 3.0f);
     }
     store.broadcast_params(0);
     const std::vector<float> start(store.replica(0).begin(), store.replica(0).end());
     for (int step = 0; step < 10; ++step) {
-      sim::mix(w.rows(), store.params(), store.mix_target(), {.allow_avx512 = avx512});
+      core::mix(w.rows(), store.params(), store.mix_target(), {.allow_avx512 = avx512});
       store.swap_mixed();
     }
     for (std::size_t i = 0; i < n; ++i) {
@@ -176,53 +176,53 @@ TEST_CASE("sim::mixing: consensus is a fixed point even though 1/11 has no exact
 }
 
 TEST_CASE(
-    "sim::mixing: with gradients off, the replica average is preserved to 1e-6 relative over 1000 mixing "
+    "core::mixing: with gradients off, the replica average is preserved to 1e-6 relative over 1000 mixing "
     "steps "
     "at N = 1008") {
   const std::size_t n = 1008;
   const std::size_t p = 64;
-  const sim::MixingMatrix w = sim::testing::exponential(n);
-  sim::ReplicaStore store(n, sim::ParamLayout({{"x", p}}));
+  const core::MixingMatrix w = core::testing::exponential(n);
+  core::ReplicaStore store(n, core::ParamLayout({{"x", p}}));
   TestRng rng(3);
-  sim::testing::fill_uniform(store.params(), rng, 0.5f, 1.5f);
+  core::testing::fill_uniform(store.params(), rng, 0.5f, 1.5f);
   std::vector<float> before(p);
-  sim::replica_average(store.params(), before, 2);
+  core::replica_average(store.params(), before, 2);
   for (int step = 0; step < 1000; ++step) {
-    sim::mix(w.rows(), store.params(), store.mix_target(), {.threads = 2});
+    core::mix(w.rows(), store.params(), store.mix_target(), {.threads = 2});
     store.swap_mixed();
   }
   std::vector<float> after(p);
-  sim::replica_average(store.params(), after, 2);
+  core::replica_average(store.params(), after, 2);
   double worst = 0.0;
   for (std::size_t c = 0; c < p; ++c) {
     worst = std::max(worst, std::abs(static_cast<double>(after[c]) - before[c]) / std::abs(before[c]));
   }
   CHECK(worst < 1e-6);
   // And the replicas did reach that average (the exponential graph mixes in a few dozen steps).
-  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout());
+  const core::ReplicaMetrics m = core::compute_replica_metrics(store.params(), store.layout());
   CHECK(m.consensus_distance < 1e-10);
 }
 
-TEST_CASE("sim::mixing: consensus distance decays at the rate the graph's spectral gap predicts") {
+TEST_CASE("core::mixing: consensus distance decays at the rate the graph's spectral gap predicts") {
   // Ring with weights 1/3: eigenvalues (1 + 2 cos(2 pi k / n)) / 3, so the second largest in magnitude is
   // lambda2 = (1 + 2 cos(2 pi / n)) / 3 and ||x_t - x_bar||^2 <= lambda2^(2t) ||x_0 - x_bar||^2, with
   // equality in the ratio once the slower modes dominate.
   for (const std::size_t n : {8u, 12u, 16u}) {
     CAPTURE(n);
     const double lambda2 = (1.0 + 2.0 * std::cos(2.0 * std::numbers::pi / static_cast<double>(n))) / 3.0;
-    const sim::MixingMatrix w = sim::testing::ring_thirds(n);
-    sim::ReplicaStore store(n, sim::ParamLayout({{"a", 16}, {"b", 5}}));
+    const core::MixingMatrix w = core::testing::ring_thirds(n);
+    core::ReplicaStore store(n, core::ParamLayout({{"a", 16}, {"b", 5}}));
     TestRng rng(n);
-    sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
-    const double d0 = sim::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
+    core::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+    const double d0 = core::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
     double previous = d0;
     double ratio = 0.0;
     // Down to ~1e-4 of the start: far enough for the slower modes to vanish, well above float rounding.
     const int steps = static_cast<int>(std::ceil(std::log(1e-4) / (2.0 * std::log(lambda2))));
     for (int t = 1; t <= steps; ++t) {
-      sim::mix(w.rows(), store.params(), store.mix_target());
+      core::mix(w.rows(), store.params(), store.mix_target());
       store.swap_mixed();
-      const double d = sim::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
+      const double d = core::compute_replica_metrics(store.params(), store.layout()).consensus_distance;
       CHECK(d <= std::pow(lambda2, 2.0 * t) * d0 * (1.0 + 1e-4));
       ratio = d / previous;
       previous = d;
@@ -231,7 +231,7 @@ TEST_CASE("sim::mixing: consensus distance decays at the rate the graph's spectr
   }
 }
 
-TEST_CASE("sim::mixing: rejects malformed rows and overlapping buffers") {
+TEST_CASE("core::mixing: rejects malformed rows and overlapping buffers") {
   Matrix in(3, 4, 16);
   Matrix out(3, 4, 16);
   const std::vector<std::int32_t> offsets{0, 1, 2, 3};
@@ -239,17 +239,17 @@ TEST_CASE("sim::mixing: rejects malformed rows and overlapping buffers") {
   const std::vector<std::int32_t> bad_from{0, 1, 3};
   const std::vector<std::int32_t> bad_offsets{0, 2, 1, 3};
   const std::vector<float> weight{1.0f, 1.0f, 1.0f};
-  CHECK_NOTHROW(sim::mix({offsets, from, weight}, in.view, out.view));
-  CHECK_THROWS_AS(sim::mix({offsets, bad_from, weight}, in.view, out.view), sim::MixingError);
-  CHECK_THROWS_AS(sim::mix({bad_offsets, from, weight}, in.view, out.view), sim::MixingError);
-  CHECK_THROWS_AS(sim::mix({offsets, from, std::span<const float>(weight).first(2)}, in.view, out.view),
-                  sim::MixingError);
+  CHECK_NOTHROW(core::mix({offsets, from, weight}, in.view, out.view));
+  CHECK_THROWS_AS(core::mix({offsets, bad_from, weight}, in.view, out.view), core::MixingError);
+  CHECK_THROWS_AS(core::mix({bad_offsets, from, weight}, in.view, out.view), core::MixingError);
+  CHECK_THROWS_AS(core::mix({offsets, from, std::span<const float>(weight).first(2)}, in.view, out.view),
+                  core::MixingError);
   CHECK_THROWS_AS(
-      sim::mix({std::span<const std::int32_t>(offsets).first(3), from, weight}, in.view, out.view),
-      sim::MixingError);
-  CHECK_THROWS_AS(sim::mix({offsets, from, weight}, in.view, in.view), sim::ShapeError);
+      core::mix({std::span<const std::int32_t>(offsets).first(3), from, weight}, in.view, out.view),
+      core::MixingError);
+  CHECK_THROWS_AS(core::mix({offsets, from, weight}, in.view, in.view), core::ShapeError);
   Matrix small(3, 3, 16);
-  CHECK_THROWS_AS(sim::mix({offsets, from, weight}, in.view, small.view), sim::ShapeError);
+  CHECK_THROWS_AS(core::mix({offsets, from, weight}, in.view, small.view), core::ShapeError);
   const std::vector<double> three{0.5, 0.5};
-  CHECK_THROWS_AS(sim::MixingMatrix({0, 1, 2, 3}, {0, 1, 2}, three), sim::MixingError);
+  CHECK_THROWS_AS(core::MixingMatrix({0, 1, 2, 3}, {0, 1, 2}, three), core::MixingError);
 }

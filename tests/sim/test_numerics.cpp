@@ -4,15 +4,15 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/lr_schedule.hpp"
+#include "core/numerics.hpp"
 #include "models/dataset.hpp"
-#include "sim/lr_schedule.hpp"
-#include "sim/numerics.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace {
 
-namespace ds = dbench::sim;
+namespace ds = dbench::core;
 namespace dm = dbench::models;
 namespace dt = dbench::topology;
 
@@ -54,7 +54,7 @@ double max_relative_difference(ds::ConstReplicaView a, ds::ConstReplicaView b) {
 
 }  // namespace
 
-TEST_CASE("sim::numerics: centralized SGD, 16 replicas, MLP on Fashion-MNIST reaches 85 % within 2 epochs") {
+TEST_CASE("core::numerics: centralized SGD, 16 replicas, MLP on Fashion-MNIST reaches 85 % within 2 epochs") {
   // 2 epochs of 60000 samples at a global batch of 16 x 16 = 256: 468 iterations.
   auto spec = mlp_spec(16, 468);
   spec.sgd.momentum = 0.9;
@@ -70,7 +70,7 @@ TEST_CASE("sim::numerics: centralized SGD, 16 replicas, MLP on Fashion-MNIST rea
   CHECK(rows.rows.back().consensus_distance == doctest::Approx(0.0));
 }
 
-TEST_CASE("sim::numerics: D-PSGD on the complete graph equals centralized SGD without momentum") {
+TEST_CASE("core::numerics: D-PSGD on the complete graph equals centralized SGD without momentum") {
   const auto& train = fashion(dm::Split::train);
   const auto& test = fashion(dm::Split::test);
   const auto spec = mlp_spec(8, 60);
@@ -87,7 +87,7 @@ TEST_CASE("sim::numerics: D-PSGD on the complete graph equals centralized SGD wi
   CHECK(diff < 1e-5);
 }
 
-TEST_CASE("sim::numerics: the complete graph's global-average shortcut agrees with its mixing matrix") {
+TEST_CASE("core::numerics: the complete graph's global-average shortcut agrees with its mixing matrix") {
   const auto& train = fashion(dm::Split::train);
   const auto& test = fashion(dm::Split::test);
   auto spec = mlp_spec(8, 40);
@@ -113,7 +113,7 @@ TEST_CASE("sim::numerics: the complete graph's global-average shortcut agrees wi
   CHECK(diff < 1e-5);
 }
 
-TEST_CASE("sim::numerics: the same seed gives bit-identical metrics whatever the thread count") {
+TEST_CASE("core::numerics: the same seed gives bit-identical metrics whatever the thread count") {
   const auto& train = fashion(dm::Split::train);
   const auto& test = fashion(dm::Split::test);
   auto spec = mlp_spec(12, 40);
@@ -139,21 +139,21 @@ TEST_CASE("sim::numerics: the same seed gives bit-identical metrics whatever the
   CHECK(runs[0].back().consensus_distance > 0.0);
 }
 
-TEST_CASE("sim::numerics: a batch larger than a replica's shard names train.batch_per_worker") {
+TEST_CASE("core::numerics: a batch larger than a replica's shard names train.batch_per_worker") {
   auto spec = mlp_spec(1000, 10);
   spec.batch_per_worker = 100;  // 60000 / 1000 = 60 samples per shard
   CHECK_THROWS_WITH(ds::VirtualReplicas(spec, fashion(dm::Split::train), fashion(dm::Split::test)),
                     doctest::Contains("train.batch_per_worker"));
 }
 
-TEST_CASE("sim::numerics: a graph on the wrong number of nodes is rejected") {
+TEST_CASE("core::numerics: a graph on the wrong number of nodes is rejected") {
   const auto spec = mlp_spec(8, 1);
   ds::VirtualReplicas replicas(spec, fashion(dm::Split::train), fashion(dm::Split::test));
   dt::SequencePolicy ring(dt::GraphSequence(dt::ring(6)));
   CHECK_THROWS_WITH(replicas.step(0, ring.graph_for(0, nullptr), false), doctest::Contains("train.workers"));
 }
 
-TEST_CASE("sim::numerics: a divergence is reported the iteration it shows, whatever eval_every") {
+TEST_CASE("core::numerics: a divergence is reported the iteration it shows, whatever eval_every") {
   // lr = 1e6 blows the MLP up within a few steps; the iteration named must not wait for an evaluation.
   const auto diverged_at = [](std::int64_t eval_every) -> std::int64_t {
     auto spec = mlp_spec(8, 200);
@@ -178,7 +178,7 @@ TEST_CASE("sim::numerics: a divergence is reported the iteration it shows, whate
   CHECK(diverged_at(100) == every_iteration);
 }
 
-TEST_CASE("sim::lr_schedule: warm-up, step and cosine decay") {
+TEST_CASE("core::lr_schedule: warm-up, step and cosine decay") {
   ds::LrSchedule lr;
   lr.peak = 0.4;
   lr.iterations = 101;

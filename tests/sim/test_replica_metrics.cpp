@@ -3,28 +3,28 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/errors.hpp"
-#include "sim/replica_metrics.hpp"
-#include "sim/replica_store.hpp"
+#include "core/errors.hpp"
+#include "core/replica_metrics.hpp"
+#include "core/replica_store.hpp"
 #include "test_helpers.hpp"
 
-namespace sim = dbench::sim;
+namespace core = dbench::core;
 
 namespace {
 
 // Tensors straddle the 4096-column segments the implementation splits its work into.
-sim::ParamLayout layout() {
-  return sim::ParamLayout({{"big", 9000}, {"one", 1}, {"mid", 300}, {"tail", 4097}});
+core::ParamLayout layout() {
+  return core::ParamLayout({{"big", 9000}, {"one", 1}, {"mid", 300}, {"tail", 4097}});
 }
 
 }  // namespace
 
-TEST_CASE("sim::metrics: norms, their variance, consensus distance and average match naive sums") {
+TEST_CASE("core::metrics: norms, their variance, consensus distance and average match naive sums") {
   const std::size_t n = 9;
-  sim::ReplicaStore store(n, layout());
-  sim::testing::TestRng rng(17);
-  sim::testing::fill_uniform(store.params(), rng, -1.0f, 2.0f);
-  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout(), 3);
+  core::ReplicaStore store(n, layout());
+  core::testing::TestRng rng(17);
+  core::testing::fill_uniform(store.params(), rng, -1.0f, 2.0f);
+  const core::ReplicaMetrics m = core::compute_replica_metrics(store.params(), store.layout(), 3);
   REQUIRE(m.replicas == n);
   REQUIRE(m.tensors == 4);
 
@@ -40,7 +40,7 @@ TEST_CASE("sim::metrics: norms, their variance, consensus distance and average m
   }
   double total = 0.0;
   for (std::size_t t = 0; t < 4; ++t) {
-    const sim::TensorSlice& s = store.layout().tensors()[t];
+    const core::TensorSlice& s = store.layout().tensors()[t];
     std::vector<double> norms(n);
     double dist = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -68,26 +68,26 @@ TEST_CASE("sim::metrics: norms, their variance, consensus distance and average m
   CHECK(m.consensus_distance == doctest::Approx(total).epsilon(1e-12));
 }
 
-TEST_CASE("sim::metrics: identical replicas have zero consensus distance and zero norm variance") {
-  sim::ReplicaStore store(4, layout());
-  sim::testing::TestRng rng(1);
+TEST_CASE("core::metrics: identical replicas have zero consensus distance and zero norm variance") {
+  core::ReplicaStore store(4, layout());
+  core::testing::TestRng rng(1);
   for (float& x : store.replica(0)) {
     x = rng.uniform(-1.0f, 1.0f);
   }
   store.broadcast_params(0);
-  const sim::ReplicaMetrics m = sim::compute_replica_metrics(store.params(), store.layout());
+  const core::ReplicaMetrics m = core::compute_replica_metrics(store.params(), store.layout());
   CHECK(m.consensus_distance == 0.0);
   for (double v : m.norm_variance) {
     CHECK(v == 0.0);
   }
 }
 
-TEST_CASE("sim::metrics: results do not depend on the thread count") {
-  sim::ReplicaStore store(33, layout());
-  sim::testing::TestRng rng(4);
-  sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
-  const sim::ReplicaMetrics a = sim::compute_replica_metrics(store.params(), store.layout(), 1);
-  const sim::ReplicaMetrics b = sim::compute_replica_metrics(store.params(), store.layout(), 4);
+TEST_CASE("core::metrics: results do not depend on the thread count") {
+  core::ReplicaStore store(33, layout());
+  core::testing::TestRng rng(4);
+  core::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+  const core::ReplicaMetrics a = core::compute_replica_metrics(store.params(), store.layout(), 1);
+  const core::ReplicaMetrics b = core::compute_replica_metrics(store.params(), store.layout(), 4);
   CHECK(a.norms == b.norms);
   CHECK(a.norm_variance == b.norm_variance);
   CHECK(a.consensus_per_tensor == b.consensus_per_tensor);
@@ -95,8 +95,8 @@ TEST_CASE("sim::metrics: results do not depend on the thread count") {
   CHECK(a.average == b.average);
 }
 
-TEST_CASE("sim::metrics: rejects a layout that does not match the parameter count") {
-  sim::ReplicaStore store(2, layout());
-  CHECK_THROWS_AS(sim::compute_replica_metrics(store.params(), sim::ParamLayout({{"x", 5}})),
-                  sim::ShapeError);
+TEST_CASE("core::metrics: rejects a layout that does not match the parameter count") {
+  core::ReplicaStore store(2, layout());
+  CHECK_THROWS_AS(core::compute_replica_metrics(store.params(), core::ParamLayout({{"x", 5}})),
+                  core::ShapeError);
 }

@@ -2,17 +2,17 @@
 
 #include <cstdint>
 
-#include "sim/errors.hpp"
-#include "sim/replica_store.hpp"
+#include "core/errors.hpp"
+#include "core/replica_store.hpp"
 
-namespace sim = dbench::sim;
+namespace core = dbench::core;
 
-TEST_CASE("sim::replica_store: rows are zeroed, cache-line aligned and padded to whole lines") {
-  sim::ReplicaStore store(5, sim::ParamLayout({{"w", 20}, {"b", 3}}));
+TEST_CASE("core::replica_store: rows are zeroed, cache-line aligned and padded to whole lines") {
+  core::ReplicaStore store(5, core::ParamLayout({{"w", 20}, {"b", 3}}));
   CHECK(store.param_count() == 23);
   CHECK(store.stride() == 32);
   for (std::size_t i = 0; i < 5; ++i) {
-    for (const sim::ReplicaView v : {store.params(), store.grads(), store.momentum(), store.mix_target()}) {
+    for (const core::ReplicaView v : {store.params(), store.grads(), store.momentum(), store.mix_target()}) {
       CHECK(reinterpret_cast<std::uintptr_t>(v.row_data(i)) % 64 == 0);
       for (float x : v.row(i)) {
         CHECK(x == 0.0f);
@@ -21,8 +21,8 @@ TEST_CASE("sim::replica_store: rows are zeroed, cache-line aligned and padded to
   }
 }
 
-TEST_CASE("sim::replica_store: tensor views follow the layout") {
-  sim::ReplicaStore store(3, sim::ParamLayout({{"w", 20}, {"b", 3}}));
+TEST_CASE("core::replica_store: tensor views follow the layout") {
+  core::ReplicaStore store(3, core::ParamLayout({{"w", 20}, {"b", 3}}));
   const auto& t = store.layout().tensors();
   REQUIRE(t.size() == 2);
   CHECK(t[1].name == "b");
@@ -30,12 +30,12 @@ TEST_CASE("sim::replica_store: tensor views follow the layout") {
   store.tensor(2, 1)[0] = 7.0f;
   CHECK(store.params().row_data(2)[20] == 7.0f);
   CHECK(store.tensor(2, 1).size() == 3);
-  CHECK_THROWS_AS(store.tensor(3, 0), sim::ShapeError);
-  CHECK_THROWS_AS(store.tensor(0, 2), sim::ShapeError);
+  CHECK_THROWS_AS(store.tensor(3, 0), core::ShapeError);
+  CHECK_THROWS_AS(store.tensor(0, 2), core::ShapeError);
 }
 
-TEST_CASE("sim::replica_store: swap_mixed exchanges parameters and mixing target without copying") {
-  sim::ReplicaStore store(2, sim::ParamLayout({{"w", 4}}));
+TEST_CASE("core::replica_store: swap_mixed exchanges parameters and mixing target without copying") {
+  core::ReplicaStore store(2, core::ParamLayout({{"w", 4}}));
   float* params = store.params().data;
   float* mixed = store.mix_target().data;
   store.mix_target().row(1)[3] = 2.5f;
@@ -45,8 +45,8 @@ TEST_CASE("sim::replica_store: swap_mixed exchanges parameters and mixing target
   CHECK(store.params().row(1)[3] == 2.5f);
 }
 
-TEST_CASE("sim::replica_store: broadcast_params copies one replica to all") {
-  sim::ReplicaStore store(4, sim::ParamLayout({{"w", 5}}));
+TEST_CASE("core::replica_store: broadcast_params copies one replica to all") {
+  core::ReplicaStore store(4, core::ParamLayout({{"w", 5}}));
   for (std::size_t c = 0; c < 5; ++c) {
     store.replica(2)[c] = static_cast<float>(c) + 0.5f;
   }
@@ -56,12 +56,12 @@ TEST_CASE("sim::replica_store: broadcast_params copies one replica to all") {
       CHECK(store.replica(i)[c] == static_cast<float>(c) + 0.5f);
     }
   }
-  CHECK_THROWS_AS(store.broadcast_params(4), sim::ShapeError);
+  CHECK_THROWS_AS(store.broadcast_params(4), core::ShapeError);
 }
 
-TEST_CASE("sim::replica_store: rejects empty shapes and bad layouts") {
-  CHECK_THROWS_AS(sim::ReplicaStore(0, sim::ParamLayout({{"w", 4}})), sim::ShapeError);
-  CHECK_THROWS_AS(sim::ReplicaStore(2, sim::ParamLayout()), sim::ShapeError);
-  CHECK_THROWS_AS(sim::ParamLayout({{"w", 4}, {"w", 2}}), sim::ValueError);
-  CHECK_THROWS_AS(sim::ParamLayout({{"w", 0}}), sim::ValueError);
+TEST_CASE("core::replica_store: rejects empty shapes and bad layouts") {
+  CHECK_THROWS_AS(core::ReplicaStore(0, core::ParamLayout({{"w", 4}})), core::ShapeError);
+  CHECK_THROWS_AS(core::ReplicaStore(2, core::ParamLayout()), core::ShapeError);
+  CHECK_THROWS_AS(core::ParamLayout({{"w", 4}, {"w", 2}}), core::ValueError);
+  CHECK_THROWS_AS(core::ParamLayout({{"w", 0}}), core::ValueError);
 }

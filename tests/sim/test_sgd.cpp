@@ -4,18 +4,18 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/errors.hpp"
-#include "sim/replica_store.hpp"
-#include "sim/sgd.hpp"
+#include "core/errors.hpp"
+#include "core/replica_store.hpp"
+#include "core/sgd.hpp"
 #include "test_helpers.hpp"
 
-namespace sim = dbench::sim;
+namespace core = dbench::core;
 
 namespace {
 
 /// Two replicas of three parameters, all x = 1 and g = 0.5 (binary-exact, so the expected values are exact).
-sim::ReplicaStore exact_store() {
-  sim::ReplicaStore store(2, sim::ParamLayout({{"w", 3}}));
+core::ReplicaStore exact_store() {
+  core::ReplicaStore store(2, core::ParamLayout({{"w", 3}}));
   for (std::size_t i = 0; i < 2; ++i) {
     for (float& x : store.params().row(i)) {
       x = 1.0f;
@@ -27,7 +27,7 @@ sim::ReplicaStore exact_store() {
   return store;
 }
 
-void check_all(sim::ConstReplicaView v, float expected) {
+void check_all(core::ConstReplicaView v, float expected) {
   for (std::size_t i = 0; i < v.rows; ++i) {
     for (float x : v.row(i)) {
       CHECK(x == expected);
@@ -37,12 +37,12 @@ void check_all(sim::ConstReplicaView v, float expected) {
 
 }  // namespace
 
-TEST_CASE("sim::sgd: matches a hand computation of two steps with momentum and weight decay") {
+TEST_CASE("core::sgd: matches a hand computation of two steps with momentum and weight decay") {
   // lr 0.25, mu 0.5, lambda 0.5, x0 = 1, g = 0.5.
   // step 1: d = 0.5 + 0.5 * 1 = 1; buf = d = 1; x = 1 - 0.25 * 1 = 0.75
   // step 2: d = 0.5 + 0.5 * 0.75 = 0.875; buf = 0.5 * 1 + 0.875 = 1.375; x = 0.75 - 0.25 * 1.375 = 0.40625
-  sim::ReplicaStore store = exact_store();
-  sim::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = false}, 2);
+  core::ReplicaStore store = exact_store();
+  core::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = false}, 2);
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
   check_all(store.params(), 0.75f);
   check_all(store.momentum(), 1.0f);
@@ -52,12 +52,12 @@ TEST_CASE("sim::sgd: matches a hand computation of two steps with momentum and w
   CHECK(sgd.steps() == 2);
 }
 
-TEST_CASE("sim::sgd: matches a hand computation of two Nesterov steps") {
+TEST_CASE("core::sgd: matches a hand computation of two Nesterov steps") {
   // step 1: d = 1; buf = 1; d = 1 + 0.5 * 1 = 1.5; x = 1 - 0.25 * 1.5 = 0.625
   // step 2: d = 0.5 + 0.5 * 0.625 = 0.8125; buf = 0.5 + 0.8125 = 1.3125; d = 0.8125 + 0.5 * 1.3125 = 1.46875;
   //         x = 0.625 - 0.25 * 1.46875 = 0.2578125
-  sim::ReplicaStore store = exact_store();
-  sim::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+  core::ReplicaStore store = exact_store();
+  core::Sgd sgd({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
   check_all(store.params(), 0.625f);
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
@@ -65,19 +65,19 @@ TEST_CASE("sim::sgd: matches a hand computation of two Nesterov steps") {
   check_all(store.momentum(), 1.3125f);
 }
 
-TEST_CASE("sim::sgd: without momentum it is plain gradient descent and leaves the buffers alone") {
+TEST_CASE("core::sgd: without momentum it is plain gradient descent and leaves the buffers alone") {
   // x = 1 - 0.25 * (0.5 + 0.5) = 0.75, then 0.75 - 0.25 * (0.5 + 0.375) = 0.53125.
-  sim::ReplicaStore store = exact_store();
-  sim::Sgd sgd({.momentum = 0.0, .weight_decay = 0.5});
+  core::ReplicaStore store = exact_store();
+  core::Sgd sgd({.momentum = 0.0, .weight_decay = 0.5});
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
   sgd.step(0.25, store.params(), store.grads(), {});
   check_all(store.params(), 0.53125f);
   check_all(store.momentum(), 0.0f);
 }
 
-TEST_CASE("sim::sgd: reset makes the next step start the momentum afresh") {
-  sim::ReplicaStore store = exact_store();
-  sim::Sgd sgd({.momentum = 0.5});
+TEST_CASE("core::sgd: reset makes the next step start the momentum afresh") {
+  core::ReplicaStore store = exact_store();
+  core::Sgd sgd({.momentum = 0.5});
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
   sgd.step(0.25, store.params(), store.grads(), store.momentum());
   check_all(store.momentum(), 0.75f);  // 0.5 * 0.5 + 0.5
@@ -86,12 +86,12 @@ TEST_CASE("sim::sgd: reset makes the next step start the momentum afresh") {
   check_all(store.momentum(), 0.5f);
 }
 
-TEST_CASE("sim::sgd: agrees with the PyTorch formula in double on random values") {
+TEST_CASE("core::sgd: agrees with the PyTorch formula in double on random values") {
   const std::size_t n = 3;
   const std::size_t p = 1001;
-  sim::ReplicaStore store(n, sim::ParamLayout({{"w", p}}));
-  dbench::sim::testing::TestRng rng(5);
-  sim::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+  core::ReplicaStore store(n, core::ParamLayout({{"w", p}}));
+  dbench::core::testing::TestRng rng(5);
+  core::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
   std::vector<double> x(n * p);
   std::vector<double> buf(n * p, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
@@ -101,9 +101,9 @@ TEST_CASE("sim::sgd: agrees with the PyTorch formula in double on random values"
   }
   const double mu = 0.9;
   const double lambda = 1e-3;
-  sim::Sgd sgd({.momentum = mu, .weight_decay = lambda, .nesterov = true}, 2);
+  core::Sgd sgd({.momentum = mu, .weight_decay = lambda, .nesterov = true}, 2);
   for (int step = 0; step < 5; ++step) {
-    sim::testing::fill_uniform(store.grads(), rng, -1.0f, 1.0f);
+    core::testing::fill_uniform(store.grads(), rng, -1.0f, 1.0f);
     const double lr = 0.1 / (step + 1);
     for (std::size_t i = 0; i < n; ++i) {
       for (std::size_t c = 0; c < p; ++c) {
@@ -123,24 +123,24 @@ TEST_CASE("sim::sgd: agrees with the PyTorch formula in double on random values"
   }
 }
 
-TEST_CASE("sim::sgd: rejects out-of-range hyper-parameters and mismatched buffers") {
-  CHECK_THROWS_AS(sim::Sgd({.momentum = -0.1}), sim::ValueError);
-  CHECK_THROWS_AS(sim::Sgd({.weight_decay = -1.0}), sim::ValueError);
-  CHECK_THROWS_AS(sim::Sgd({.momentum = 0.0, .nesterov = true}), sim::ValueError);
-  CHECK_THROWS_AS(sim::Sgd({.momentum = std::nan("")}), sim::ValueError);
-  sim::ReplicaStore a(2, sim::ParamLayout({{"w", 3}}));
-  sim::ReplicaStore b(3, sim::ParamLayout({{"w", 3}}));
-  sim::Sgd sgd({.momentum = 0.9});
-  CHECK_THROWS_AS(sgd.step(0.1, a.params(), b.grads(), a.momentum()), sim::ShapeError);
-  CHECK_THROWS_AS(sgd.step(0.1, a.params(), a.grads(), b.momentum()), sim::ShapeError);
-  CHECK_THROWS_AS(sgd.step(std::nan(""), a.params(), a.grads(), a.momentum()), sim::ValueError);
+TEST_CASE("core::sgd: rejects out-of-range hyper-parameters and mismatched buffers") {
+  CHECK_THROWS_AS(core::Sgd({.momentum = -0.1}), core::ValueError);
+  CHECK_THROWS_AS(core::Sgd({.weight_decay = -1.0}), core::ValueError);
+  CHECK_THROWS_AS(core::Sgd({.momentum = 0.0, .nesterov = true}), core::ValueError);
+  CHECK_THROWS_AS(core::Sgd({.momentum = std::nan("")}), core::ValueError);
+  core::ReplicaStore a(2, core::ParamLayout({{"w", 3}}));
+  core::ReplicaStore b(3, core::ParamLayout({{"w", 3}}));
+  core::Sgd sgd({.momentum = 0.9});
+  CHECK_THROWS_AS(sgd.step(0.1, a.params(), b.grads(), a.momentum()), core::ShapeError);
+  CHECK_THROWS_AS(sgd.step(0.1, a.params(), a.grads(), b.momentum()), core::ShapeError);
+  CHECK_THROWS_AS(sgd.step(std::nan(""), a.params(), a.grads(), a.momentum()), core::ValueError);
 }
 
-TEST_CASE("sim::sgd: step_replica on every replica then finish_step is one step") {
-  sim::ReplicaStore whole = exact_store();
-  sim::ReplicaStore parts = exact_store();
-  sim::Sgd a({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
-  sim::Sgd b({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+TEST_CASE("core::sgd: step_replica on every replica then finish_step is one step") {
+  core::ReplicaStore whole = exact_store();
+  core::ReplicaStore parts = exact_store();
+  core::Sgd a({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
+  core::Sgd b({.momentum = 0.5, .weight_decay = 0.5, .nesterov = true});
   for (int step = 0; step < 2; ++step) {
     a.step(0.25, whole.params(), whole.grads(), whole.momentum());
     for (std::size_t i = 0; i < 2; ++i) {
@@ -153,11 +153,11 @@ TEST_CASE("sim::sgd: step_replica on every replica then finish_step is one step"
   CHECK(b.steps() == 2);
   CHECK_THROWS_AS(
       b.step_replica(0.25, parts.params().row(0), parts.grads().row(0).first(2), parts.momentum().row(0)),
-      sim::ShapeError);
-  CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), {}), sim::ShapeError);
+      core::ShapeError);
+  CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), {}), core::ShapeError);
 }
 
-TEST_CASE("sim::sgd: the AVX-512 and the portable kernel give bitwise the same parameters") {
+TEST_CASE("core::sgd: the AVX-512 and the portable kernel give bitwise the same parameters") {
   for (const double momentum : {0.0, 0.9}) {
     for (const double decay : {0.0, 1e-3}) {
       for (const bool nesterov : {false, true}) {
@@ -167,16 +167,16 @@ TEST_CASE("sim::sgd: the AVX-512 and the portable kernel give bitwise the same p
         CAPTURE(momentum);
         CAPTURE(decay);
         CAPTURE(nesterov);
-        const sim::SgdConfig config{.momentum = momentum, .weight_decay = decay, .nesterov = nesterov};
-        sim::ReplicaStore a(3, sim::ParamLayout({{"w", 77}}));
-        sim::ReplicaStore b(3, sim::ParamLayout({{"w", 77}}));
-        sim::testing::TestRng rng(12);
-        sim::testing::fill_uniform(a.params(), rng, -1.0f, 1.0f);
+        const core::SgdConfig config{.momentum = momentum, .weight_decay = decay, .nesterov = nesterov};
+        core::ReplicaStore a(3, core::ParamLayout({{"w", 77}}));
+        core::ReplicaStore b(3, core::ParamLayout({{"w", 77}}));
+        core::testing::TestRng rng(12);
+        core::testing::fill_uniform(a.params(), rng, -1.0f, 1.0f);
         std::copy_n(a.params().data, 3 * a.stride(), b.params().data);
-        sim::Sgd fast(config, 2, true);
-        sim::Sgd portable(config, 1, false);
+        core::Sgd fast(config, 2, true);
+        core::Sgd portable(config, 1, false);
         for (int step = 0; step < 3; ++step) {
-          sim::testing::fill_uniform(a.grads(), rng, -1.0f, 1.0f);
+          core::testing::fill_uniform(a.grads(), rng, -1.0f, 1.0f);
           std::copy_n(a.grads().data, 3 * a.stride(), b.grads().data);
           fast.step(0.3, a.params(), a.grads(), a.momentum());
           portable.step(0.3, b.params(), b.grads(), b.momentum());

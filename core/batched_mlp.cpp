@@ -1,4 +1,4 @@
-#include "sim/batched_mlp.hpp"
+#include "core/batched_mlp.hpp"
 
 #include <cblas.h>
 
@@ -7,12 +7,12 @@
 #include <string>
 #include <utility>
 
-#include "sim/aligned_buffer.hpp"
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
-#include "sim/sgd.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/sgd.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 // Evaluation walks the samples in chunks of this many rows; chunk sums are added in chunk order, so results
@@ -349,4 +349,4 @@ std::vector<EvalResult> BatchedMlp::evaluate_replicas(ConstReplicaView params, s
   return results;
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

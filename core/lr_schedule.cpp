@@ -1,10 +1,10 @@
-#include "sim/lr_schedule.hpp"
+#include "core/lr_schedule.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 double LrSchedule::at(std::int64_t t) const {
   if (t < warmup_iterations) {
@@ -27,4 +27,4 @@ double LrSchedule::at(std::int64_t t) const {
   return peak;
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

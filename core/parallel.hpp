@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// The thread count to use for `requested`: itself, or every hardware thread when 0.
 inline unsigned resolve_threads(unsigned requested) noexcept {
@@ -66,4 +66,4 @@ void parallel_for_each_index(unsigned threads, std::size_t count, Body&& body) {
                });
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

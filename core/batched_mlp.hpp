@@ -7,10 +7,10 @@
 #include <span>
 #include <vector>
 
-#include "sim/param_layout.hpp"
-#include "sim/replica_view.hpp"
+#include "core/param_layout.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 class Sgd;
 
@@ -116,4 +116,4 @@ class BatchedMlp {
   std::vector<std::size_t> bias_offset_;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

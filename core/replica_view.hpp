@@ -5,7 +5,7 @@
 #include <span>
 #include <type_traits>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Rows of equal length at a fixed stride; T is float or const float. Padding between rows is not part of it.
 template <class T>
@@ -35,4 +35,4 @@ using ReplicaView = BasicReplicaView<float>;
 /// A read-only [N, P] view.
 using ConstReplicaView = BasicReplicaView<const float>;
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -1,13 +1,13 @@
-#include "sim/sgd.hpp"
+#include "core/sgd.hpp"
 
 #include <cmath>
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
-#include "sim/simd.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 // One loop per combination of options, so that each compiles to a branch-free vectorised pass.
@@ -143,4 +143,4 @@ void Sgd::apply(double lr, float* x, const float* g, float* buf, std::size_t n) 
          static_cast<float>(config_.weight_decay));
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -1,4 +1,4 @@
-#include "sim/aligned_buffer.hpp"
+#include "core/aligned_buffer.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #endif
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
@@ -43,4 +43,4 @@ void AlignedBuffer::Free::operator()(float* p) const noexcept {
   std::free(p);
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

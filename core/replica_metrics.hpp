@@ -4,10 +4,10 @@
 #include <cstddef>
 #include <vector>
 
-#include "sim/param_layout.hpp"
-#include "sim/replica_view.hpp"
+#include "core/param_layout.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Statistics of one [N, P] parameter matrix under a tensor layout; sums are in double.
 struct ReplicaMetrics {
@@ -35,4 +35,4 @@ struct ReplicaMetrics {
 ReplicaMetrics compute_replica_metrics(ConstReplicaView params, const ParamLayout& layout,
                                        unsigned threads = 1);
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "core/lr_schedule.hpp"
+#include "core/replica_view.hpp"
+#include "core/sgd.hpp"
 #include "models/dataset.hpp"
 #include "models/model_profile.hpp"
 #include "models/partition.hpp"
-#include "sim/lr_schedule.hpp"
-#include "sim/replica_view.hpp"
-#include "sim/sgd.hpp"
 #include "topology/graph_policy.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// What is trained and how, independent of the communication (the policy decides that).
 struct NumericsSpec {
@@ -126,4 +126,4 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
                             const models::Dataset& test, topology::GraphPolicy& policy,
                             NumericsObserver& observer);
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

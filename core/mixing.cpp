@@ -1,15 +1,15 @@
-#include "sim/mixing.hpp"
+#include "core/mixing.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
-#include "sim/simd.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 /// One off-diagonal term of an output row, resolved to the source row it reads.
@@ -296,4 +296,4 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
   });
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

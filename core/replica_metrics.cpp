@@ -1,13 +1,13 @@
-#include "sim/replica_metrics.hpp"
+#include "core/replica_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 // A segment is the unit of work and of partial sums: up to kSegmentCols columns of one tensor. Segments
@@ -139,4 +139,4 @@ ReplicaMetrics compute_replica_metrics(ConstReplicaView params, const ParamLayou
   return m;
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

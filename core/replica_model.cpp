@@ -1,10 +1,10 @@
-#include "sim/replica_model.hpp"
+#include "core/replica_model.hpp"
 
 #include <fmt/core.h>
 
 #include <stdexcept>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 #ifdef DBENCH_HAVE_TORCH
 std::unique_ptr<ReplicaModel> make_grouped_lenet(const models::ModelSpec& spec, unsigned threads);
@@ -70,4 +70,4 @@ std::unique_ptr<ReplicaModel> make_replica_model(const models::ModelSpec& spec, 
       spec.name));
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -8,13 +8,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/batched_mlp.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/replica_model.hpp"
 #include "models/torch_models.hpp"
-#include "sim/batched_mlp.hpp"
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
-#include "sim/replica_model.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 /// Samples per evaluation chunk, and replicas per chunk when every replica sees the same samples: keeps the
@@ -250,4 +250,4 @@ std::unique_ptr<ReplicaModel> make_grouped_lenet(const models::ModelSpec& spec, 
   return std::make_unique<GroupedLeNet>(spec, threads);
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -1,6 +1,6 @@
-// What the run-time dispatched AVX-512 kernels of sim/ need: the intrinsics, a target attribute for the
+// What the run-time dispatched AVX-512 kernels of core/ need: the intrinsics, a target attribute for the
 // kernel functions, and the CPU check that selects them (binaries must also run on CPUs without AVX-512).
-// Internal to sim/; include it only in kernel translation units.
+// Internal to core/; include it only in kernel translation units.
 #pragma once
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -15,7 +15,7 @@
 #define DBENCH_AVX512 __attribute__((target("avx512f")))
 #endif
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// True when AVX-512F kernels may run here.
 inline bool cpu_has_avx512f() noexcept {
@@ -27,4 +27,4 @@ inline bool cpu_has_avx512f() noexcept {
 #endif
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

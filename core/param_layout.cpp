@@ -1,10 +1,10 @@
-#include "sim/param_layout.hpp"
+#include "core/param_layout.hpp"
 
 #include <set>
 
-#include "sim/errors.hpp"
+#include "core/errors.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 ParamLayout::ParamLayout(const std::vector<std::pair<std::string, std::size_t>>& tensors) {
   std::set<std::string> seen;
@@ -20,4 +20,4 @@ ParamLayout::ParamLayout(const std::vector<std::pair<std::string, std::size_t>>&
   }
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

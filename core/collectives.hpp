@@ -3,9 +3,9 @@
 
 #include <span>
 
-#include "sim/replica_view.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Replaces every row of `values` by the mean of all rows (summed in double, replica order); a memory-bound
 /// pass that reads and writes the matrix once.
@@ -15,4 +15,4 @@ void allreduce_mean(ReplicaView values, unsigned threads = 1);
 /// elements.
 void replica_average(ConstReplicaView values, std::span<float> average, unsigned threads = 1);
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

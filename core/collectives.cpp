@@ -1,13 +1,13 @@
-#include "sim/collectives.hpp"
+#include "core/collectives.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "sim/errors.hpp"
-#include "sim/parallel.hpp"
-#include "sim/simd.hpp"
+#include "core/errors.hpp"
+#include "core/parallel.hpp"
+#include "core/simd.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 // Columns per block: the block's slices of all replicas stay in L2 between the summing and the writing pass.
@@ -98,4 +98,4 @@ void replica_average(ConstReplicaView values, std::span<float> average, unsigned
   });
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -3,7 +3,7 @@
 
 #include <stdexcept>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Buffers, views or layouts whose shapes do not fit together (replica count, parameter count, batch size).
 class ShapeError : public std::invalid_argument {
@@ -23,4 +23,4 @@ class ValueError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

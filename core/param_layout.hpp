@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// One parameter tensor of a replica: elements [offset, offset + elements) of its row.
 struct TensorSlice {
@@ -39,4 +39,4 @@ class ParamLayout {
   std::size_t size_ = 0;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -5,11 +5,11 @@
 #include <cstddef>
 #include <span>
 
-#include "sim/aligned_buffer.hpp"
-#include "sim/param_layout.hpp"
-#include "sim/replica_view.hpp"
+#include "core/aligned_buffer.hpp"
+#include "core/param_layout.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Owns the four [N, P] matrices of a set of replicas that share one parameter layout.
 class ReplicaStore {
@@ -71,4 +71,4 @@ class ReplicaStore {
   AlignedBuffer mixed_;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

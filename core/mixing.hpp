@@ -6,9 +6,9 @@
 #include <span>
 #include <vector>
 
-#include "sim/replica_view.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// W in compressed rows, as views: row i lists i's in-neighbours (itself included) and their weights.
 struct MixingRows {
@@ -69,4 +69,4 @@ void mix_row(std::span<const float> weight, std::span<const float* const> source
 /// Throws MixingError unless `rows` is a well-formed W on `nodes` replicas.
 void validate(const MixingRows& rows, std::size_t nodes);
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

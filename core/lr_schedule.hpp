@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Decay after warm-up.
 enum class LrDecay { constant, step, cosine };
@@ -23,4 +23,4 @@ struct LrSchedule {
   double at(std::int64_t t) const;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -8,13 +8,13 @@
 #include <span>
 #include <vector>
 
+#include "core/batched_mlp.hpp"
+#include "core/param_layout.hpp"
+#include "core/replica_view.hpp"
+#include "core/sgd.hpp"
 #include "models/model_profile.hpp"
-#include "sim/batched_mlp.hpp"
-#include "sim/param_layout.hpp"
-#include "sim/replica_view.hpp"
-#include "sim/sgd.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Forward and backward of N replicas of one model.
 class ReplicaModel {
@@ -47,4 +47,4 @@ class ReplicaModel {
 /// (when built with LibTorch). Throws std::invalid_argument naming train.model for other models.
 std::unique_ptr<ReplicaModel> make_replica_model(const models::ModelSpec& spec, unsigned threads);
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

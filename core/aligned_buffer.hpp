@@ -6,7 +6,7 @@
 #include <span>
 #include <utility>
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// Heap floats aligned for full-width vector loads; large buffers also ask the kernel for huge pages.
 class AlignedBuffer {
@@ -41,4 +41,4 @@ class AlignedBuffer {
   std::size_t size_ = 0;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

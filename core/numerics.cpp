@@ -1,4 +1,4 @@
-#include "sim/numerics.hpp"
+#include "core/numerics.hpp"
 
 #include <fmt/core.h>
 
@@ -11,17 +11,17 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "core/collectives.hpp"
+#include "core/errors.hpp"
+#include "core/mixing.hpp"
+#include "core/parallel.hpp"
+#include "core/replica_metrics.hpp"
+#include "core/replica_model.hpp"
+#include "core/replica_store.hpp"
 #include "models/errors.hpp"
 #include "models/rng.hpp"
-#include "sim/collectives.hpp"
-#include "sim/errors.hpp"
-#include "sim/mixing.hpp"
-#include "sim/parallel.hpp"
-#include "sim/replica_metrics.hpp"
-#include "sim/replica_model.hpp"
-#include "sim/replica_store.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 namespace {
 
 /// Whether W = 11^T / n: every node averages everyone with equal weights (the complete graph's weights).
@@ -356,4 +356,4 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
   return result;
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

@@ -1,12 +1,12 @@
-#include "sim/replica_store.hpp"
+#include "core/replica_store.hpp"
 
 #include <algorithm>
 #include <string>
 #include <utility>
 
-#include "sim/errors.hpp"
+#include "core/errors.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 ReplicaStore::ReplicaStore(std::size_t replicas, ParamLayout layout)
     : replicas_(replicas), layout_(std::move(layout)), stride_(padded_stride(layout_.size())) {
@@ -46,4 +46,4 @@ void ReplicaStore::broadcast_params(std::size_t from) {
   }
 }
 
-}  // namespace dbench::sim
+}  // namespace dbench::core

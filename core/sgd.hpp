@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <span>
 
-#include "sim/replica_view.hpp"
+#include "core/replica_view.hpp"
 
-namespace dbench::sim {
+namespace dbench::core {
 
 /// SGD hyper-parameters that stay fixed over a run; the learning rate is given per step.
 struct SgdConfig {
@@ -55,4 +55,4 @@ class Sgd {
   std::size_t steps_ = 0;
 };
 
-}  // namespace dbench::sim
+}  // namespace dbench::core
