@@ -26,7 +26,7 @@ std::vector<float> column_means(core::ConstReplicaView v) {
 
 }  // namespace
 
-TEST_CASE("sim::allreduce: every replica receives the mean of all replicas") {
+TEST_CASE("core::allreduce: every replica receives the mean of all replicas") {
   for (const unsigned threads : {1u, 3u}) {
     CAPTURE(threads);
     core::ReplicaStore store(7, core::ParamLayout({{"a", 300}, {"b", 37}}));
@@ -43,7 +43,7 @@ TEST_CASE("sim::allreduce: every replica receives the mean of all replicas") {
   }
 }
 
-TEST_CASE("sim::allreduce: replica_average is the column mean and checks its output size") {
+TEST_CASE("core::allreduce: replica_average is the column mean and checks its output size") {
   core::ReplicaStore store(5, core::ParamLayout({{"a", 1000}}));
   core::testing::TestRng rng(2);
   core::testing::fill_uniform(store.params(), rng, 0.0f, 1.0f);
