@@ -23,4 +23,10 @@ class ValueError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+/// Training produced a NaN or infinite loss; the run stops (a checkpoint already written is kept).
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace dbench::core

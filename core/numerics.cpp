@@ -158,6 +158,11 @@ VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset
 
 VirtualReplicas::~VirtualReplicas() = default;
 
+void VirtualReplicas::measure() {
+  State& s = *state_;
+  s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+}
+
 void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
   State& s = *state_;
   s.gather_batches(t);
@@ -182,7 +187,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   }
   s.last_train_loss = loss / static_cast<double>(s.stats.size());
   if (measure) {
-    s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+    this->measure();
   }
   if (step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph))) {
     // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
@@ -313,44 +318,14 @@ NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& tra
                             NumericsObserver& observer) {
   const auto start = std::chrono::steady_clock::now();
   VirtualReplicas replicas(spec, train, test);
+  const ScheduleProgress progress =
+      run_schedule(spec.iterations, spec.eval_every, policy, replicas, observer);
   NumericsResult result;
   result.workers = spec.workers;
   result.parameters = static_cast<std::int64_t>(replicas.params().cols);
-
-  auto report = [&](const MetricsRow& row) {
-    if (!std::isfinite(row.test_loss) || (row.iteration > 0 && !std::isfinite(row.train_loss))) {
-      throw std::runtime_error(
-          fmt::format("training diverged at iteration {} (test loss {}, train loss {}); lower train.lr",
-                      row.iteration, row.test_loss, row.train_loss));
-    }
-    observer.on_metrics(row);
-    result.final_test_accuracy = row.test_accuracy;
-    result.final_test_loss = row.test_loss;
-    result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
-  };
-
-  std::optional<topology::PolicyObservation> latest = replicas.observation();
-  report(replicas.metrics());
-  const std::int64_t observe_every = policy.observe_every();
-  for (std::int64_t t = 0; t < spec.iterations; ++t) {
-    const topology::ScheduleStep step = policy.graph_for(t, latest ? &*latest : nullptr);
-    observer.on_schedule(t, step);
-    const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
-    const bool observe = observe_every > 0 && (t + 1) % observe_every == 0;
-    replicas.step(t, step, eval || observe);
-    // Every step's loss is checked, so a divergence is reported the iteration it shows, whatever eval_every.
-    if (!std::isfinite(replicas.train_loss())) {
-      throw std::runtime_error(fmt::format(
-          "training diverged at iteration {} (train loss {}); lower train.lr", t, replicas.train_loss()));
-    }
-    if (eval || observe) {
-      latest = replicas.observation();
-    }
-    if (eval) {
-      report(replicas.metrics());
-    }
-    observer.on_iteration(t);
-  }
+  result.final_test_accuracy = progress.final_test_accuracy;
+  result.final_test_loss = progress.final_test_loss;
+  result.best_test_accuracy = progress.best_test_accuracy;
   result.iterations = spec.iterations;
   result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -11,6 +11,7 @@
 
 #include "core/lr_schedule.hpp"
 #include "core/replica_view.hpp"
+#include "core/schedule.hpp"
 #include "core/sgd.hpp"
 #include "models/dataset.hpp"
 #include "models/model_profile.hpp"
@@ -36,45 +37,6 @@ struct NumericsSpec {
   unsigned threads = 0;  ///< compute threads; 0: every hardware thread (results do not depend on it)
 };
 
-/// Per parameter tensor statistics across replicas.
-struct TensorMetrics {
-  std::string name;
-  double norm_mean = 0.0;           ///< mean over replicas of the tensor's L2 norm
-  double norm_variance = 0.0;       ///< variance over replicas of that norm
-  double consensus_distance = 0.0;  ///< mean over replicas of ||x_i,t - mean_t||^2
-};
-
-/// One row of metrics.csv: the state after `iteration` completed iterations.
-struct MetricsRow {
-  std::int64_t iteration = 0;
-  double epoch = 0.0;       ///< samples seen by a replica / its shard size
-  double lr = 0.0;          ///< lr of the last iteration
-  double train_loss = 0.0;  ///< mean over replicas of the last iteration's batch loss (NaN at iteration 0)
-  double test_loss = 0.0;   ///< averaged model
-  double test_accuracy = 0.0;
-  double consensus_distance = 0.0;  ///< before averaging: mean over replicas of ||x_i - x_bar||^2
-  double norm_variance = 0.0;       ///< before averaging: sum over tensors of the norms' variance
-  double replica_accuracy_mean = 0.0;
-  double replica_accuracy_min = 0.0;
-  double replica_accuracy_max = 0.0;
-  double replica_loss_mean = 0.0;
-  std::vector<TensorMetrics> tensors;
-  /// Before averaging: the L2 norm of tensor t of replica i at [i * tensors.size() + t].
-  std::vector<double> replica_norms;
-};
-
-/// Receives what a run produces, as it is produced.
-class NumericsObserver {
- public:
-  virtual ~NumericsObserver() = default;
-  /// The communication chosen for iteration t.
-  virtual void on_schedule(std::int64_t /*iteration*/, const topology::ScheduleStep& /*step*/) {}
-  /// A metrics row (iteration 0 is the initial state).
-  virtual void on_metrics(const MetricsRow& /*row*/) {}
-  /// Iteration t has completed (for progress reporting).
-  virtual void on_iteration(std::int64_t /*iteration*/) {}
-};
-
 /// The outcome of a run.
 struct NumericsResult {
   std::int64_t iterations = 0;
@@ -87,7 +49,7 @@ struct NumericsResult {
 };
 
 /// N replicas of a model with their data shards, optimizer state and evaluation sets.
-class VirtualReplicas {
+class VirtualReplicas final : public ScheduleReplicas {
  public:
   /// Builds replicas with a common initialisation; throws on a model the data does not fit.
   VirtualReplicas(const NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test);
@@ -95,14 +57,16 @@ class VirtualReplicas {
   VirtualReplicas(const VirtualReplicas&) = delete;
   VirtualReplicas& operator=(const VirtualReplicas&) = delete;
 
+  /// Takes the replica statistics of the current state, for the next observation() and metrics().
+  void measure() override;
   /// Runs iteration t (0-based): local forward/backward and SGD step, then the communication `step`
   /// (all-reduce of gradients before the step when step.graph is null). When `measure`, replica statistics
   /// are taken after the local step and before averaging, and kept for the next metrics().
-  void step(std::int64_t t, const topology::ScheduleStep& step, bool measure);
+  void step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override;
   /// What a graph policy sees of the current state (the replica statistics of the last measured step).
-  topology::PolicyObservation observation();
+  topology::PolicyObservation observation() override;
   /// The metrics row of the current state (the replica statistics of the last measured step); consumes them.
-  MetricsRow metrics();
+  MetricsRow metrics() override;
   /// Every replica's parameters, [N, P].
   ConstReplicaView params() const;
   /// Parameter tensor names in order with their sizes.
@@ -110,7 +74,7 @@ class VirtualReplicas {
   /// Number of iterations run.
   std::int64_t iterations_done() const;
   /// Mean training loss over replicas of the last step's batches (NaN before the first step).
-  double train_loss() const;
+  double train_loss() const override;
 
  private:
   struct State;

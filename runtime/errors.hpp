@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/errors.hpp"
+
 namespace dbench::runtime {
 
 /// A communication library call failed (MPI, NCCL or CUDA); the message names the call and the reason.
@@ -24,11 +26,8 @@ class PeerLostError : public CommError {
   int rank_;
 };
 
-/// Training produced a NaN or infinite loss; the run stops and the last checkpoint is kept.
-class DivergenceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+/// Training produced a NaN or infinite loss: the driver's error, here under the runtime's name too.
+using DivergenceError = core::DivergenceError;
 
 /// A checkpoint that cannot be written or read back, or does not fit the run being resumed.
 class CheckpointError : public std::runtime_error {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
@@ -18,7 +19,7 @@
 #include "models/torch_models.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
-#include "runtime/trace_gather.hpp"
+#include "runtime/worker_run.hpp"
 
 namespace dbench::runtime {
 namespace {
@@ -34,7 +35,7 @@ std::span<float> span_of(torch::Tensor& t) {
   return {t.data_ptr<float>(), static_cast<std::size_t>(t.numel())};
 }
 
-class TorchWorker {
+class TorchWorker final : public core::ScheduleReplicas {
  public:
   TorchWorker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
               Communicator& host, Communicator& tensors, const std::string& device)
@@ -71,48 +72,40 @@ class TorchWorker {
 
   TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
     const auto start = Clock::now();
-    TrainResult result;
-    result.workers = workers_;
+    WorkerEvents events(rank_, observer, nullptr);
+    const core::ScheduleProgress progress =
+        core::run_schedule(spec_.iterations, spec_.eval_every, policy, *this, events);
+    TrainResult result =
+        finish_run(host_, workers_, spec_.batch_per_worker, progress, 0, traces_, observer, start);
     result.parameters = count_;
-    topology::PolicyObservation latest = report(evaluate(), observer, result);
-    double slowest_sum = 0.0;
-    for (std::int64_t t = 0; t < spec_.iterations; ++t) {
-      const topology::ScheduleStep step = policy.graph_for(t, &latest);
-      if (rank_ == 0) {
-        observer.on_schedule(t, step);
-      }
-      const auto begin = Clock::now();
-      const std::int64_t before = bytes_sent();
-      const double comm_s = iterate(t, &step);
-      const std::int64_t bytes = bytes_sent() - before;
-      const double total_s = seconds_since(begin);
-      slowest_sum += total_s;
-      const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
-      const bool observe = policy.observe_every() > 0 && (t + 1) % policy.observe_every() == 0;
-      if (eval || observe) {
-        const core::MetricsRow row = evaluate();
-        latest = eval ? report(row, observer, result) : observation(row);
-      }
-      traces_.push_back({t, total_s - comm_s, comm_s, total_s, bytes, last_loss_, last_lr_});
-      if (rank_ == 0) {
-        observer.on_iteration(t);
-      }
-    }
-    if (rank_ == 0) {
-      observer.on_trace(gather_traces());
-    } else {
-      gather_traces();
-    }
-    result.iterations = spec_.iterations;
-    std::array<double, 1> worst{slowest_sum};
-    host_.allreduce(std::span<double>(worst), ReduceOp::max);
-    result.seconds_per_iteration =
-        worst[0] / static_cast<double>(std::max<std::int64_t>(1, spec_.iterations));
-    result.samples_per_second = static_cast<double>(workers_) * spec_.batch_per_worker /
-                                std::max(1e-12, result.seconds_per_iteration);
-    result.wall_seconds = seconds_since(start);
     return result;
   }
+
+  void measure() override { measure_replicas(); }
+
+  void step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override {
+    const auto begin = Clock::now();
+    const std::int64_t before = bytes_sent();
+    const double comm_s = iterate(t, &step, measure);
+    const double total_s = seconds_since(begin);
+    traces_.push_back({t, total_s - comm_s, comm_s, total_s, bytes_sent() - before, last_loss_, last_lr_});
+  }
+
+  double train_loss() const override { return mean_loss_; }
+
+  topology::PolicyObservation observation() override {
+    topology::PolicyObservation o;
+    o.iteration = done_;
+    o.train_loss = mean_loss_;
+    for (const auto& m : measured_) {
+      o.consensus_distance += m.consensus_distance;
+      o.norm_variance += m.norm_variance;
+    }
+    o.mean_norm_sq = mean_norm_sq_;
+    return o;
+  }
+
+  core::MetricsRow metrics() override { return evaluate(); }
 
   /// The number of parameters.
   std::int64_t parameters() const { return count_; }
@@ -125,8 +118,9 @@ class TorchWorker {
   }
 
   /// One iteration; returns the seconds spent communicating. Without a step, the local step alone: forward,
-  /// backward, SGD and the loss's all-reduce, with neither the gradients' all-reduce nor gossip.
-  double iterate(std::int64_t t, const topology::ScheduleStep* step) {
+  /// backward, SGD and the loss's all-reduce, with neither the gradients' all-reduce nor gossip. When
+  /// `measure`, the replica statistics are taken after the local step, before the communication.
+  double iterate(std::int64_t t, const topology::ScheduleStep* step, bool measure = false) {
     double comm_s = 0.0;
     last_lr_ = spec_.lr.at(t);
     for (auto& group : sgd_->param_groups()) {
@@ -148,14 +142,14 @@ class TorchWorker {
     const auto l0 = Clock::now();
     host_.allreduce(std::span<double>(losses), ReduceOp::sum);
     comm_s += seconds_since(l0);
-    if (!std::isfinite(losses[0])) {
-      throw DivergenceError(fmt::format(
-          "training diverged at iteration {}: a worker's loss is {}; lower train.lr", t, losses[0]));
-    }
+    // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
     mean_loss_ = losses[0] / static_cast<double>(workers_);
     done_ = t + 1;
     if (step == nullptr) {
       return comm_s;
+    }
+    if (measure) {
+      measure_replicas();
     }
     if (step->average_parameters) {
       flatten(false);
@@ -296,8 +290,48 @@ class TorchWorker {
     return seconds;
   }
 
-  /// The averaged model on this worker's slice of the evaluation set, every replica on the fixed subset, and
-  /// the replica statistics; collective.
+  /// The replica statistics across workers: per tensor norms, their variance and the squared distance to
+  /// the average; collective.
+  void measure_replicas() {
+    torch::NoGradGuard no_grad;
+    const auto n = static_cast<double>(workers_);
+    flatten(false);
+    const torch::Tensor mine = flat_.clone();
+    mean_over_workers();
+    // Per tensor: norm, norm^2 and squared distance to the average, summed over workers.
+    const std::size_t count = params_.size();
+    std::vector<double> sums(3 * count, 0.0);
+    std::int64_t offset = 0;
+    for (std::size_t t = 0; t < count; ++t) {
+      const auto size = params_[t].numel();
+      const torch::Tensor x = mine.slice(0, offset, offset + size).to(torch::kFloat64);
+      const torch::Tensor a = flat_.slice(0, offset, offset + size).to(torch::kFloat64);
+      const double sq = x.pow(2).sum().item<double>();
+      sums[t] = std::sqrt(sq);
+      sums[count + t] = sq;
+      sums[2 * count + t] = (x - a).pow(2).sum().item<double>();
+      offset += size;
+    }
+    // Every worker's norms, [workers x tensors], for replica_norms.csv.
+    measured_norms_.assign(static_cast<std::size_t>(workers_) * count, 0.0);
+    std::copy_n(sums.begin(), count, measured_norms_.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
+    host_.allreduce(std::span<double>(measured_norms_), ReduceOp::sum);
+    host_.allreduce(std::span<double>(sums), ReduceOp::sum);
+    mean_norm_sq_ = 0.0;
+    measured_.clear();
+    for (std::size_t t = 0; t < count; ++t) {
+      core::TensorMetrics m;
+      m.name = names_[t];
+      m.norm_mean = sums[t] / n;
+      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
+      m.consensus_distance = sums[2 * count + t] / n;
+      mean_norm_sq_ += sums[count + t] / n;
+      measured_.push_back(m);
+    }
+  }
+
+  /// The metrics row: the last measured replica statistics, the averaged model on this worker's slice of the
+  /// evaluation set and every replica on the fixed subset; collective.
   core::MetricsRow evaluate() {
     torch::NoGradGuard no_grad;
     core::MetricsRow row;
@@ -306,41 +340,16 @@ class TorchWorker {
     row.lr = last_lr_;
     row.train_loss = done_ == 0 ? std::nan("") : mean_loss_;
     const auto n = static_cast<double>(workers_);
+    for (const auto& m : measured_) {
+      row.norm_variance += m.norm_variance;
+      row.consensus_distance += m.consensus_distance;
+    }
+    row.tensors = measured_;
+    row.replica_norms = measured_norms_;
     flatten(false);
     torch::Tensor mine = flat_.clone();
     mean_over_workers();
     torch::Tensor average = flat_.clone();
-    // Per tensor: norm, norm^2 and squared distance to the average, summed over workers.
-    const std::size_t count = params_.size();
-    std::vector<double> sums(3 * count, 0.0);
-    std::int64_t offset = 0;
-    for (std::size_t t = 0; t < count; ++t) {
-      const auto size = params_[t].numel();
-      const torch::Tensor x = mine.slice(0, offset, offset + size).to(torch::kFloat64);
-      const torch::Tensor a = average.slice(0, offset, offset + size).to(torch::kFloat64);
-      const double sq = x.pow(2).sum().item<double>();
-      sums[t] = std::sqrt(sq);
-      sums[count + t] = sq;
-      sums[2 * count + t] = (x - a).pow(2).sum().item<double>();
-      offset += size;
-    }
-    // Every worker's norms, [workers x tensors], for replica_norms.csv.
-    row.replica_norms.assign(static_cast<std::size_t>(workers_) * count, 0.0);
-    std::copy_n(sums.begin(), count, row.replica_norms.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
-    host_.allreduce(std::span<double>(row.replica_norms), ReduceOp::sum);
-    host_.allreduce(std::span<double>(sums), ReduceOp::sum);
-    mean_norm_sq_ = 0.0;
-    for (std::size_t t = 0; t < count; ++t) {
-      core::TensorMetrics m;
-      m.name = names_[t];
-      m.norm_mean = sums[t] / n;
-      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
-      m.consensus_distance = sums[2 * count + t] / n;
-      row.norm_variance += m.norm_variance;
-      row.consensus_distance += m.consensus_distance;
-      mean_norm_sq_ += sums[count + t] / n;
-      row.tensors.push_back(m);
-    }
 
     // The averaged model on a slice of the evaluation set, then this replica on the fixed subset.
     model_->eval();
@@ -400,27 +409,6 @@ class TorchWorker {
     return {loss, correct};
   }
 
-  topology::PolicyObservation observation(const core::MetricsRow& row) const {
-    topology::PolicyObservation o;
-    o.iteration = row.iteration;
-    o.consensus_distance = row.consensus_distance;
-    o.norm_variance = row.norm_variance;
-    o.train_loss = row.train_loss;
-    o.mean_norm_sq = mean_norm_sq_;
-    return o;
-  }
-
-  topology::PolicyObservation report(const core::MetricsRow& row, TrainObserver& observer,
-                                     TrainResult& result) {
-    record_evaluation(row, rank_, observer, result);
-    return observation(row);
-  }
-
-  /// Every worker's trace on every worker.
-  std::vector<std::vector<StepTrace>> gather_traces() {
-    return runtime::gather_traces(host_, rank_, workers_, traces_);
-  }
-
   core::NumericsSpec spec_;
   const models::Dataset& train_;
   const models::Dataset& test_;
@@ -444,8 +432,10 @@ class TorchWorker {
   std::int64_t done_ = 0;
   double last_lr_ = 0.0;
   double last_loss_ = 0.0;
-  double mean_loss_ = 0.0;
+  double mean_loss_ = std::numeric_limits<double>::quiet_NaN();
   double mean_norm_sq_ = 0.0;
+  std::vector<core::TensorMetrics> measured_;
+  std::vector<double> measured_norms_;
 };
 
 }  // namespace

@@ -21,7 +21,7 @@
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
-#include "runtime/trace_gather.hpp"
+#include "runtime/worker_run.hpp"
 
 namespace dbench::runtime {
 namespace {
@@ -58,7 +58,7 @@ int tag_of(std::int64_t iteration) {
   return static_cast<int>(iteration % 32768);
 }
 
-class Worker {
+class Worker final : public core::ScheduleReplicas {
  public:
   Worker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
          Communicator& comm, const WorkerOptions& options)
@@ -89,75 +89,51 @@ class Worker {
 
   TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
     const auto start = Clock::now();
-    TrainResult result;
-    result.workers = workers_;
-    result.parameters = static_cast<std::int64_t>(store_.param_count());
-    std::int64_t t0 = 0;
+    core::ScheduleProgress from;
     if (options_.resume) {
       const WorkerState state = read_checkpoint(options_.checkpoint_dir, rank_);
       restore(state);
-      t0 = state.iterations_done;
-      replay(policy, t0);
-      result.best_test_accuracy = state.best_test_accuracy;
-      result.final_test_accuracy = state.final_test_accuracy;
-      result.final_test_loss = state.final_test_loss;
+      from.iterations_done = state.iterations_done;
+      from.observations = state.observations;
+      from.best_test_accuracy = state.best_test_accuracy;
+      from.final_test_accuracy = state.final_test_accuracy;
+      from.final_test_loss = state.final_test_loss;
       if (rank_ == 0) {
         observer.restore_state(state.observer_state);
       }
-    } else {
-      measure_replicas();
-      observations_.push_back(observation());
-      report(evaluate(), observer, result);
     }
-    result.start_iteration = t0;
-
-    double slowest_sum = 0.0;
-    for (std::int64_t t = t0; t < spec_.iterations; ++t) {
-      if (rank_ == options_.kill_rank && t == options_.kill_iteration) {
-        // Fault injection: die as abruptly as a crashed node would, mid-run, without a word to the peers.
-        std::raise(SIGKILL);
-      }
-      const topology::ScheduleStep step = policy.graph_for(t, &observations_.back());
-      if (rank_ == 0) {
-        observer.on_schedule(t, step);
-      }
-      const bool eval = (t + 1) % spec_.eval_every == 0 || t + 1 == spec_.iterations;
-      const bool observe = policy.observe_every() > 0 && (t + 1) % policy.observe_every() == 0;
-      StepTrace trace = iterate(t, step, eval || observe);
-      trace_.push_back(trace);
-      slowest_sum += trace.total_s;
-      if (eval || observe) {
-        observations_.push_back(observation());
-      }
-      if (eval) {
-        report(evaluate(), observer, result);
-      }
-      if (rank_ == 0) {
-        observer.on_iteration(t);
-      }
+    const std::int64_t t0 = from.iterations_done;
+    WorkerEvents events(rank_, observer, [&](const core::ScheduleProgress& progress) {
+      const std::int64_t done = progress.iterations_done;
       if (options_.checkpoint_every > 0 &&
-          ((t + 1) % options_.checkpoint_every == 0 || t + 1 == spec_.iterations)) {
-        checkpoint(t + 1, result, observer);
+          (done % options_.checkpoint_every == 0 || done == spec_.iterations)) {
+        checkpoint(progress, observer);
       }
-    }
-    if (rank_ == 0) {
-      observer.on_trace(gather_traces());
-    } else {
-      gather_traces();
-    }
-    result.iterations = spec_.iterations;
-    const std::int64_t ran = spec_.iterations - t0;
-    if (ran > 0) {
-      // The slowest worker sets the pace of a synchronous run.
-      std::array<double, 1> worst{slowest_sum};
-      comm_.allreduce(std::span<double>(worst), ReduceOp::max);
-      result.seconds_per_iteration = worst[0] / static_cast<double>(ran);
-      result.samples_per_second =
-          static_cast<double>(workers_) * spec_.batch_per_worker / result.seconds_per_iteration;
-    }
-    result.wall_seconds = seconds_since(start);
+    });
+    const core::ScheduleProgress progress =
+        core::run_schedule(spec_.iterations, spec_.eval_every, policy, *this, events, std::move(from));
+    TrainResult result =
+        finish_run(comm_, workers_, spec_.batch_per_worker, progress, t0, trace_, observer, start);
+    result.parameters = static_cast<std::int64_t>(store_.param_count());
     return result;
   }
+
+  void begin_iteration(std::int64_t t) override {
+    if (rank_ == options_.kill_rank && t == options_.kill_iteration) {
+      // Fault injection: die as abruptly as a crashed node would, mid-run, without a word to the peers.
+      std::raise(SIGKILL);
+    }
+  }
+
+  void measure() override { measure_replicas(); }
+
+  void step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override {
+    trace_.push_back(iterate(t, step, measure));
+  }
+
+  double train_loss() const override { return last_train_loss_; }
+
+  core::MetricsRow metrics() override { return evaluate(); }
 
   std::span<const float> params() const { return store_.replica(0); }
 
@@ -255,12 +231,7 @@ class Worker {
     const auto l0 = Clock::now();
     comm_.allreduce(std::span<double>(loss), ReduceOp::sum);
     comm_s += seconds_since(l0);
-    if (!std::isfinite(loss[0])) {
-      throw DivergenceError(fmt::format(
-          "training diverged at iteration {}: a worker's loss is {}; lower train.lr (the last checkpoint, if "
-          "any, is kept)",
-          t, loss[0]));
-    }
+    // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
     last_train_loss_ = loss[0] / static_cast<double>(workers_);
     if (measure) {
       measure_replicas();
@@ -393,7 +364,7 @@ class Worker {
   }
 
   /// What the graph policy sees: the last measured replica statistics (the simulator's observation()).
-  topology::PolicyObservation observation() const {
+  topology::PolicyObservation observation() override {
     topology::PolicyObservation o;
     o.iteration = done_;
     o.train_loss = last_train_loss_;
@@ -405,23 +376,19 @@ class Worker {
     return o;
   }
 
-  void report(const core::MetricsRow& row, TrainObserver& observer, TrainResult& result) {
-    record_evaluation(row, rank_, observer, result);
-  }
-
-  void checkpoint(std::int64_t iteration, const TrainResult& result, const TrainObserver& observer) {
+  void checkpoint(const core::ScheduleProgress& progress, const TrainObserver& observer) {
     WorkerState s;
     s.run_key = options_.run_key;
     s.rank = rank_;
     s.workers = workers_;
-    s.iterations_done = iteration;
+    s.iterations_done = progress.iterations_done;
     s.sgd_steps = sgd_.steps();
     s.last_lr = last_lr_;
     s.last_train_loss = last_train_loss_;
-    s.best_test_accuracy = result.best_test_accuracy;
-    s.final_test_accuracy = result.final_test_accuracy;
-    s.final_test_loss = result.final_test_loss;
-    s.observations = observations_;
+    s.best_test_accuracy = progress.best_test_accuracy;
+    s.final_test_accuracy = progress.final_test_accuracy;
+    s.final_test_loss = progress.final_test_loss;
+    s.observations = progress.observations;
     const auto x = store_.replica(0);
     s.params.assign(x.begin(), x.end());
     const auto m = std::as_const(store_).momentum().row(0);
@@ -430,11 +397,11 @@ class Worker {
     if (rank_ == 0) {
       s.observer_state = observer.checkpoint_state();
     }
-    write_checkpoint_part(options_.checkpoint_dir, iteration, s);
+    write_checkpoint_part(options_.checkpoint_dir, progress.iterations_done, s);
     // Published only once every worker's part is on disk: an interrupted write leaves the previous one.
     comm_.barrier();
     if (rank_ == 0) {
-      publish_checkpoint(options_.checkpoint_dir, iteration);
+      publish_checkpoint(options_.checkpoint_dir, progress.iterations_done);
     }
   }
 
@@ -461,28 +428,10 @@ class Worker {
     last_train_loss_ = s.last_train_loss;
     done_ = s.iterations_done;
     trace_ = s.trace;
-    observations_ = s.observations;
-    if (observations_.empty()) {
+    if (s.observations.empty()) {
       throw CheckpointError(
           fmt::format("{}: the checkpoint holds no policy observation", options_.checkpoint_dir.string()));
     }
-  }
-
-  /// Feeds the policy the calls of iterations [0, t0) again, each with the observation it saw then: a policy
-  /// is a deterministic function of its calls, so its state is restored exactly.
-  void replay(topology::GraphPolicy& policy, std::int64_t t0) const {
-    std::size_t k = 0;
-    for (std::int64_t t = 0; t < t0; ++t) {
-      while (k + 1 < observations_.size() && observations_[k + 1].iteration <= t) {
-        ++k;
-      }
-      static_cast<void>(policy.graph_for(t, &observations_[k]));
-    }
-  }
-
-  /// Every worker's trace on every worker.
-  std::vector<std::vector<StepTrace>> gather_traces() {
-    return runtime::gather_traces(comm_, rank_, workers_, trace_);
   }
 
   core::NumericsSpec spec_;
@@ -509,7 +458,6 @@ class Worker {
   std::vector<double> sum_;
   std::vector<core::TensorMetrics> measured_;
   std::vector<double> measured_norms_;
-  std::vector<topology::PolicyObservation> observations_;  // every one given to the policy, in order
   double measured_mean_norm_sq_ = 0.0;
   std::vector<StepTrace> trace_;
   std::int64_t done_ = 0;
@@ -518,20 +466,6 @@ class Worker {
 };
 
 }  // namespace
-
-void record_evaluation(const core::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result) {
-  if (!std::isfinite(row.test_loss)) {
-    throw DivergenceError(
-        fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
-                    row.iteration, row.test_loss));
-  }
-  if (rank == 0) {
-    observer.on_metrics(row);
-  }
-  result.final_test_accuracy = row.test_accuracy;
-  result.final_test_loss = row.test_loss;
-  result.best_test_accuracy = std::max(result.best_test_accuracy, row.test_accuracy);
-}
 
 TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,

@@ -63,10 +63,6 @@ struct TrainResult {
   double wall_seconds = 0.0;  ///< this process's run, including evaluations and checkpoints
 };
 
-/// One evaluation of the averaged model: rank 0 passes it to the observer, every rank updates `result`.
-/// Throws DivergenceError when the test loss is not finite.
-void record_evaluation(const core::MetricsRow& row, int rank, TrainObserver& observer, TrainResult& result);
-
 /// Trains this worker's replica for spec.iterations iterations in step with its peers; spec.workers must be
 /// comm.size(). Throws DivergenceError on a non-finite loss, PeerLostError when a peer is lost,
 /// CheckpointError on a checkpoint that cannot be written or resumed.

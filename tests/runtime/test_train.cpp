@@ -52,17 +52,8 @@ std::vector<std::vector<float>> simulate_params(const std::string& text) {
   spec.threads = 1;
   auto policy = dbench::experiments::make_policy(config);
   dbench::core::VirtualReplicas replicas(spec, train, test);
-  // As run_numerics drives a policy: observations at evaluations and every observe_every iterations.
-  auto latest = replicas.observation();
-  const std::int64_t observe_every = policy->observe_every();
-  for (std::int64_t t = 0; t < spec.iterations; ++t) {
-    const bool eval = (t + 1) % spec.eval_every == 0 || t + 1 == spec.iterations;
-    const bool observe = eval || (observe_every > 0 && (t + 1) % observe_every == 0);
-    replicas.step(t, policy->graph_for(t, &latest), observe);
-    if (observe) {
-      latest = replicas.observation();
-    }
-  }
+  dbench::core::NumericsObserver ignore;
+  dbench::core::run_schedule(spec.iterations, spec.eval_every, *policy, replicas, ignore);
   std::vector<std::vector<float>> out;
   const auto params = replicas.params();
   for (std::size_t r = 0; r < params.rows; ++r) {
