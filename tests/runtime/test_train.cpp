@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
 #include "runtime/checkpoint.hpp"
+#include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -90,6 +92,36 @@ void check_train_matches_simulate(const TempDir& dir, const std::string& text, i
     CHECK(state.iterations_done == iterations);
     CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
   }
+}
+
+/// The values of metrics.csv's column `name`, one per row.
+std::vector<double> metrics_column(const fs::path& file, const std::string& name) {
+  std::istringstream in(dbench::testing::read_file(file));
+  std::string line;
+  std::getline(in, line);
+  std::size_t column = 0;
+  bool found = false;
+  {
+    std::istringstream header(line);
+    for (std::string cell; std::getline(header, cell, ',');) {
+      if (cell == name) {
+        found = true;
+        break;
+      }
+      ++column;
+    }
+  }
+  REQUIRE_MESSAGE(found, file.string() << " has no column " << name);
+  std::vector<double> values;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    std::string cell;
+    for (std::size_t k = 0; k <= column; ++k) {
+      std::getline(row, cell, ',');
+    }
+    values.push_back(std::stod(cell));
+  }
+  return values;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -231,6 +263,45 @@ TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers
   for (const char* file :
        {"metrics.csv", "schedule.csv", "trace.csv", "trace_worker.csv", "replica_norms.csv"}) {
     CHECK(fs::exists(dir.path() / "out" / file));
+  }
+}
+#endif
+
+#if defined(DBENCH_HAVE_TORCH)
+TEST_CASE(
+    "runtime::train: one driver: Ada's schedule and consensus distance are the same on all three engines") {
+  // The same config through virtual replicas, CPU workers and LibTorch workers on the CPU: the driver decides
+  // when the replicas are measured, so Ada sees the same signal and takes the same decisions on each.
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ada", 4, 120));
+  const std::string out = (dir.path() / "").string();
+  for (const auto& [name, command] :
+       {std::pair{"sim", "simulate " + config.string() + " -q --threads 1 --out " + out + "sim"},
+        std::pair{"cpu", "train " + config.string() + " --local 4 -q --out " + out + "cpu"},
+        std::pair{"torch",
+                  "train " + config.string() + " --local 4 -q --device cpu --out " + out + "torch"}}) {
+    CAPTURE(name);
+    const auto run = run_dbench(command);
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+  }
+  const std::string schedule = dbench::testing::read_file(dir.path() / "sim" / "schedule.csv");
+  CHECK(std::count(schedule.begin(), schedule.end(), '\n') == 121);
+  CHECK(schedule.find("global-average") != std::string::npos);
+  CHECK(dbench::testing::read_file(dir.path() / "cpu" / "schedule.csv") == schedule);
+  CHECK(dbench::testing::read_file(dir.path() / "torch" / "schedule.csv") == schedule);
+
+  const auto sim = metrics_column(dir.path() / "sim" / "metrics.csv", "consensus_distance");
+  const auto cpu = metrics_column(dir.path() / "cpu" / "metrics.csv", "consensus_distance");
+  const auto torch = metrics_column(dir.path() / "torch" / "metrics.csv", "consensus_distance");
+  REQUIRE(sim.size() == 4);  // iterations 0, 50, 100 and 120
+  REQUIRE(cpu.size() == sim.size());
+  REQUIRE(torch.size() == sim.size());
+  for (std::size_t k = 1; k < sim.size(); ++k) {
+    CAPTURE(k);
+    CHECK(sim[k] > 0.0);
+    CHECK(std::abs(cpu[k] - sim[k]) <= 1e-6 * sim[k]);
+    CHECK(std::abs(torch[k] - sim[k]) <= 0.01 * sim[k]);
   }
 }
 #endif
