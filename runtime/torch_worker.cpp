@@ -19,6 +19,7 @@
 #include "models/torch_models.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
+#include "runtime/timed_communicator.hpp"
 #include "runtime/worker_run.hpp"
 
 namespace dbench::runtime {
@@ -43,7 +44,8 @@ class TorchWorker final : public core::ScheduleReplicas {
         train_(train),
         test_(test),
         host_(host),
-        tensors_(tensors),
+        separate_tensors_(&tensors == &host ? nullptr : std::make_unique<TimedCommunicator>(tensors)),
+        tensors_(separate_tensors_ ? *separate_tensors_ : host_),
         device_(device),
         rank_(host.rank()),
         workers_(host.size()),
@@ -86,8 +88,10 @@ class TorchWorker final : public core::ScheduleReplicas {
   void step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override {
     const auto begin = Clock::now();
     const std::int64_t before = bytes_sent();
-    const double comm_s = iterate(t, &step, measure);
+    const double comm_before = comm_seconds();
+    iterate(t, &step, measure);
     const double total_s = seconds_since(begin);
+    const double comm_s = comm_seconds() - comm_before;
     traces_.push_back({t, total_s - comm_s, comm_s, total_s, bytes_sent() - before, last_loss_, last_lr_});
   }
 
@@ -117,11 +121,10 @@ class TorchWorker final : public core::ScheduleReplicas {
     }
   }
 
-  /// One iteration; returns the seconds spent communicating. Without a step, the local step alone: forward,
+  /// One iteration. Without a step, the local step alone: forward,
   /// backward, SGD and the loss's all-reduce, with neither the gradients' all-reduce nor gossip. When
   /// `measure`, the replica statistics are taken after the local step, before the communication.
-  double iterate(std::int64_t t, const topology::ScheduleStep* step, bool measure = false) {
-    double comm_s = 0.0;
+  void iterate(std::int64_t t, const topology::ScheduleStep* step, bool measure = false) {
     last_lr_ = spec_.lr.at(t);
     for (auto& group : sgd_->param_groups()) {
       static_cast<torch::optim::SGDOptions&>(group.options()).lr(last_lr_);
@@ -134,31 +137,28 @@ class TorchWorker final : public core::ScheduleReplicas {
     last_loss_ = loss.item<double>();
     if (step != nullptr && step->graph == nullptr && !step->average_parameters) {
       flatten(true);
-      comm_s += mean_over_workers();
+      mean_over_workers();
       unflatten(flat_, true);
     }
     sgd_->step();
     std::array<double, 1> losses{last_loss_};
-    const auto l0 = Clock::now();
     host_.allreduce(std::span<double>(losses), ReduceOp::sum);
-    comm_s += seconds_since(l0);
     // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
     mean_loss_ = losses[0] / static_cast<double>(workers_);
     done_ = t + 1;
     if (step == nullptr) {
-      return comm_s;
+      return;
     }
     if (measure) {
       measure_replicas();
     }
     if (step->average_parameters) {
       flatten(false);
-      comm_s += mean_over_workers();
+      mean_over_workers();
       unflatten(flat_, false);
     } else if (step->graph != nullptr) {
-      comm_s += gossip(*step->graph, t);
+      gossip(*step->graph, t);
     }
-    return comm_s;
   }
 
  private:
@@ -185,6 +185,11 @@ class TorchWorker final : public core::ScheduleReplicas {
     std::vector<float> init(net->layout().size());
     net->init(init, models::derive_seed(spec.seed, {0x1417}));
     unflatten(torch::from_blob(init.data(), {count_}, torch::kFloat32).to(device_, false, true), false);
+  }
+
+  /// Seconds spent communicating so far, through both communicators.
+  double comm_seconds() const {
+    return host_.seconds() + (separate_tensors_ ? separate_tensors_->seconds() : 0.0);
   }
 
   /// Payload bytes sent so far through both communicators.
@@ -235,17 +240,14 @@ class TorchWorker final : public core::ScheduleReplicas {
   }
 
   /// Every worker's flat_ summed into every worker's flat_, then divided by the worker count.
-  double mean_over_workers() {
+  void mean_over_workers() {
     sync();
-    const auto c0 = Clock::now();
     tensors_.allreduce(span_of(flat_), ReduceOp::sum);
-    const double seconds = seconds_since(c0);
     flat_.div_(static_cast<double>(workers_));
-    return seconds;
   }
 
   /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
-  double gossip(const topology::Graph& graph, std::int64_t t) {
+  void gossip(const topology::Graph& graph, std::int64_t t) {
     auto it = plans_.find(&graph);
     if (it == plans_.end()) {
       if (graph.nodes() != workers_) {
@@ -270,9 +272,7 @@ class TorchWorker final : public core::ScheduleReplicas {
       recvs.push_back({plan.in_peers[static_cast<std::size_t>(k)], span_of(row)});
     }
     sync();
-    const auto c0 = Clock::now();
     tensors_.exchange(sends, recvs, static_cast<int>(t % 32768));
-    const double seconds = seconds_since(c0);
     double sum = 0.0;
     for (float w : plan.weight) {
       sum += w;
@@ -287,7 +287,6 @@ class TorchWorker final : public core::ScheduleReplicas {
       }
     }
     unflatten(flat_ * scale + delta, false);
-    return seconds;
   }
 
   /// The replica statistics across workers: per tensor norms, their variance and the squared distance to
@@ -412,8 +411,9 @@ class TorchWorker final : public core::ScheduleReplicas {
   core::NumericsSpec spec_;
   const models::Dataset& train_;
   const models::Dataset& test_;
-  Communicator& host_;
-  Communicator& tensors_;
+  TimedCommunicator host_;
+  std::unique_ptr<TimedCommunicator> separate_tensors_;  // when the tensors go through another communicator
+  TimedCommunicator& tensors_;
   torch::Device device_;
   int rank_;
   int workers_;

@@ -21,6 +21,7 @@
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
+#include "runtime/timed_communicator.hpp"
 #include "runtime/worker_run.hpp"
 
 namespace dbench::runtime {
@@ -175,10 +176,6 @@ class Worker final : public core::ScheduleReplicas {
     return it->second;
   }
 
-  void exchange(const GossipPlan& plan, std::span<const float> mine, std::int64_t t) {
-    exchange_parameters(comm_, plan, mine, recv_, tag_of(t));
-  }
-
   void mix_into(const GossipPlan& plan, std::span<const float> self, std::span<float> out) {
     mix_received(plan, self, recv_, out, options_.threads);
   }
@@ -196,7 +193,7 @@ class Worker final : public core::ScheduleReplicas {
   StepTrace iterate(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
     const auto begin = Clock::now();
     const CommCounters before = comm_.counters();
-    double comm_s = 0.0;
+    const double comm_before = comm_.seconds();
     StepTrace trace;
     trace.iteration = t;
     last_lr_ = spec_.lr.at(t);
@@ -207,9 +204,7 @@ class Worker final : public core::ScheduleReplicas {
     if (step.graph == nullptr && !step.average_parameters) {
       // Centralized: the mean gradient.
       net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
-      const auto c0 = Clock::now();
       average_over_workers(comm_, store_.grads().row(0), sum_);
-      comm_s += seconds_since(c0);
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     } else if (!options_.overlap || step.graph == nullptr) {
       local_step(stats);
@@ -219,18 +214,15 @@ class Worker final : public core::ScheduleReplicas {
       const GossipPlan& plan = plan_for(*step.graph);
       const auto x = store_.replica(0);
       snapshot_.assign(x.begin(), x.end());
-      auto pending = std::async(std::launch::async, [&] { exchange(plan, snapshot_, t); });
+      auto pending = std::async(
+          std::launch::async, [&] { exchange_parameters(comm_.inner(), plan, snapshot_, recv_, tag_of(t)); });
       local_step(stats);
-      const auto w0 = Clock::now();
-      pending.get();
-      comm_s += seconds_since(w0);
+      comm_.wait([&] { pending.get(); });
     }
     trace.loss = stats.loss;
     // Every worker learns every iteration whether any loss is non-finite, so that all stop together.
     std::array<double, 1> loss{static_cast<double>(stats.loss)};
-    const auto l0 = Clock::now();
     comm_.allreduce(std::span<double>(loss), ReduceOp::sum);
-    comm_s += seconds_since(l0);
     // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
     last_train_loss_ = loss[0] / static_cast<double>(workers_);
     if (measure) {
@@ -238,17 +230,13 @@ class Worker final : public core::ScheduleReplicas {
     }
     if (step.average_parameters) {
       // Periodic global averaging: every worker takes the mean of the parameters.
-      const auto c0 = Clock::now();
       average_over_workers(comm_, store_.replica(0), sum_);
-      comm_s += seconds_since(c0);
     } else if (step.graph != nullptr) {
       const GossipPlan& plan = plan_for(*step.graph);
       const auto x = store_.replica(0);
       auto mixed = store_.mix_target().row(0);
       if (!options_.overlap) {
-        const auto c0 = Clock::now();
-        exchange(plan, x, t);
-        comm_s += seconds_since(c0);
+        exchange_parameters(comm_, plan, x, recv_, tag_of(t));
         mix_into(plan, x, mixed);
       } else {
         // x_{t+1} = sum_j W_ij x_j,t + (x_i after the local step - x_i,t).
@@ -261,8 +249,8 @@ class Worker final : public core::ScheduleReplicas {
     }
     done_ = t + 1;
     trace.total_s = seconds_since(begin);
-    trace.comm_s = comm_s;
-    trace.compute_s = trace.total_s - comm_s;
+    trace.comm_s = comm_.seconds() - comm_before;
+    trace.compute_s = trace.total_s - trace.comm_s;
     trace.bytes_sent = comm_.counters().bytes_sent - before.bytes_sent;
     return trace;
   }
@@ -435,7 +423,7 @@ class Worker final : public core::ScheduleReplicas {
   }
 
   core::NumericsSpec spec_;
-  Communicator& comm_;
+  TimedCommunicator comm_;  // the communication phase's time, for the trace
   WorkerOptions options_;
   int rank_;
   int workers_;

@@ -2,15 +2,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/mixing.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/timed_communicator.hpp"
 
 using namespace dbench::runtime;
 
@@ -25,6 +28,39 @@ TEST_CASE("runtime::communicator: one worker reduces to itself and has no peers"
   std::vector<float> buffer(4);
   CHECK_THROWS_AS(comm.send(buffer, 1, 0), CommError);
   CHECK_THROWS_AS(comm.recv(buffer, 1, 0), CommError);
+}
+
+TEST_CASE("runtime::communicator: the timing decorator counts its calls' time, failed calls and waits too") {
+  // A communicator whose barrier takes 30 ms: what a slow peer looks like from here.
+  class SlowBarrier final : public Communicator {
+   public:
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    void send(std::span<const float> data, int peer, int tag) override { single.send(data, peer, tag); }
+    void recv(std::span<float> data, int peer, int tag) override { single.recv(data, peer, tag); }
+    void exchange(std::span<const SendBuffer>, std::span<const RecvBuffer>, int) override {}
+    void allreduce(std::span<float>, ReduceOp) override {}
+    void allreduce(std::span<double> data, ReduceOp) override { data[0] += 1.0; }
+    void broadcast(std::span<std::byte>, int) override {}
+    void barrier() override { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
+    CommCounters counters() const override { return {7, 1}; }
+    SingleWorkerCommunicator single;
+  } slow;
+  TimedCommunicator timed(slow);
+  CHECK(timed.seconds() == 0.0);
+  std::vector<double> values{1.0};
+  timed.allreduce(std::span<double>(values), ReduceOp::sum);
+  CHECK(values[0] == 2.0);  // forwarded
+  CHECK(timed.counters().bytes_sent == 7);
+  timed.barrier();
+  CHECK(timed.seconds() >= 0.030);
+  const double after_barrier = timed.seconds();
+  std::vector<float> buffer(4);
+  CHECK_THROWS_AS(timed.send(buffer, 1, 0), CommError);
+  CHECK(timed.seconds() >= after_barrier);
+  timed.wait([] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  CHECK(timed.seconds() >= after_barrier + 0.020);
+  CHECK(&timed.inner() == &slow);
 }
 
 TEST_CASE("runtime::launcher: --local N runs N copies under mpirun, oversubscribed, pinned round-robin") {
