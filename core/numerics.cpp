@@ -50,16 +50,6 @@ MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
   return MixingMatrix(std::move(off), std::move(from), weight);
 }
 
-/// A fixed, seeded order of the test set: its first k samples are "the first k test samples" of every
-/// evaluation, so replicas and iterations are compared on the same images.
-std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
-  std::iota(order.begin(), order.end(), 0);
-  models::Rng rng(models::derive_seed(seed, {0x7e57}));
-  rng.shuffle(std::span<std::int64_t>(order));
-  return order;
-}
-
 }  // namespace
 
 struct VirtualReplicas::State {
@@ -98,7 +88,7 @@ struct VirtualReplicas::State {
     for (int r = 0; r < s.workers; ++r) {
       samplers.emplace_back(partition, r, s.batch_per_worker);
     }
-    const auto order = test_order(test_set.size, s.seed);
+    const auto order = evaluation_order(test_set.size, s.seed);
     const std::int64_t eval_count =
         s.eval_samples > 0 ? std::min(s.eval_samples, test_set.size) : test_set.size;
     replica_eval_count = static_cast<std::size_t>(std::min(s.replica_eval_samples, eval_count));
@@ -288,6 +278,14 @@ std::int64_t VirtualReplicas::iterations_done() const {
 
 double VirtualReplicas::train_loss() const {
   return state_->last_train_loss;
+}
+
+std::vector<std::int64_t> evaluation_order(std::int64_t test_size, std::uint64_t seed) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(test_size));
+  std::iota(order.begin(), order.end(), 0);
+  models::Rng rng(models::derive_seed(seed, {0x7e57}));
+  rng.shuffle(std::span<std::int64_t>(order));
+  return order;
 }
 
 models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,

@@ -81,6 +81,10 @@ class VirtualReplicas final : public ScheduleReplicas {
   std::unique_ptr<State> state_;
 };
 
+/// A fixed, seeded order of the test set: its first k samples are "the first k test samples" of every
+/// evaluation, so that replicas, iterations and engines are compared on the same images.
+std::vector<std::int64_t> evaluation_order(std::int64_t test_size, std::uint64_t seed);
+
 /// Reads a data set split by its config name (fashion-mnist | cifar10 | synthetic); `dir` empty: the default.
 models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,
                              std::uint64_t seed);

@@ -97,17 +97,7 @@ class TorchWorker final : public core::ScheduleReplicas {
 
   double train_loss() const override { return mean_loss_; }
 
-  topology::PolicyObservation observation() override {
-    topology::PolicyObservation o;
-    o.iteration = done_;
-    o.train_loss = mean_loss_;
-    for (const auto& m : measured_) {
-      o.consensus_distance += m.consensus_distance;
-      o.norm_variance += m.norm_variance;
-    }
-    o.mean_norm_sq = mean_norm_sq_;
-    return o;
-  }
+  topology::PolicyObservation observation() override { return measured_.observation(done_, mean_loss_); }
 
   core::MetricsRow metrics() override { return evaluate(); }
 
@@ -293,11 +283,10 @@ class TorchWorker final : public core::ScheduleReplicas {
   /// the average; collective.
   void measure_replicas() {
     torch::NoGradGuard no_grad;
-    const auto n = static_cast<double>(workers_);
     flatten(false);
     const torch::Tensor mine = flat_.clone();
     mean_over_workers();
-    // Per tensor: norm, norm^2 and squared distance to the average, summed over workers.
+    // Per tensor: norm, norm^2 and squared distance to the average.
     const std::size_t count = params_.size();
     std::vector<double> sums(3 * count, 0.0);
     std::int64_t offset = 0;
@@ -311,40 +300,16 @@ class TorchWorker final : public core::ScheduleReplicas {
       sums[2 * count + t] = (x - a).pow(2).sum().item<double>();
       offset += size;
     }
-    // Every worker's norms, [workers x tensors], for replica_norms.csv.
-    measured_norms_.assign(static_cast<std::size_t>(workers_) * count, 0.0);
-    std::copy_n(sums.begin(), count, measured_norms_.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
-    host_.allreduce(std::span<double>(measured_norms_), ReduceOp::sum);
-    host_.allreduce(std::span<double>(sums), ReduceOp::sum);
-    mean_norm_sq_ = 0.0;
-    measured_.clear();
-    for (std::size_t t = 0; t < count; ++t) {
-      core::TensorMetrics m;
-      m.name = names_[t];
-      m.norm_mean = sums[t] / n;
-      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
-      m.consensus_distance = sums[2 * count + t] / n;
-      mean_norm_sq_ += sums[count + t] / n;
-      measured_.push_back(m);
-    }
+    measured_ = WorkerStatistics::gather(host_, names_, std::move(sums));
   }
 
   /// The metrics row: the last measured replica statistics, the averaged model on this worker's slice of the
   /// evaluation set and every replica on the fixed subset; collective.
   core::MetricsRow evaluate() {
     torch::NoGradGuard no_grad;
-    core::MetricsRow row;
-    row.iteration = done_;
-    row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
-    row.lr = last_lr_;
-    row.train_loss = done_ == 0 ? std::nan("") : mean_loss_;
-    const auto n = static_cast<double>(workers_);
-    for (const auto& m : measured_) {
-      row.norm_variance += m.norm_variance;
-      row.consensus_distance += m.consensus_distance;
-    }
-    row.tensors = measured_;
-    row.replica_norms = measured_norms_;
+    core::MetricsRow row =
+        measured_.row(done_, static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch()),
+                      last_lr_, mean_loss_);
     flatten(false);
     torch::Tensor mine = flat_.clone();
     mean_over_workers();
@@ -354,38 +319,23 @@ class TorchWorker final : public core::ScheduleReplicas {
     model_->eval();
     const std::int64_t samples =
         spec_.eval_samples > 0 ? std::min(spec_.eval_samples, test_.size) : test_.size;
-    const std::int64_t s0 = samples * rank_ / workers_;
-    const std::int64_t s1 = samples * (rank_ + 1) / workers_;
-    std::array<double, 4> totals{};
+    const auto [s0, s1] = evaluation_slice(static_cast<std::size_t>(samples), rank_, workers_);
     unflatten(average, false);
-    const auto [avg_loss, avg_correct] = score(s0, s1);
-    totals[0] = avg_loss;
-    totals[1] = avg_correct;
+    const auto [slice_loss, slice_correct] =
+        score(static_cast<std::int64_t>(s0), static_cast<std::int64_t>(s1));
     unflatten(mine, false);
     const std::int64_t subset = std::min(spec_.replica_eval_samples, samples);
     const auto [own_loss, own_correct] = score(0, subset);
     const double own_accuracy = subset > 0 ? own_correct / static_cast<double>(subset) : 0.0;
-    totals[2] = own_accuracy;
-    totals[3] = subset > 0 ? own_loss / static_cast<double>(subset) : 0.0;
-    host_.allreduce(std::span<double>(totals), ReduceOp::sum);
-    std::array<double, 2> extremes{-own_accuracy, own_accuracy};
-    host_.allreduce(std::span<double>(extremes), ReduceOp::max);
-    row.test_loss = totals[0] / static_cast<double>(samples);
-    row.test_accuracy = totals[1] / static_cast<double>(samples);
-    row.replica_accuracy_mean = totals[2] / n;
-    row.replica_loss_mean = totals[3] / n;
-    row.replica_accuracy_min = -extremes[0];
-    row.replica_accuracy_max = extremes[1];
+    combine_evaluations(host_, slice_loss, slice_correct, static_cast<std::size_t>(samples), own_accuracy,
+                        subset > 0 ? own_loss / static_cast<double>(subset) : 0.0, row);
     return row;
   }
 
   /// Summed loss and correct predictions over test samples [s0, s1) of the fixed evaluation order.
   std::pair<double, double> score(std::int64_t s0, std::int64_t s1) {
     if (order_.empty()) {
-      order_.resize(static_cast<std::size_t>(test_.size));
-      std::iota(order_.begin(), order_.end(), 0);
-      models::Rng rng(models::derive_seed(spec_.seed, {0x7e57}));
-      rng.shuffle(std::span<std::int64_t>(order_));
+      order_ = core::evaluation_order(test_.size, spec_.seed);
     }
     double loss = 0.0;
     double correct = 0.0;
@@ -433,9 +383,7 @@ class TorchWorker final : public core::ScheduleReplicas {
   double last_lr_ = 0.0;
   double last_loss_ = 0.0;
   double mean_loss_ = std::numeric_limits<double>::quiet_NaN();
-  double mean_norm_sq_ = 0.0;
-  std::vector<core::TensorMetrics> measured_;
-  std::vector<double> measured_norms_;
+  WorkerStatistics measured_;  // the last measured replica statistics
 };
 
 }  // namespace

@@ -33,15 +33,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// The simulator's fixed, seeded order of the test set (so that "the first k test samples" are the same).
-std::vector<std::int64_t> test_order(std::int64_t size, std::uint64_t seed) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(size));
-  std::iota(order.begin(), order.end(), 0);
-  models::Rng rng(models::derive_seed(seed, {0x7e57}));
-  rng.shuffle(std::span<std::int64_t>(order));
-  return order;
-}
-
 /// The simulator's replica model of `spec` for one replica, named from the runtime's side when unavailable.
 std::unique_ptr<core::ReplicaModel> make_net(const models::ModelSpec& spec) {
   try {
@@ -75,7 +66,10 @@ class Worker final : public core::ScheduleReplicas {
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
         sampler_(partition_, rank_, spec.batch_per_worker) {
     keep_shard(train);
-    const auto order = test_order(test.size, spec.seed);
+    for (const auto& tensor : store_.layout().tensors()) {
+      tensor_names_.push_back(tensor.name);
+    }
+    const auto order = core::evaluation_order(test.size, spec.seed);
     const std::int64_t eval_count =
         spec.eval_samples > 0 ? std::min(spec.eval_samples, test.size) : test.size;
     replica_eval_count_ = static_cast<std::size_t>(std::min(spec.replica_eval_samples, eval_count));
@@ -263,8 +257,8 @@ class Worker final : public core::ScheduleReplicas {
     comm_.allreduce(std::span<double>(sum_), ReduceOp::sum);
     const auto& tensors = store_.layout().tensors();
     const std::size_t count = tensors.size();
-    // Per tensor: [norm, norm^2, squared distance to the mean], summed over workers.
-    std::vector<double> sums(3 * count, 0.0);
+    // Per tensor: [norm, norm^2, squared distance to the mean].
+    std::vector<double> local(3 * count, 0.0);
     for (std::size_t t = 0; t < count; ++t) {
       double sq = 0.0;
       double dist = 0.0;
@@ -275,45 +269,19 @@ class Worker final : public core::ScheduleReplicas {
         dist += d * d;
       }
       const double norm = std::sqrt(sq);
-      sums[t] = norm;
-      sums[count + t] = norm * norm;
-      sums[2 * count + t] = dist;
+      local[t] = norm;
+      local[count + t] = norm * norm;
+      local[2 * count + t] = dist;
     }
-    // Every worker's norms, [workers x tensors]: each fills its row of a zero table, a sum gathers them.
-    measured_norms_.assign(static_cast<std::size_t>(workers_) * count, 0.0);
-    std::copy_n(sums.begin(), count, measured_norms_.begin() + static_cast<std::ptrdiff_t>(rank_ * count));
-    comm_.allreduce(std::span<double>(measured_norms_), ReduceOp::sum);
-    comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
-    measured_mean_norm_sq_ = 0.0;
-    for (std::size_t t = 0; t < count; ++t) {
-      measured_mean_norm_sq_ += sums[count + t] / n;
-    }
-    measured_.clear();
-    for (std::size_t t = 0; t < count; ++t) {
-      core::TensorMetrics m;
-      m.name = tensors[t].name;
-      m.norm_mean = sums[t] / n;
-      m.norm_variance = std::max(0.0, sums[count + t] / n - m.norm_mean * m.norm_mean);
-      m.consensus_distance = sums[2 * count + t] / n;
-      measured_.push_back(m);
-    }
+    measured_ = WorkerStatistics::gather(comm_, tensor_names_, std::move(local));
   }
 
   /// The metrics row of the current state: the last measured replica statistics, the averaged model on the
   /// evaluation set (each worker evaluates a slice) and every replica on the fixed subset.
   core::MetricsRow evaluate() {
-    core::MetricsRow row;
-    row.iteration = done_;
-    row.epoch = static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch());
-    row.lr = last_lr_;
-    row.train_loss = last_train_loss_;
-    for (const auto& m : measured_) {
-      row.norm_variance += m.norm_variance;
-      row.consensus_distance += m.consensus_distance;
-    }
-    row.tensors = measured_;
-    row.replica_norms = measured_norms_;
-
+    core::MetricsRow row =
+        measured_.row(done_, static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch()),
+                      last_lr_, last_train_loss_);
     const auto x = store_.replica(0);
     const auto n = static_cast<double>(workers_);
     sum_.assign(x.begin(), x.end());
@@ -324,44 +292,26 @@ class Worker final : public core::ScheduleReplicas {
     }
     const std::size_t in = net_->inputs();
     const std::size_t samples = eval_labels_.size();
-    const std::size_t s0 = samples * static_cast<std::size_t>(rank_) / static_cast<std::size_t>(workers_);
-    const std::size_t s1 = samples * static_cast<std::size_t>(rank_ + 1) / static_cast<std::size_t>(workers_);
-    std::array<double, 5> sums{};
+    const auto [s0, s1] = evaluation_slice(samples, rank_, workers_);
+    double slice_loss = 0.0;
+    double slice_correct = 0.0;
     if (s1 > s0) {
       const core::EvalResult avg =
           net_->evaluate(average, std::span<const float>(eval_images_).subspan(s0 * in, (s1 - s0) * in),
                          std::span<const std::int32_t>(eval_labels_).subspan(s0, s1 - s0));
-      sums[0] = avg.loss * static_cast<double>(avg.samples);
-      sums[1] = static_cast<double>(avg.correct);
+      slice_loss = avg.loss * static_cast<double>(avg.samples);
+      slice_correct = static_cast<double>(avg.correct);
     }
     const core::EvalResult mine =
         net_->evaluate(x, std::span<const float>(eval_images_.data(), replica_eval_count_ * in),
                        std::span<const std::int32_t>(eval_labels_.data(), replica_eval_count_));
-    sums[2] = mine.accuracy();
-    sums[3] = mine.loss;
-    comm_.allreduce(std::span<double>(sums), ReduceOp::sum);
-    std::array<double, 2> extremes{-mine.accuracy(), mine.accuracy()};
-    comm_.allreduce(std::span<double>(extremes), ReduceOp::max);
-    row.test_loss = sums[0] / static_cast<double>(samples);
-    row.test_accuracy = sums[1] / static_cast<double>(samples);
-    row.replica_accuracy_mean = sums[2] / n;
-    row.replica_loss_mean = sums[3] / n;
-    row.replica_accuracy_min = -extremes[0];
-    row.replica_accuracy_max = extremes[1];
+    combine_evaluations(comm_, slice_loss, slice_correct, samples, mine.accuracy(), mine.loss, row);
     return row;
   }
 
   /// What the graph policy sees: the last measured replica statistics (the simulator's observation()).
   topology::PolicyObservation observation() override {
-    topology::PolicyObservation o;
-    o.iteration = done_;
-    o.train_loss = last_train_loss_;
-    for (const auto& m : measured_) {
-      o.consensus_distance += m.consensus_distance;
-      o.norm_variance += m.norm_variance;
-    }
-    o.mean_norm_sq = measured_mean_norm_sq_;
-    return o;
+    return measured_.observation(done_, last_train_loss_);
   }
 
   void checkpoint(const core::ScheduleProgress& progress, const TrainObserver& observer) {
@@ -444,9 +394,8 @@ class Worker final : public core::ScheduleReplicas {
   std::vector<float> recv_;
   std::vector<float> snapshot_;
   std::vector<double> sum_;
-  std::vector<core::TensorMetrics> measured_;
-  std::vector<double> measured_norms_;
-  double measured_mean_norm_sq_ = 0.0;
+  std::vector<std::string> tensor_names_;
+  WorkerStatistics measured_;  // the last measured replica statistics
   std::vector<StepTrace> trace_;
   std::int64_t done_ = 0;
   double last_lr_ = 0.0;

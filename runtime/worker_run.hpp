@@ -6,6 +6,9 @@
 #include <chrono>
 #include <functional>
 #include <span>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/schedule.hpp"
 #include "runtime/checkpoint.hpp"
@@ -31,6 +34,31 @@ class WorkerEvents final : public core::NumericsObserver {
   TrainObserver& observer_;
   std::function<void(const core::ScheduleProgress&)> on_progress_;
 };
+
+/// The replica statistics across workers, as the simulator's replica metrics define them.
+struct WorkerStatistics {
+  std::vector<core::TensorMetrics> tensors;
+  std::vector<double> norms;  ///< every worker's tensor norms, [workers x tensors]
+  double mean_norm_sq = 0.0;  ///< mean over workers of ||x_i||^2
+
+  /// Collective: from this worker's per-tensor [norms..., squared norms..., squared distances to the
+  /// average...] (3 x names.size() values), summed over the workers.
+  static WorkerStatistics gather(Communicator& comm, std::span<const std::string> names,
+                                 std::vector<double> local);
+  /// What a graph policy sees of them.
+  topology::PolicyObservation observation(std::int64_t iteration, double train_loss) const;
+  /// A metrics row holding them, for the state after `iteration` iterations.
+  core::MetricsRow row(std::int64_t iteration, double epoch, double lr, double train_loss) const;
+};
+
+/// This worker's share [begin, end) of `samples` evaluation samples.
+std::pair<std::size_t, std::size_t> evaluation_slice(std::size_t samples, int rank, int workers);
+
+/// Collective: completes `row` with the averaged model's evaluation (each worker's summed loss and correct
+/// predictions on its slice of `samples`) and the replicas' (each worker's accuracy and mean loss on the
+/// fixed subset).
+void combine_evaluations(Communicator& comm, double slice_loss_sum, double slice_correct, std::size_t samples,
+                         double own_accuracy, double own_loss, core::MetricsRow& row);
 
 /// The end of a worker's run, collective: every worker's trace reaches rank 0's observer, and the result
 /// holds the driver's evaluations and the pace of the slowest worker over the iterations this run executed
