@@ -11,19 +11,17 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <map>
-#include <optional>
 #include <span>
-#include <sstream>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "experiments/config_checks.hpp"
+#include "experiments/config_rules.hpp"
 #include "experiments/config_text.hpp"
-#include "experiments/sim_setup.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
 
@@ -36,218 +34,6 @@ constexpr std::array<std::string_view, 4> kDatasets = {"fashion-mnist", "cifar10
 constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dpsgd"};
 constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
-constexpr std::array<std::string_view, 3> kSections = {"train", "algorithm", "platform"};
-
-// A check returns the reason a value is invalid, or an empty string when it is fine.
-template <class T>
-using Check = std::function<std::string(const T&)>;
-
-std::string join(std::span<const std::string_view> words) {
-  std::string out;
-  for (const auto word : words) {
-    out += out.empty() ? "" : ", ";
-    out += word;
-  }
-  return out;
-}
-
-// "integer 5", "string \"abc\"": what a user wrote, for type errors.
-std::string describe(const toml::node& node) {
-  std::ostringstream text;
-  switch (node.type()) {
-    case toml::node_type::string:
-      text << "string " << toml_string(node.as_string()->get());
-      break;
-    case toml::node_type::integer:
-      text << "integer " << *node.as_integer();
-      break;
-    case toml::node_type::floating_point:
-      text << "float " << *node.as_floating_point();
-      break;
-    case toml::node_type::boolean:
-      text << "boolean " << *node.as_boolean();
-      break;
-    case toml::node_type::array:
-      text << "array " << *node.as_array();
-      break;
-    case toml::node_type::table:
-      text << "table";
-      break;
-    case toml::node_type::date:
-      text << "date " << *node.as_date();
-      break;
-    case toml::node_type::time:
-      text << "time " << *node.as_time();
-      break;
-    case toml::node_type::date_time:
-      text << "date-time " << *node.as_date_time();
-      break;
-    case toml::node_type::none:
-      text << "nothing";
-      break;
-  }
-  std::string out = text.str();
-  constexpr std::size_t kMaxShown = 60;
-  if (out.size() > kMaxShown) {
-    out = out.substr(0, kMaxShown) + "...";
-  }
-  return out;
-}
-
-std::string full_key(std::string_view section, std::string_view key) {
-  return section.empty() ? std::string(key) : fmt::format("{}.{}", section, key);
-}
-
-Check<int> at_least(int min) {
-  return
-      [min](const int& v) { return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, v); };
-}
-
-Check<double> at_least(double min) {
-  return [min](const double& v) {
-    return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, toml_double(v));
-  };
-}
-
-Check<double> above(double min) {
-  return [min](const double& v) {
-    return v > min ? std::string() : fmt::format("must be > {}, got {}", min, toml_double(v));
-  };
-}
-
-// [min, max) or (min, max] intervals, spelled the way the message shows them.
-Check<double> within(double min, bool min_open, double max, bool max_open) {
-  return [=](const double& v) {
-    const bool ok = (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
-    return ok ? std::string()
-              : fmt::format("must be in {}{}, {}{}, got {}", min_open ? "(" : "[", min, max,
-                            max_open ? ")" : "]", toml_double(v));
-  };
-}
-
-// 0 (the preset's value) or a factor in [min, max].
-Check<double> zero_or_within(double min, double max) {
-  return [=](const double& v) {
-    return v == 0.0 || (v >= min && v <= max)
-               ? std::string()
-               : fmt::format("must be 0 (the preset's) or in [{}, {}], got {}", min, max, toml_double(v));
-  };
-}
-
-// `allowed` views names with static storage (this file's tables, or the simulator's).
-Check<std::string> one_of(std::span<const std::string_view> allowed) {
-  return [allowed](const std::string& v) {
-    if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) {
-      return std::string();
-    }
-    std::string reason = fmt::format("must be one of {}; got {}", join(allowed), toml_string(v));
-    if (const auto guess = closest_name(v, allowed)) {
-      reason += fmt::format(" (did you mean '{}'?)", *guess);
-    }
-    return reason;
-  };
-}
-
-Check<std::string> non_empty() {
-  return [](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); };
-}
-
-Check<std::string> any_string() {
-  return [](const std::string&) { return std::string(); };
-}
-
-Check<bool> any_bool() {
-  return [](const bool&) { return std::string(); };
-}
-
-Check<std::string> run_name() {
-  return [](const std::string& v) {
-    const bool chars_ok = std::all_of(v.begin(), v.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-             c == '_' || c == '-';
-    });
-    if (!v.empty() && v.front() != '.' && chars_ok) {
-      return std::string();
-    }
-    return fmt::format(
-        "must be non-empty, not start with '.', and use only letters, digits, '.', '_' and '-' (it names "
-        "result directories); got {}",
-        toml_string(v));
-  };
-}
-
-Check<std::uint64_t> seed_range() {
-  // TOML integers are signed 64-bit, so larger seeds could not be written back by to_toml.
-  return [](const std::uint64_t& v) {
-    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    return v <= kMax ? std::string() : fmt::format("must be <= {}, got {}", kMax, v);
-  };
-}
-
-Check<std::vector<int>> each_at_least(int min, bool increasing) {
-  return [=](const std::vector<int>& values) {
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i] < min) {
-        return fmt::format("every entry must be >= {}, got {} at index {}", min, values[i], i);
-      }
-      if (increasing && i > 0 && values[i] <= values[i - 1]) {
-        return fmt::format("entries must be strictly increasing, got {} after {}", values[i], values[i - 1]);
-      }
-    }
-    return std::string();
-  };
-}
-
-// Hidden widths of the mlp: a few layers of a size the simulator's replicas can hold (each replica keeps
-// every layer's weights; a 65536-wide layer on 784 inputs is already 200 MB per replica).
-Check<std::vector<int>> mlp_widths() {
-  constexpr int kMaxWidth = 65536;
-  constexpr std::size_t kMaxLayers = 16;
-  return [=](const std::vector<int>& values) {
-    if (values.size() > kMaxLayers) {
-      return fmt::format("at most {} hidden layers, got {}", kMaxLayers, values.size());
-    }
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      if (values[i] < 1 || values[i] > kMaxWidth) {
-        return fmt::format("every width must be in [1, {}], got {} at index {}", kMaxWidth, values[i], i);
-      }
-    }
-    return std::string();
-  };
-}
-
-// Empty (keep the preset's value) or one of `allowed`.
-Check<std::string> empty_or_one_of(std::span<const std::string_view> allowed) {
-  return [check = one_of(allowed)](const std::string& v) { return v.empty() ? std::string() : check(v); };
-}
-
-// The simulator's presets, and "custom" (a platform from the config's keys alone).
-std::span<const std::string_view> preset_names() {
-  static const std::vector<std::string_view> names = [] {
-    std::vector<std::string_view> all(sim::known_presets().begin(), sim::known_presets().end());
-    all.emplace_back("custom");
-    return all;
-  }();
-  return names;
-}
-
-Check<std::string> preset_or_file() {
-  return [](const std::string& v) {
-    const auto presets = preset_names();
-    const bool is_preset = std::find(presets.begin(), presets.end(), v) != presets.end();
-    const bool is_file = v.ends_with(".toml") || v.ends_with(".json");
-    if (is_preset || is_file) {
-      return std::string();
-    }
-    std::string reason =
-        fmt::format("must be one of {}, or a calibration file path ending in .toml or .json; got {}",
-                    join(presets), toml_string(v));
-    if (const auto guess = closest_name(v, presets)) {
-      reason += fmt::format(" (did you mean '{}'?)", *guess);
-    }
-    return reason;
-  };
-}
 
 // The one description of every key: section ("" for top level), name, value, check and a short note that
 // to_toml writes as a comment. Visitors read, validate, list or write the fields.
@@ -367,8 +153,6 @@ void visit_fields(Config& c, Visitor& v) {
           "all-reduce buckets overlapped with backward; 0: whole gradient");
 }
 
-enum class Kind { kString, kInteger, kFloat, kBoolean, kIntegerArray };
-
 template <class T>
 constexpr Kind kind_of() {
   if constexpr (std::is_same_v<T, std::string>) {
@@ -405,54 +189,6 @@ std::map<std::string, Kind> known_keys() {
   visit_fields(config, lister);
   return lister.keys();
 }
-
-bool is_section(std::string_view name) {
-  return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
-}
-
-// Collects every problem so that one run reports all of them, each prefixed with where it came from.
-class Problems {
- public:
-  explicit Problems(std::string_view source_name) : source_name_(source_name) {}
-
-  /// Remembers that `key` (and the sections above it) came from the command-line override `text`.
-  void note_override(const std::string& key, const std::string& text) {
-    for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) {
-      overrides_[key.substr(0, dot)] = text;
-    }
-    overrides_[key] = text;
-  }
-
-  void add(const std::string& key, const toml::node* node, std::string_view reason) {
-    if (const auto it = overrides_.find(key); it != overrides_.end()) {
-      lines_.push_back(fmt::format("{}: {}: {} (from --set {})", source_name_, key, reason, it->second));
-    } else if (node != nullptr && node->source().begin.line > 0) {
-      const auto& where = node->source().begin;
-      lines_.push_back(fmt::format("{}:{}:{}: {}: {}", source_name_, where.line, where.column, key, reason));
-    } else {
-      lines_.push_back(fmt::format("{}: {}: {}", source_name_, key, reason));
-    }
-  }
-
-  bool empty() const { return lines_.empty(); }
-
-  void throw_if_any() const {
-    if (lines_.empty()) {
-      return;
-    }
-    std::string message;
-    for (const auto& line : lines_) {
-      message += message.empty() ? "" : "\n";
-      message += line;
-    }
-    throw ConfigError(message);
-  }
-
- private:
-  std::string source_name_;
-  std::map<std::string, std::string> overrides_;
-  std::vector<std::string> lines_;
-};
 
 // Converts TOML nodes into typed fields; returns false (after recording why) on a type mismatch.
 bool read_value(const toml::node& node, std::string& out) {
@@ -591,23 +327,6 @@ class Reader {
   Problems& problems_;
 };
 
-// Runs each field's check on a config built in code.
-class Validator {
- public:
-  explicit Validator(Problems& problems) : problems_(problems) {}
-
-  template <class T>
-  void field(std::string_view section, std::string_view key, const T& value, const Check<T>& check,
-             std::string_view) {
-    if (const std::string reason = check(value); !reason.empty()) {
-      problems_.add(full_key(section, key), nullptr, reason);
-    }
-  }
-
- private:
-  Problems& problems_;
-};
-
 // Writes `key = value  # note` lines, a section header before each section's first key.
 class Writer {
  public:
@@ -644,160 +363,6 @@ class Writer {
   std::string section_;
   std::string out_ = "# DBench experiment config, fully resolved: every key, defaults included.\n";
 };
-
-// The node of "section.key" (or a top-level "key") in a parsed config, for its position; null when absent.
-const toml::node* node_at(const toml::table* root, std::string_view key) {
-  if (root == nullptr) {
-    return nullptr;
-  }
-  const auto dot = key.find('.');
-  if (dot == std::string_view::npos) {
-    return root->get(key);
-  }
-  const auto* table = root->get_as<toml::table>(key.substr(0, dot));
-  return table == nullptr ? nullptr : table->get(key.substr(dot + 1));
-}
-
-// Rules that relate several keys; run only once each key is valid on its own, so they never pile up.
-void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
-  const auto node_of = [root](std::string_view section, std::string_view key) {
-    return node_at(root, full_key(section, key));
-  };
-  const auto& t = c.train;
-  if (t.warmup_iterations > t.iterations) {
-    problems.add("train.warmup_iterations", node_of("train", "warmup_iterations"),
-                 fmt::format("must be <= train.iterations ({}), got {}", t.iterations, t.warmup_iterations));
-  }
-  if (t.lr_schedule == "step" && t.lr_step_milestones.empty()) {
-    problems.add("train.lr_step_milestones", node_of("train", "lr_step_milestones"),
-                 "must list at least one iteration when train.lr_schedule is \"step\"");
-  }
-  if (t.lr_schedule == "cosine" && t.lr_min > peak_lr(t)) {
-    problems.add("train.lr_min", node_of("train", "lr_min"),
-                 fmt::format("must be <= the peak learning rate ({}), got {}", peak_lr(t), t.lr_min));
-  }
-  if (t.nesterov && t.momentum == 0.0) {
-    problems.add("train.nesterov", node_of("train", "nesterov"), "needs train.momentum > 0");
-  }
-  if (t.dataset == "cifar10" && t.data_dir.empty()) {
-    problems.add("train.data_dir", node_of("train", "data_dir"),
-                 "must name the folder of CIFAR-10's binary batches when train.dataset is \"cifar10\"");
-  }
-  if (t.dataset == "imagenet-folder" && t.data_dir.empty()) {
-    problems.add("train.data_dir", node_of("train", "data_dir"),
-                 "must name the image folder when train.dataset is \"imagenet-folder\"");
-  }
-  const auto& p = c.platform;
-  if (p.preset == "custom") {
-    const std::array<std::pair<std::string_view, double>, 6> required = {{
-        {"gpus_per_node", static_cast<double>(p.gpus_per_node)},
-        {"gpu_flops_per_s", p.gpu_flops_per_s},
-        {"intra_node_bandwidth_Bps", p.intra_node_bandwidth_Bps},
-        {"intra_node_latency_s", p.intra_node_latency_s},
-        {"nic_bandwidth_Bps", p.nic_bandwidth_Bps},
-        {"nic_latency_s", p.nic_latency_s},
-    }};
-    std::string missing;
-    for (const auto& [key, value] : required) {
-      if (value <= 0.0) {
-        missing += fmt::format("{}platform.{}", missing.empty() ? "" : ", ", key);
-      }
-    }
-    if (!missing.empty()) {
-      problems.add("platform.preset", node_of("platform", "preset"),
-                   fmt::format("\"custom\" has no values to fall back on; set {} (each > 0)", missing));
-    }
-  }
-  const auto& a = c.algorithm;
-  if (a.kind == "dpsgd" && a.graph == "ada" && a.ada_low >= a.ada_high) {
-    problems.add("algorithm.ada_low", node_of("algorithm", "ada_low"),
-                 fmt::format("must be below algorithm.ada_high ({}), got {}", toml_double(a.ada_high),
-                             toml_double(a.ada_low)));
-  }
-}
-
-// What the setup code of simulate, train and sweep would refuse (graph, policy, platform, shards), under the
-// key at fault; run last, on a config whose keys are each valid.
-void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
-  try {
-    check_setup(c);
-  } catch (const ConfigKeyError& e) {
-    problems.add(e.key(), node_at(root, e.key()), e.reason());
-  }
-}
-
-// Rejects keys and sections the schema does not know, suggesting the likely intended key.
-void check_unknown_keys(const toml::table& root, const std::map<std::string, Kind>& keys,
-                        Problems& problems) {
-  std::vector<std::string> top_names(kSections.begin(), kSections.end());
-  for (const auto& [key, kind] : keys) {
-    if (key.find('.') == std::string::npos) {
-      top_names.push_back(key);
-    }
-  }
-  // A key in the wrong section is as likely as a typo: `train.graph` means `algorithm.graph`.
-  const auto suggest_elsewhere = [&keys](std::string_view leaf) -> std::optional<std::string> {
-    for (const auto& [key, kind] : keys) {
-      const auto dot = key.rfind('.');
-      if ((dot == std::string::npos ? key : key.substr(dot + 1)) == leaf) {
-        return key;
-      }
-    }
-    return std::nullopt;
-  };
-
-  for (const auto& [raw_name, node] : root) {
-    const std::string name(raw_name.str());
-    // A quoted top-level key such as "train.workers" is one key named with a dot, not a section's key.
-    if (name.find('.') == std::string::npos && keys.contains(name)) {
-      continue;
-    }
-    if (!is_section(name)) {
-      std::string reason = node.is_table() ? "unknown section" : "unknown key";
-      auto guess = closest_name(name, top_names);
-      if (!guess) {
-        guess = suggest_elsewhere(name);
-      }
-      if (guess) {
-        reason += fmt::format(" (did you mean '{}'?)", *guess);
-      }
-      if (node.is_table()) {
-        reason += fmt::format("; the sections are {}", join(kSections));
-      }
-      problems.add(name, &node, reason);
-      continue;
-    }
-    const auto* table = node.as_table();
-    if (table == nullptr) {
-      problems.add(name, &node,
-                   fmt::format("expected a table (a [{}] section), got {}", name, describe(node)));
-      continue;
-    }
-    std::vector<std::string> section_keys;
-    for (const auto& [key, kind] : keys) {
-      if (key.starts_with(name + ".")) {
-        section_keys.push_back(key.substr(name.size() + 1));
-      }
-    }
-    for (const auto& [raw_key, child] : *table) {
-      const std::string leaf(raw_key.str());
-      if (keys.contains(full_key(name, leaf))) {
-        continue;
-      }
-      std::string reason = "unknown key";
-      std::optional<std::string> guess;
-      if (auto near = closest_name(leaf, section_keys)) {
-        guess = full_key(name, *near);
-      } else {
-        guess = suggest_elsewhere(leaf);
-      }
-      if (guess) {
-        reason += fmt::format(" (did you mean '{}'?)", *guess);
-      }
-      problems.add(full_key(name, leaf), &child, reason);
-    }
-  }
-}
 
 std::string trim(std::string_view text) {
   const auto first = text.find_first_not_of(" \t");
