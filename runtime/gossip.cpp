@@ -35,6 +35,18 @@ GossipPlan plan_gossip(const topology::Graph& graph, int rank) {
   return plan;
 }
 
+const GossipPlan& GossipPlans::operator()(const topology::Graph& graph) {
+  auto it = plans_.find(&graph);
+  if (it == plans_.end()) {
+    if (graph.nodes() != workers_) {
+      throw core::ShapeError(
+          fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
+    }
+    it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
+  }
+  return it->second;
+}
+
 void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<const float> mine,
                          std::vector<float>& received, int tag) {
   const std::size_t p = mine.size();

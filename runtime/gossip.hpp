@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -21,6 +22,20 @@ struct GossipPlan {
 
 /// The plan of worker `rank` in `graph`; throws core::MixingError when its row has no self term.
 GossipPlan plan_gossip(const topology::Graph& graph, int rank);
+
+/// One worker's plans for the graphs a schedule uses, made on first use (graphs are the policy's and outlive
+/// the run).
+class GossipPlans {
+ public:
+  GossipPlans(int rank, int workers) : rank_(rank), workers_(workers) {}
+  /// The plan of this worker in `graph`; throws core::ShapeError when the graph has another worker count.
+  const GossipPlan& operator()(const topology::Graph& graph);
+
+ private:
+  int rank_;
+  int workers_;
+  std::unordered_map<const topology::Graph*, GossipPlan> plans_;
+};
 
 /// Sends `mine` to every out-neighbour and receives the in-neighbours' parameters, in_peers order, into
 /// `received` (resized to in_peers.size() x mine.size()); all messages in flight at once.

@@ -51,7 +51,8 @@ class TorchWorker final : public core::ScheduleReplicas {
         workers_(host.size()),
         partition_(train.labels,
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
-        sampler_(partition_, rank_, spec.batch_per_worker) {
+        sampler_(partition_, rank_, spec.batch_per_worker),
+        plans_(rank_, workers_) {
     // Every worker draws the same initial parameters: the same seed before the same constructors.
     torch::manual_seed(models::derive_seed(spec.seed, {0x1417}));
     model_ = models::make_torch_model(spec.model);
@@ -238,15 +239,7 @@ class TorchWorker final : public core::ScheduleReplicas {
 
   /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
   void gossip(const topology::Graph& graph, std::int64_t t) {
-    auto it = plans_.find(&graph);
-    if (it == plans_.end()) {
-      if (graph.nodes() != workers_) {
-        throw core::ShapeError(
-            fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
-      }
-      it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
-    }
-    const GossipPlan& plan = it->second;
+    const GossipPlan& plan = plans_(graph);
     flatten(false);
     const auto peers = static_cast<std::int64_t>(plan.in_peers.size());
     if (!received_.defined() || received_.size(0) != peers) {
@@ -376,7 +369,7 @@ class TorchWorker final : public core::ScheduleReplicas {
   torch::Tensor flat_;
   torch::Tensor received_;
   std::unique_ptr<torch::optim::SGD> sgd_;
-  std::unordered_map<const topology::Graph*, GossipPlan> plans_;
+  GossipPlans plans_;
   std::vector<std::int64_t> order_;
   std::vector<StepTrace> traces_;
   std::int64_t done_ = 0;

@@ -64,7 +64,8 @@ class Worker final : public core::ScheduleReplicas {
         sgd_(spec.sgd, 1),
         partition_(train.labels,
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
-        sampler_(partition_, rank_, spec.batch_per_worker) {
+        sampler_(partition_, rank_, spec.batch_per_worker),
+        plans_(rank_, workers_) {
     keep_shard(train);
     for (const auto& tensor : store_.layout().tensors()) {
       tensor_names_.push_back(tensor.name);
@@ -158,18 +159,6 @@ class Worker final : public core::ScheduleReplicas {
     }
   }
 
-  const GossipPlan& plan_for(const topology::Graph& graph) {
-    auto it = plans_.find(&graph);
-    if (it == plans_.end()) {
-      if (graph.nodes() != workers_) {
-        throw core::ShapeError(
-            fmt::format("graph '{}' has {} nodes but {} workers run", graph.name(), graph.nodes(), workers_));
-      }
-      it = plans_.emplace(&graph, plan_gossip(graph, rank_)).first;
-    }
-    return it->second;
-  }
-
   void mix_into(const GossipPlan& plan, std::span<const float> self, std::span<float> out) {
     mix_received(plan, self, recv_, out, options_.threads);
   }
@@ -205,7 +194,7 @@ class Worker final : public core::ScheduleReplicas {
     } else {
       // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
       // wait that the computation did not hide counts as communication.
-      const GossipPlan& plan = plan_for(*step.graph);
+      const GossipPlan& plan = plans_(*step.graph);
       const auto x = store_.replica(0);
       snapshot_.assign(x.begin(), x.end());
       auto pending = std::async(
@@ -226,7 +215,7 @@ class Worker final : public core::ScheduleReplicas {
       // Periodic global averaging: every worker takes the mean of the parameters.
       average_over_workers(comm_, store_.replica(0), sum_);
     } else if (step.graph != nullptr) {
-      const GossipPlan& plan = plan_for(*step.graph);
+      const GossipPlan& plan = plans_(*step.graph);
       const auto x = store_.replica(0);
       auto mixed = store_.mix_target().row(0);
       if (!options_.overlap) {
@@ -390,7 +379,7 @@ class Worker final : public core::ScheduleReplicas {
   std::vector<float> eval_images_;
   std::vector<std::int32_t> eval_labels_;
   std::size_t replica_eval_count_ = 0;
-  std::unordered_map<const topology::Graph*, GossipPlan> plans_;
+  GossipPlans plans_;
   std::vector<float> recv_;
   std::vector<float> snapshot_;
   std::vector<double> sum_;

@@ -58,11 +58,11 @@ topology::PolicyObservation WorkerStatistics::observation(std::int64_t iteration
   topology::PolicyObservation o;
   o.iteration = iteration;
   o.train_loss = train_loss;
+  o.mean_norm_sq = mean_norm_sq;
   for (const auto& m : tensors) {
     o.consensus_distance += m.consensus_distance;
     o.norm_variance += m.norm_variance;
   }
-  o.mean_norm_sq = mean_norm_sq;
   return o;
 }
 
@@ -73,10 +73,9 @@ core::MetricsRow WorkerStatistics::row(std::int64_t iteration, double epoch, dou
   row.epoch = epoch;
   row.lr = lr;
   row.train_loss = train_loss;
-  for (const auto& m : tensors) {
-    row.norm_variance += m.norm_variance;
-    row.consensus_distance += m.consensus_distance;
-  }
+  const topology::PolicyObservation totals = observation(iteration, train_loss);
+  row.consensus_distance = totals.consensus_distance;
+  row.norm_variance = totals.norm_variance;
   row.tensors = tensors;
   row.replica_norms = norms;
   return row;

@@ -4,25 +4,18 @@
 
 #include "models/errors.hpp"
 #include "models/model_profile.hpp"
+#include "support/model_spec.hpp"
 
 namespace dm = dbench::models;
 
 namespace {
 
-dm::ModelSpec spec(std::string name, int channels, int side, int classes) {
-  dm::ModelSpec s;
-  s.name = std::move(name);
-  s.input_channels = channels;
-  s.input_height = side;
-  s.input_width = side;
-  s.classes = classes;
-  return s;
-}
+using dbench::testing::model_spec;
 
 }  // namespace
 
 TEST_CASE("models::profile: mlp 784-64-10 has 50890 parameters and 2 FLOPs per multiply-accumulate") {
-  const auto p = dm::model_profile(spec("mlp", 1, 28, 10));
+  const auto p = dm::model_profile(model_spec("mlp", 1, 28, 10));
   REQUIRE(p.tensors.size() == 4);
   CHECK(p.tensors[0].name == "fc1.weight");
   CHECK(p.tensors[0].shape == std::vector<std::int64_t>{64, 784});
@@ -36,7 +29,7 @@ TEST_CASE("models::profile: mlp 784-64-10 has 50890 parameters and 2 FLOPs per m
 }
 
 TEST_CASE("models::profile: mlp with no hidden layer is a linear classifier, several widths chain") {
-  auto s = spec("mlp", 1, 28, 10);
+  auto s = model_spec("mlp", 1, 28, 10);
   s.mlp_hidden = {};
   CHECK(dm::model_profile(s).parameter_count() == 7850);
   s.mlp_hidden = {256, 128};
@@ -47,7 +40,7 @@ TEST_CASE("models::profile: mlp with no hidden layer is a linear classifier, sev
 }
 
 TEST_CASE("models::profile: lenet on 28x28x1 and 32x32x3 keeps LeNet-5's 16x5x5 feature map") {
-  const auto mnist = dm::model_profile(spec("lenet", 1, 28, 10));
+  const auto mnist = dm::model_profile(model_spec("lenet", 1, 28, 10));
   CHECK(mnist.parameter_count() == 156 + 2416 + 48120 + 10164 + 850);
   REQUIRE(mnist.tensors.size() == 10);
   CHECK(mnist.tensors[4].name == "fc1.weight");
@@ -55,12 +48,12 @@ TEST_CASE("models::profile: lenet on 28x28x1 and 32x32x3 keeps LeNet-5's 16x5x5 
   // conv1: 6x28x28 outputs x 25 taps; conv2: 16x10x10 outputs x 150 taps; then 400-120-84-10.
   const double macs = 6.0 * 28 * 28 * 25 + 16.0 * 10 * 10 * 150 + 400.0 * 120 + 120.0 * 84 + 84.0 * 10;
   CHECK(mnist.forward_flops_per_sample == doctest::Approx(2.0 * macs));
-  const auto cifar = dm::model_profile(spec("lenet", 3, 32, 10));
+  const auto cifar = dm::model_profile(model_spec("lenet", 3, 32, 10));
   CHECK(cifar.parameter_count() == 456 + 2416 + 48120 + 10164 + 850);
 }
 
 TEST_CASE("models::profile: resnet20 has 0.27 M parameters and no projection shortcuts") {
-  const auto p = dm::model_profile(spec("resnet20", 3, 32, 10));
+  const auto p = dm::model_profile(model_spec("resnet20", 3, 32, 10));
   CHECK(p.parameter_count() == 269722);
   // conv1 + bn1, 9 blocks x (2 convs + 2 batch norms x 2 tensors), fc weight and bias.
   CHECK(p.tensors.size() == 1 + 2 + 9 * (2 + 4) + 2);
@@ -72,7 +65,7 @@ TEST_CASE("models::profile: resnet20 has 0.27 M parameters and no projection sho
 }
 
 TEST_CASE("models::profile: resnet50 at 224x224 has 25,557,032 parameters and ~4.1 GMACs forward") {
-  const auto p = dm::model_profile(spec("resnet50", 3, 224, 1000));
+  const auto p = dm::model_profile(model_spec("resnet50", 3, 224, 1000));
   CHECK(p.parameter_count() == 25557032);
   CHECK(p.parameter_bytes() == 25557032LL * 4);
   CHECK(p.forward_flops_per_sample / 2.0 == doctest::Approx(4.09e9).epsilon(0.01));
@@ -89,7 +82,7 @@ TEST_CASE("models::profile: resnet50 at 224x224 has 25,557,032 parameters and ~4
 
 TEST_CASE("models::profile: rejects an unknown model name and lists the known ones") {
   try {
-    dm::model_profile(spec("vgg16", 3, 32, 10));
+    dm::model_profile(model_spec("vgg16", 3, 32, 10));
     FAIL("expected ModelError");
   } catch (const dm::ModelError& e) {
     const std::string message = e.what();
@@ -101,12 +94,12 @@ TEST_CASE("models::profile: rejects an unknown model name and lists the known on
 }
 
 TEST_CASE("models::profile: rejects non-positive shapes and inputs too small for lenet") {
-  CHECK_THROWS_AS(dm::model_profile(spec("mlp", 0, 28, 10)), dm::ModelError);
-  CHECK_THROWS_AS(dm::model_profile(spec("mlp", 1, 28, 0)), dm::ModelError);
-  auto bad_hidden = spec("mlp", 1, 28, 10);
+  CHECK_THROWS_AS(dm::model_profile(model_spec("mlp", 0, 28, 10)), dm::ModelError);
+  CHECK_THROWS_AS(dm::model_profile(model_spec("mlp", 1, 28, 0)), dm::ModelError);
+  auto bad_hidden = model_spec("mlp", 1, 28, 10);
   bad_hidden.mlp_hidden = {64, 0};
   CHECK_THROWS_AS(dm::model_profile(bad_hidden), dm::ModelError);
-  CHECK_THROWS_WITH_AS(dm::model_profile(spec("lenet", 1, 8, 10)), doctest::Contains("too small"),
+  CHECK_THROWS_WITH_AS(dm::model_profile(model_spec("lenet", 1, 8, 10)), doctest::Contains("too small"),
                        dm::ModelError);
 }
 

@@ -1,25 +1,17 @@
 // Checks the Torch-free profiles against the LibTorch modules they describe; built only with LibTorch.
-#include "support/torch_doctest.hpp"
-
 #include <string>
 
 #include "models/errors.hpp"
 #include "models/model_profile.hpp"
 #include "models/torch_models.hpp"
+#include "support/model_spec.hpp"
+#include "support/torch_doctest.hpp"
 
 namespace dm = dbench::models;
 
 namespace {
 
-dm::ModelSpec spec(std::string name, int channels, int side, int classes) {
-  dm::ModelSpec s;
-  s.name = std::move(name);
-  s.input_channels = channels;
-  s.input_height = side;
-  s.input_width = side;
-  s.classes = classes;
-  return s;
-}
+using dbench::testing::model_spec;
 
 /// The profile lists exactly the module's parameters: same names, order, shapes and element counts.
 void check_profile_matches_module(const dm::ModelSpec& s) {
@@ -49,33 +41,33 @@ void check_profile_matches_module(const dm::ModelSpec& s) {
 
 TEST_CASE("models::torch: mlp and lenet modules match their profiles") {
   torch::manual_seed(0);
-  check_profile_matches_module(spec("mlp", 1, 28, 10));
-  auto wide = spec("mlp", 3, 32, 10);
+  check_profile_matches_module(model_spec("mlp", 1, 28, 10));
+  auto wide = model_spec("mlp", 3, 32, 10);
   wide.mlp_hidden = {256, 128};
   check_profile_matches_module(wide);
-  check_profile_matches_module(spec("lenet", 1, 28, 10));
-  check_profile_matches_module(spec("lenet", 3, 32, 10));
+  check_profile_matches_module(model_spec("lenet", 1, 28, 10));
+  check_profile_matches_module(model_spec("lenet", 3, 32, 10));
 }
 
 TEST_CASE("models::torch: resnet20 matches its profile with 0.27 M parameters") {
   torch::manual_seed(0);
-  check_profile_matches_module(spec("resnet20", 3, 32, 10));
-  CHECK(dm::make_torch_model(spec("resnet20", 3, 32, 10))->parameters().size() == 59U);
+  check_profile_matches_module(model_spec("resnet20", 3, 32, 10));
+  CHECK(dm::make_torch_model(model_spec("resnet20", 3, 32, 10))->parameters().size() == 59U);
 }
 
 TEST_CASE("models::torch: resnet50 matches its profile with 25,557,032 parameters") {
   torch::manual_seed(0);
   // A 64x64 input keeps the forward pass cheap; parameters do not depend on the input size.
-  check_profile_matches_module(spec("resnet50", 3, 64, 1000));
+  check_profile_matches_module(model_spec("resnet50", 3, 64, 1000));
   std::int64_t total = 0;
-  for (const auto& p : dm::make_torch_model(spec("resnet50", 3, 224, 1000))->parameters()) {
+  for (const auto& p : dm::make_torch_model(model_spec("resnet50", 3, 224, 1000))->parameters()) {
     total += p.numel();
   }
   CHECK(total == 25557032);
 }
 
 TEST_CASE("models::torch: batch-norm running statistics are buffers, not parameters") {
-  const auto model = dm::make_torch_model(spec("resnet20", 3, 32, 10));
+  const auto model = dm::make_torch_model(model_spec("resnet20", 3, 32, 10));
   int running = 0;
   for (const auto& b : model->named_buffers()) {
     running += b.key().find("running_") != std::string::npos ? 1 : 0;
@@ -88,7 +80,7 @@ TEST_CASE("models::torch: batch-norm running statistics are buffers, not paramet
 
 TEST_CASE("models::torch: resnet20 trains: a few SGD steps lower the loss on a fixed batch") {
   torch::manual_seed(1);
-  const auto model = dm::make_torch_model(spec("resnet20", 3, 32, 10));
+  const auto model = dm::make_torch_model(model_spec("resnet20", 3, 32, 10));
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   const auto x = torch::randn({16, 3, 32, 32});
   const auto y = torch::randint(0, 10, {16}, torch::kLong);
@@ -105,5 +97,5 @@ TEST_CASE("models::torch: resnet20 trains: a few SGD steps lower the loss on a f
 }
 
 TEST_CASE("models::torch: an unknown model is a ModelError") {
-  CHECK_THROWS_AS(dm::make_torch_model(spec("alexnet", 3, 32, 10)), dm::ModelError);
+  CHECK_THROWS_AS(dm::make_torch_model(model_spec("alexnet", 3, 32, 10)), dm::ModelError);
 }
