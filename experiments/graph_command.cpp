@@ -12,9 +12,11 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "core/atomic_file.hpp"
 #include "experiments/commands.hpp"
 #include "topology/analysis.hpp"
 #include "topology/export.hpp"
@@ -72,31 +74,15 @@ topo::GraphSpec to_spec(const GraphOptions& o) {
   return spec;
 }
 
-// Writes to a temporary file next to `path`, then renames it over `path`: readers never see half a file, and
-// a failure leaves whatever was there before.
+// The file `option` names, written whole (core::write_file_atomically); errors name the option.
 void write_atomically(const std::string& option, const std::filesystem::path& path,
                       const std::function<void(std::ostream&)>& write) {
-  const auto temporary = path.parent_path() / fmt::format(".{}.tmp.{}", path.filename().string(), ::getpid());
-  const auto fail = [&](const std::string& why) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
-    return std::runtime_error(fmt::format("{}: cannot write '{}': {}", option, path.string(), why));
-  };
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw fail(std::strerror(errno));
-    }
-    write(out);
-    out.flush();
-    if (!out) {
-      throw fail(std::strerror(errno));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    throw fail(error.message());
+  std::ostringstream text;
+  write(text);
+  try {
+    core::write_file_atomically(path, text.str());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(fmt::format("{}: {}", option, e.what()));
   }
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/atomic_file.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
@@ -56,29 +57,6 @@ std::string duration_text(double seconds) {
     return fmt::format("{}m{:02}s", total / 60, total % 60);
   }
   return fmt::format("{}s", total);
-}
-
-// Writes a file whole under a temporary name beside it, then renames it into place, so that readers (and a
-// concurrent shard) never see half of it.
-void write_atomically(const fs::path& path, std::string_view content) {
-  const fs::path temporary =
-      path.parent_path() / fmt::format(".{}.tmp-{}", path.filename().string(), ::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw std::runtime_error(fmt::format("cannot write '{}'", temporary.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path.string(), ec.message()));
-  }
 }
 
 // SIGINT, SIGTERM, SIGHUP and SIGCHLD are blocked while children run and taken synchronously with
@@ -146,7 +124,7 @@ class Children {
   /// Starts `run`; `recompute_reason`, when not empty, says in its log why an earlier result is replaced.
   void spawn(const SweepRun& run, std::string_view recompute_reason) {
     const fs::path config = out_ / "configs" / (run.id + ".toml");
-    write_atomically(config, to_toml(run.config));
+    core::write_file_atomically(config, to_toml(run.config));
     const fs::path run_dir = out_ / "runs" / run.id;
     const fs::path log = out_ / "logs" / (run.id + ".log");
     const std::string threads = std::to_string(threads_);
@@ -553,8 +531,8 @@ void run_sweep(const SweepOptions& options) {
                  (out / "logs" / (run.id + ".log")).string());
     }
   }
-  write_atomically(out / "summary.csv", summary_csv(sweep, runs, summaries, statuses));
-  write_atomically(out / "sweep.toml", sweep.text);
+  core::write_file_atomically(out / "summary.csv", summary_csv(sweep, runs, summaries, statuses));
+  core::write_file_atomically(out / "sweep.toml", sweep.text);
   fmt::print("summary: {} ({} done, {} failed, {} pending)\n", (out / "summary.csv").string(), done,
              failed.size(), runs.size() - done - failed.size());
   std::fflush(stdout);

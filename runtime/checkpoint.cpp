@@ -8,6 +8,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "core/atomic_file.hpp"
 #include "runtime/errors.hpp"
 
 namespace dbench::runtime {
@@ -99,20 +100,10 @@ class Reader {
 };
 
 void write_file_atomically(const fs::path& file, const std::string& bytes) {
-  const fs::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      throw CheckpointError(
-          fmt::format("{}: cannot write the checkpoint (disk full or no permission?)", tmp.string()));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    throw CheckpointError(fmt::format("{}: cannot rename into place: {}", file.string(), ec.message()));
+  try {
+    core::write_file_atomically(file, bytes);
+  } catch (const std::runtime_error& e) {
+    throw CheckpointError(fmt::format("{} (disk full or no permission?)", e.what()));
   }
 }
 
