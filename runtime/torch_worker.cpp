@@ -8,9 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"

@@ -10,9 +10,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
