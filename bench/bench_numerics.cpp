@@ -52,22 +52,6 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// Row i receives from i - 2^k (mod n) for every 2^k < n, and from itself; all weights 1 / (d + 1).
-dbench::core::MixingMatrix exponential_graph(std::size_t n) {
-  std::vector<std::int32_t> offsets{0};
-  std::vector<std::int32_t> from;
-  for (std::size_t i = 0; i < n; ++i) {
-    from.push_back(static_cast<std::int32_t>(i));
-    for (std::size_t hop = 1; hop < n; hop *= 2) {
-      from.push_back(static_cast<std::int32_t>((i + n - hop) % n));
-    }
-    offsets.push_back(static_cast<std::int32_t>(from.size()));
-  }
-  const auto per_row = static_cast<double>(from.size() / n);
-  std::vector<double> weight(from.size(), 1.0 / per_row);
-  return {std::move(offsets), std::move(from), weight};
-}
-
 /// The reference compute: per replica, exactly the GEMM calls (shapes and operands) of one training step.
 void gemm_loop(const BatchedMlp& mlp, dbench::core::ConstReplicaView params, const std::vector<float>& inputs,
                std::size_t batch, dbench::core::ReplicaView grads, unsigned threads) {
@@ -147,7 +131,8 @@ int main(int argc, char** argv) {
   dbench::core::ReplicaStore store(n, mlp.layout());
   mlp.init(store.replica(0), 1);
   store.broadcast_params(0);
-  const dbench::core::MixingMatrix w = exponential_graph(n);
+  const dbench::core::MixingMatrix w =
+      dbench::core::to_mixing_matrix(dbench::topology::exponential(static_cast<int>(n)));
   const std::size_t degree = w.entries() / n - 1;
 
   // Random data: the benchmark measures arithmetic and memory traffic, not learning.

@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
 #include "core/simd.hpp"
+#include "topology/graph.hpp"
 
 namespace dbench::core {
 namespace {
@@ -173,7 +174,44 @@ std::size_t default_block_cols(std::size_t replicas) {
   return std::clamp<std::size_t>(cols, 64, 4096);
 }
 
+/// Every column block of `out` (`block` columns each) computed from `plan`, the blocks spread over
+/// options.threads; the AVX-512 kernel where allowed and available, prefetching the next block of a thread.
+void mix_blocks(const Plan& plan, ReplicaView out, std::size_t block, const MixOptions& options) {
+  const std::size_t cols = out.cols;
+  const std::size_t blocks = (cols + block - 1) / block;
+#if defined(DBENCH_SIM_X86)
+  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
+#endif
+  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      const std::size_t c0 = b * block;
+      const std::size_t c1 = std::min(cols, c0 + block);
+#if defined(DBENCH_SIM_X86)
+      if (avx512) {
+        const std::size_t prefetch_end = b + 1 < b1 ? std::min(cols, c1 + block) : c1;
+        mix_columns_avx512(plan, out, c0, c1, prefetch_end);
+        continue;
+      }
+#endif
+      mix_columns_portable(plan, out, c0, c1);
+    }
+  });
+}
+
 }  // namespace
+
+MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
+  const auto offsets = graph.offsets();
+  const auto entries = graph.entries();
+  std::vector<std::int32_t> off(offsets.begin(), offsets.end());
+  std::vector<std::int32_t> from(entries.size());
+  std::vector<double> weight(entries.size());
+  for (std::size_t e = 0; e < entries.size(); ++e) {
+    from[e] = entries[e].from;
+    weight[e] = entries[e].weight;
+  }
+  return MixingMatrix(std::move(off), std::move(from), weight);
+}
 
 MixingMatrix::MixingMatrix(std::vector<std::int32_t> offsets, std::vector<std::int32_t> from,
                            std::span<const double> weight)
@@ -239,25 +277,7 @@ void mix_row(std::span<const float> weight, std::span<const float* const> source
       plan, self, weight, [&](std::size_t k) { return k == self_term; },
       [&](std::size_t k) { return sources[k]; });
   const ReplicaView view{out.data(), 1, out.size(), out.size()};
-  const std::size_t block = options.block_cols == 0 ? default_block_cols(1) : options.block_cols;
-  const std::size_t blocks = (out.size() + block - 1) / block;
-#if defined(DBENCH_SIM_X86)
-  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
-#endif
-  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b) {
-      const std::size_t c0 = b * block;
-      const std::size_t c1 = std::min(out.size(), c0 + block);
-#if defined(DBENCH_SIM_X86)
-      if (avx512) {
-        const std::size_t prefetch_end = b + 1 < b1 ? std::min(out.size(), c1 + block) : c1;
-        mix_columns_avx512(plan, view, c0, c1, prefetch_end);
-        continue;
-      }
-#endif
-      mix_columns_portable(plan, view, c0, c1);
-    }
-  });
+  mix_blocks(plan, view, options.block_cols == 0 ? default_block_cols(1) : options.block_cols, options);
 }
 
 void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options) {
@@ -275,25 +295,7 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
     throw ShapeError("mix: input and output overlap; mixing needs a separate output buffer");
   }
   const Plan plan = make_plan(rows, in);
-  const std::size_t block = options.block_cols == 0 ? default_block_cols(in.rows) : options.block_cols;
-  const std::size_t blocks = (in.cols + block - 1) / block;
-#if defined(DBENCH_SIM_X86)
-  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
-#endif
-  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b) {
-      const std::size_t c0 = b * block;
-      const std::size_t c1 = std::min(in.cols, c0 + block);
-#if defined(DBENCH_SIM_X86)
-      if (avx512) {
-        const std::size_t prefetch_end = b + 1 < b1 ? std::min(in.cols, c1 + block) : c1;
-        mix_columns_avx512(plan, out, c0, c1, prefetch_end);
-        continue;
-      }
-#endif
-      mix_columns_portable(plan, out, c0, c1);
-    }
-  });
+  mix_blocks(plan, out, options.block_cols == 0 ? default_block_cols(in.rows) : options.block_cols, options);
 }
 
 }  // namespace dbench::core

@@ -8,6 +8,10 @@
 
 #include "core/replica_view.hpp"
 
+namespace dbench::topology {
+class Graph;
+}
+
 namespace dbench::core {
 
 /// W in compressed rows, as views: row i lists i's in-neighbours (itself included) and their weights.
@@ -39,6 +43,9 @@ class MixingMatrix {
   std::vector<std::int32_t> from_;
   std::vector<float> weight_;
 };
+
+/// A graph's sparse rows in the float form the mixing kernel reads.
+MixingMatrix to_mixing_matrix(const topology::Graph& graph);
 
 /// How mix() walks the matrices.
 struct MixOptions {

@@ -36,20 +36,6 @@ bool is_uniform_complete(const topology::Graph& graph) {
                      [&](const topology::MixingEntry& e) { return std::abs(e.weight - uniform) <= 1e-12; });
 }
 
-/// The sparse rows of a graph in the float form the mixing kernel reads.
-MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
-  const auto offsets = graph.offsets();
-  const auto entries = graph.entries();
-  std::vector<std::int32_t> off(offsets.begin(), offsets.end());
-  std::vector<std::int32_t> from(entries.size());
-  std::vector<double> weight(entries.size());
-  for (std::size_t e = 0; e < entries.size(); ++e) {
-    from[e] = entries[e].from;
-    weight[e] = entries[e].weight;
-  }
-  return MixingMatrix(std::move(off), std::move(from), weight);
-}
-
 }  // namespace
 
 struct VirtualReplicas::State {

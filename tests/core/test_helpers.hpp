@@ -7,6 +7,7 @@
 
 #include "core/mixing.hpp"
 #include "core/replica_view.hpp"
+#include "topology/generators.hpp"
 
 namespace dbench::core::testing {
 
@@ -52,20 +53,10 @@ inline MixingMatrix ring_thirds(std::size_t n) {
   return {std::move(offsets), std::move(from), weight};
 }
 
-/// Compressed rows of the static exponential graph: i receives from itself and i - 2^k (mod n), weights
-/// 1/(d+1).
+/// The static exponential graph's rows (topology::exponential): i receives from itself and i - 2^k (mod n),
+/// weights 1/(d+1).
 inline MixingMatrix exponential(std::size_t n) {
-  std::vector<std::int32_t> offsets{0};
-  std::vector<std::int32_t> from;
-  for (std::size_t i = 0; i < n; ++i) {
-    from.push_back(static_cast<std::int32_t>(i));
-    for (std::size_t hop = 1; hop < n; hop *= 2) {
-      from.push_back(static_cast<std::int32_t>((i + n - hop) % n));
-    }
-    offsets.push_back(static_cast<std::int32_t>(from.size()));
-  }
-  const std::vector<double> weight(from.size(), 1.0 / static_cast<double>(from.size() / n));
-  return {std::move(offsets), std::move(from), weight};
+  return to_mixing_matrix(topology::exponential(static_cast<int>(n)));
 }
 
 }  // namespace dbench::core::testing
