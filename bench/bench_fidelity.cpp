@@ -45,7 +45,7 @@ sim::PlatformSpec dgx_a100() {
   sim::PlatformSpec p = sim::platform_preset("dgx-h100");
   p.name = "dgx-a100";
   p.nvls_efficiency = 0.0;  // NVSwitch 2 does not reduce
-  p.gpu_link_bandwidth_Bps = 300e9;
+  p.intra_node_bandwidth_Bps = 300e9;
   p.nic_bandwidth_Bps = 25e9;
   p.switch_bandwidth_Bps = 200e9;
   return p;
@@ -57,7 +57,7 @@ sim::PlatformSpec dgx1_v100() {
   sim::PlatformSpec p = sim::platform_preset("dgx-h100");
   p.name = "dgx1-v100";
   p.nvls_efficiency = 0.0;
-  p.gpu_link_bandwidth_Bps = 150e9;
+  p.intra_node_bandwidth_Bps = 150e9;
   p.nics_per_node = 4;
   p.nic_bandwidth_Bps = 12.5e9;  // 4 EDR InfiniBand ports of 100 Gb/s
   p.switch_bandwidth_Bps = 50e9;
@@ -71,8 +71,8 @@ sim::PlatformSpec big_basin_p100() {
   sim::PlatformSpec p;
   p.name = "big-basin-p100";
   p.gpus_per_node = 8;
-  p.gpu_link_bandwidth_Bps = 80e9;
-  p.gpu_link_latency_s = 1e-6;
+  p.intra_node_bandwidth_Bps = 80e9;
+  p.intra_node_latency_s = 1e-6;
   p.nics_per_node = 1;
   p.nic_bandwidth_Bps = 6.25e9;
   p.nic_latency_s = 5e-6;
@@ -145,8 +145,9 @@ int main(int argc, char** argv) {
   };
   // The dgx-h100 preset takes three constants a calibration would measure from C1-C3's sources, so those
   // rows are fits: they show the model reproduces the row with the constant, not that it predicts it.
-  collective("C1", "8 x H100 one node, ring, 1 GiB", h100, 8, sim::AllReduceAlgorithm::ring, 370.0,
-             fmt::format("fitted: intra_node_efficiency = {:.3f} (the preset's)", h100.gpu_link_efficiency));
+  collective(
+      "C1", "8 x H100 one node, ring, 1 GiB", h100, 8, sim::AllReduceAlgorithm::ring, 370.0,
+      fmt::format("fitted: intra_node_efficiency = {:.3f} (the preset's)", h100.intra_node_efficiency));
   collective("C2", "8 x H100 one node, NCCL's choice (NVLS), 1 GiB", h100, 8,
              sim::AllReduceAlgorithm::automatic, 478.0,
              fmt::format("fitted: nvls_efficiency = {:.3f} (the preset's)", h100.nvls_efficiency));

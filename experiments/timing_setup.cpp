@@ -3,16 +3,62 @@
 #include <fmt/core.h>
 #include <toml++/toml.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <variant>
 
 namespace dbench::experiments {
 namespace {
 
 using Value = std::variant<double, std::string>;
+
+/// A number of [platform] that overrides the preset's: one name for the config key, the calibration-file
+/// key, the config's field and the simulator's.
+template <class T>
+struct PlatformOverride {
+  std::string_view key;
+  T PlatformConfig::*config;
+  T sim::PlatformSpec::*spec;
+};
+
+// Every overriding number; `fabric` (a name) is the one other override.
+constexpr std::array<PlatformOverride<int>, 4> kPlatformCounts{{
+    {"gpus_per_node", &PlatformConfig::gpus_per_node, &sim::PlatformSpec::gpus_per_node},
+    {"nics_per_node", &PlatformConfig::nics_per_node, &sim::PlatformSpec::nics_per_node},
+    {"nodes_per_switch", &PlatformConfig::nodes_per_switch, &sim::PlatformSpec::nodes_per_switch},
+    {"stragglers", &PlatformConfig::stragglers, &sim::PlatformSpec::stragglers},
+}};
+constexpr std::array<PlatformOverride<double>, 21> kPlatformNumbers{{
+    {"gpu_flops_per_s", &PlatformConfig::gpu_flops_per_s, &sim::PlatformSpec::gpu_flops_per_s},
+    {"intra_node_bandwidth_Bps", &PlatformConfig::intra_node_bandwidth_Bps,
+     &sim::PlatformSpec::intra_node_bandwidth_Bps},
+    {"intra_node_latency_s", &PlatformConfig::intra_node_latency_s, &sim::PlatformSpec::intra_node_latency_s},
+    {"nic_bandwidth_Bps", &PlatformConfig::nic_bandwidth_Bps, &sim::PlatformSpec::nic_bandwidth_Bps},
+    {"nic_latency_s", &PlatformConfig::nic_latency_s, &sim::PlatformSpec::nic_latency_s},
+    {"switch_bandwidth_Bps", &PlatformConfig::switch_bandwidth_Bps, &sim::PlatformSpec::switch_bandwidth_Bps},
+    {"switch_latency_s", &PlatformConfig::switch_latency_s, &sim::PlatformSpec::switch_latency_s},
+    {"iteration_overhead_s", &PlatformConfig::iteration_overhead_s, &sim::PlatformSpec::iteration_overhead_s},
+    {"intra_node_efficiency", &PlatformConfig::intra_node_efficiency,
+     &sim::PlatformSpec::intra_node_efficiency},
+    {"network_efficiency", &PlatformConfig::network_efficiency, &sim::PlatformSpec::network_efficiency},
+    {"collective_latency_s", &PlatformConfig::collective_latency_s, &sim::PlatformSpec::collective_latency_s},
+    {"bulk_step_latency_s", &PlatformConfig::bulk_step_latency_s, &sim::PlatformSpec::bulk_step_latency_s},
+    {"nvls_efficiency", &PlatformConfig::nvls_efficiency, &sim::PlatformSpec::nvls_efficiency},
+    {"collnet_efficiency", &PlatformConfig::collnet_efficiency, &sim::PlatformSpec::collnet_efficiency},
+    {"multi_gpu_slowdown", &PlatformConfig::multi_gpu_slowdown, &sim::PlatformSpec::multi_gpu_slowdown},
+    {"compute_jitter_cv", &PlatformConfig::compute_jitter_cv, &sim::PlatformSpec::compute_jitter_cv},
+    {"compute_tail_probability", &PlatformConfig::compute_tail_probability,
+     &sim::PlatformSpec::compute_tail_probability},
+    {"compute_tail_factor", &PlatformConfig::compute_tail_factor, &sim::PlatformSpec::compute_tail_factor},
+    {"straggler_factor", &PlatformConfig::straggler_factor, &sim::PlatformSpec::straggler_factor},
+    {"allreduce_latency_s", &PlatformConfig::allreduce_latency_s, &sim::PlatformSpec::allreduce_latency_s},
+    {"allreduce_bandwidth_Bps", &PlatformConfig::allreduce_bandwidth_Bps,
+     &sim::PlatformSpec::allreduce_bandwidth_Bps},
+}};
 
 // One [platform]-style key applied to a spec; false when the key is not a platform value.
 bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, const std::string& where) {
@@ -33,65 +79,26 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     }
     return static_cast<int>(d);
   };
-  if (key == "gpus_per_node") {
-    p.gpus_per_node = count();
-  } else if (key == "gpu_flops_per_s") {
-    p.gpu_flops_per_s = number();
-  } else if (key == "intra_node_bandwidth_Bps") {
-    p.gpu_link_bandwidth_Bps = number();
-  } else if (key == "intra_node_latency_s") {
-    p.gpu_link_latency_s = number();
-  } else if (key == "nic_bandwidth_Bps") {
-    p.nic_bandwidth_Bps = number();
-  } else if (key == "nic_latency_s") {
-    p.nic_latency_s = number();
-  } else if (key == "nics_per_node") {
-    p.nics_per_node = count();
-  } else if (key == "switch_bandwidth_Bps") {
-    p.switch_bandwidth_Bps = number();
-  } else if (key == "switch_latency_s") {
-    p.switch_latency_s = number();
-  } else if (key == "nodes_per_switch") {
-    p.nodes_per_switch = count();
-  } else if (key == "iteration_overhead_s") {
-    p.iteration_overhead_s = number();
-  } else if (key == "intra_node_efficiency") {
-    p.gpu_link_efficiency = number();
-  } else if (key == "network_efficiency") {
-    p.network_efficiency = number();
-  } else if (key == "collective_latency_s") {
-    p.collective_latency_s = number();
-  } else if (key == "bulk_step_latency_s") {
-    p.bulk_step_latency_s = number();
-  } else if (key == "nvls_efficiency") {
-    p.nvls_efficiency = number();
-  } else if (key == "collnet_efficiency") {
-    p.collnet_efficiency = number();
-  } else if (key == "multi_gpu_slowdown") {
-    p.multi_gpu_slowdown = number();
-  } else if (key == "compute_jitter_cv") {
-    p.compute_jitter_cv = number();
-  } else if (key == "compute_tail_probability") {
-    p.compute_tail_probability = number();
-  } else if (key == "compute_tail_factor") {
-    p.compute_tail_factor = number();
-  } else if (key == "stragglers") {
-    p.stragglers = count();
-  } else if (key == "straggler_factor") {
-    p.straggler_factor = number();
-  } else if (key == "allreduce_latency_s") {
-    p.allreduce_latency_s = number();
-  } else if (key == "allreduce_bandwidth_Bps") {
-    p.allreduce_bandwidth_Bps = number();
-  } else if (key == "fabric") {
-    const auto* name = std::get_if<std::string>(&value);
-    if (name == nullptr) {
-      throw ConfigError(fmt::format("{}: fabric: expected a string", where));
+  for (const auto& k : kPlatformCounts) {
+    if (key == k.key) {
+      p.*k.spec = count();
+      return true;
     }
-    p.fabric = sim::parse_fabric(*name);
-  } else {
+  }
+  for (const auto& k : kPlatformNumbers) {
+    if (key == k.key) {
+      p.*k.spec = number();
+      return true;
+    }
+  }
+  if (key != "fabric") {
     return false;
   }
+  const auto* name = std::get_if<std::string>(&value);
+  if (name == nullptr) {
+    throw ConfigError(fmt::format("{}: fabric: expected a string", where));
+  }
+  p.fabric = sim::parse_fabric(*name);
   return true;
 }
 
@@ -175,31 +182,12 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
       field = value;
     }
   };
-  set(p.gpus_per_node, c.gpus_per_node);
-  set(p.gpu_flops_per_s, c.gpu_flops_per_s);
-  set(p.gpu_link_bandwidth_Bps, c.intra_node_bandwidth_Bps);
-  set(p.gpu_link_latency_s, c.intra_node_latency_s);
-  set(p.nic_bandwidth_Bps, c.nic_bandwidth_Bps);
-  set(p.nic_latency_s, c.nic_latency_s);
-  set(p.nics_per_node, c.nics_per_node);
-  set(p.switch_bandwidth_Bps, c.switch_bandwidth_Bps);
-  set(p.switch_latency_s, c.switch_latency_s);
-  set(p.nodes_per_switch, c.nodes_per_switch);
-  set(p.iteration_overhead_s, c.iteration_overhead_s);
-  set(p.gpu_link_efficiency, c.intra_node_efficiency);
-  set(p.network_efficiency, c.network_efficiency);
-  set(p.collective_latency_s, c.collective_latency_s);
-  set(p.bulk_step_latency_s, c.bulk_step_latency_s);
-  set(p.nvls_efficiency, c.nvls_efficiency);
-  set(p.collnet_efficiency, c.collnet_efficiency);
-  set(p.multi_gpu_slowdown, c.multi_gpu_slowdown);
-  set(p.compute_jitter_cv, c.compute_jitter_cv);
-  set(p.compute_tail_probability, c.compute_tail_probability);
-  set(p.compute_tail_factor, c.compute_tail_factor);
-  set(p.stragglers, c.stragglers);
-  set(p.straggler_factor, c.straggler_factor);
-  set(p.allreduce_latency_s, c.allreduce_latency_s);
-  set(p.allreduce_bandwidth_Bps, c.allreduce_bandwidth_Bps);
+  for (const auto& k : kPlatformCounts) {
+    set(p.*k.spec, c.*k.config);
+  }
+  for (const auto& k : kPlatformNumbers) {
+    set(p.*k.spec, c.*k.config);
+  }
   if (!c.fabric.empty()) {
     p.fabric = sim::parse_fabric(c.fabric);
   }

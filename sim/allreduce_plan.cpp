@@ -87,7 +87,7 @@ int overlap(int a0, int a1, int b0, int b1) {
 
 // One hop's latency: inside a node two GPU ports; between nodes also two NICs and up to four fabric links.
 double hop_latency_s(const PlatformSpec& p, bool crosses_nodes) {
-  const double intra = 2.0 * p.gpu_link_latency_s;
+  const double intra = 2.0 * p.intra_node_latency_s;
   return crosses_nodes ? intra + 2.0 * p.nic_latency_s + 4.0 * p.switch_latency_s : intra;
 }
 
@@ -232,7 +232,7 @@ int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double ste
   const int levels = std::bit_width(static_cast<unsigned>(gpus - 1));
   const double fill_steps = 2.0 * levels - 1.0;
   const double alpha = hop_latency_s(platform, gpus > platform.gpus_per_node) + step_overhead_s;
-  const double busiest_s = 2.0 * bytes / (platform.gpu_link_bandwidth_Bps * platform.gpu_link_efficiency);
+  const double busiest_s = 2.0 * bytes / (platform.intra_node_bandwidth_Bps * platform.intra_node_efficiency);
   if (alpha <= 0.0) {
     return 256;
   }
@@ -247,7 +247,7 @@ int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, do
   if (g < 2 || nodes < 2) {
     return 1;  // one phase: nothing to overlap
   }
-  const double port = platform.gpu_link_bandwidth_Bps * platform.gpu_link_efficiency;
+  const double port = platform.intra_node_bandwidth_Bps * platform.intra_node_efficiency;
   // The inter-node ring's share of a node's NICs, one ring per local rank.
   const double nic_share =
       std::min(port, platform.nic_bandwidth_Bps * platform.network_efficiency * platform.nics_per_node / g);

@@ -60,7 +60,7 @@ double step_overhead_s(const PlatformSpec& p, Protocol protocol) {
 }
 
 double nvls_message_bytes(const PlatformSpec& p, int n, double s) {
-  return s * (n + 1) / n * p.gpu_link_efficiency / p.nvls_efficiency;
+  return s * (n + 1) / n * p.intra_node_efficiency / p.nvls_efficiency;
 }
 
 int tree_channels(const PlatformSpec& p, int gpus) {

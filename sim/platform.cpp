@@ -47,8 +47,8 @@ PlatformSpec frontier() {
   PlatformSpec p;
   p.name = "frontier";
   p.gpus_per_node = 8;
-  p.gpu_link_bandwidth_Bps = 50e9;
-  p.gpu_link_latency_s = 1e-6;
+  p.intra_node_bandwidth_Bps = 50e9;
+  p.intra_node_latency_s = 1e-6;
   p.nics_per_node = 4;
   p.nic_bandwidth_Bps = 25e9;
   p.nic_latency_s = 0.5e-6;
@@ -84,8 +84,8 @@ PlatformSpec summit() {
   PlatformSpec p;
   p.name = "summit";
   p.gpus_per_node = 6;
-  p.gpu_link_bandwidth_Bps = 50e9;
-  p.gpu_link_latency_s = 1e-6;
+  p.intra_node_bandwidth_Bps = 50e9;
+  p.intra_node_latency_s = 1e-6;
   p.nics_per_node = 2;
   p.nic_bandwidth_Bps = 12.5e9;
   p.nic_latency_s = 0.5e-6;
@@ -125,8 +125,8 @@ PlatformSpec dgx_h100() {
   PlatformSpec p;
   p.name = "dgx-h100";
   p.gpus_per_node = 8;
-  p.gpu_link_bandwidth_Bps = 450e9;
-  p.gpu_link_latency_s = 1e-6;
+  p.intra_node_bandwidth_Bps = 450e9;
+  p.intra_node_latency_s = 1e-6;
   p.nics_per_node = 8;
   p.nic_bandwidth_Bps = 50e9;
   p.nic_latency_s = 0.5e-6;
@@ -134,7 +134,7 @@ PlatformSpec dgx_h100() {
   p.switch_bandwidth_Bps = 400e9;
   p.switch_latency_s = 0.1e-6;
   p.nodes_per_switch = 32;
-  p.gpu_link_efficiency = 370.0 / 450.0;
+  p.intra_node_efficiency = 370.0 / 450.0;
   p.nvls_efficiency = 275.0 * 9.0 / 8.0 / 450.0;
   p.collnet_efficiency = 46.0 / 50.0;
   p.collective_latency_s = kCollectiveLatency_s;
@@ -219,8 +219,8 @@ void validate(const PlatformSpec& p, int gpus) {
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));
   }
-  require_positive(p.gpu_link_bandwidth_Bps, "intra_node_bandwidth_Bps");
-  require_non_negative(p.gpu_link_latency_s, "intra_node_latency_s");
+  require_positive(p.intra_node_bandwidth_Bps, "intra_node_bandwidth_Bps");
+  require_non_negative(p.intra_node_latency_s, "intra_node_latency_s");
   require_positive(p.nic_bandwidth_Bps, "nic_bandwidth_Bps");
   require_non_negative(p.nic_latency_s, "nic_latency_s");
   require_positive(p.switch_bandwidth_Bps, "switch_bandwidth_Bps");
@@ -229,7 +229,7 @@ void validate(const PlatformSpec& p, int gpus) {
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
   require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
   require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
-  require_within(p.gpu_link_efficiency, 1e-3, 1.0, "intra_node_efficiency", "1: the line rate");
+  require_within(p.intra_node_efficiency, 1e-3, 1.0, "intra_node_efficiency", "1: the line rate");
   require_within(p.network_efficiency, 1e-3, 1.0, "network_efficiency", "1: the line rate");
   require_non_negative(p.collective_latency_s, "collective_latency_s");
   require_non_negative(p.bulk_step_latency_s, "bulk_step_latency_s");

@@ -44,9 +44,9 @@ struct PlatformSpec {
   std::string name = "custom";  ///< preset or calibration file name, for reports
   int gpus_per_node = 1;        ///< GPUs behind one node switch
   /// One GPU's port into its node's switch (NVLink/NVSwitch, xGMI).
-  double gpu_link_bandwidth_Bps = 0.0;
+  double intra_node_bandwidth_Bps = 0.0;
   /// Latency of one GPU port; a GPU-to-GPU message inside a node crosses two.
-  double gpu_link_latency_s = 0.0;
+  double intra_node_latency_s = 0.0;
   int nics_per_node = 1;  ///< NICs of one node, each serving its share of the GPUs (nic_links())
   /// One NIC; a node's injection bandwidth is nics_per_node times this.
   double nic_bandwidth_Bps = 0.0;
@@ -60,8 +60,8 @@ struct PlatformSpec {
   /// Fat-tree: nodes per leaf switch; dragonfly: nodes per router.
   int nodes_per_switch = 16;
   /// Achieved fraction of a GPU port's line rate (protocol headers, flow control, the copy engines' own
-  /// limits): every intra-node transfer sees gpu_link_bandwidth_Bps times this; 1: the line rate.
-  double gpu_link_efficiency = 1.0;
+  /// limits): every intra-node transfer sees intra_node_bandwidth_Bps times this; 1: the line rate.
+  double intra_node_efficiency = 1.0;
   /// Achieved fraction of the line rate of every NIC and fabric link; 1: the line rate.
   double network_efficiency = 1.0;
   /// Fixed cost of starting one collective or one round of point-to-point transfers (kernel launch, setup),

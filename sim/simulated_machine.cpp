@@ -55,7 +55,7 @@ SimulatedMachine::SimulatedMachine(const PlatformSpec& platform, int gpus, doubl
                                    bool all_at_once, const std::vector<std::string>& user_args)
     : platform_(platform), gpus_(gpus), nodes_(node_count(platform, gpus)) {
   const double fastest_Bps =
-      std::max({platform.gpu_link_bandwidth_Bps, platform.nic_bandwidth_Bps * platform.nics_per_node,
+      std::max({platform.intra_node_bandwidth_Bps, platform.nic_bandwidth_Bps * platform.nics_per_node,
                 platform.switch_bandwidth_Bps});
   const double precision_s = std::clamp(1e-3 * shortest_bytes / fastest_Bps, 1e-9, 1e-5);
   std::vector<std::string> args = default_args(precision_s, all_at_once);
@@ -99,7 +99,7 @@ void SimulatedMachine::run() const {
 //              [gw]
 //            /      \      NIC links (nic_bandwidth_Bps x nics_per_node / links each)
 //         nic0      nic1
-//         |  |      |  |   GPU ports (gpu_link_bandwidth_Bps), also between the GPUs of the node
+//         |  |      |  |   GPU ports (intra_node_bandwidth_Bps), also between the GPUs of the node
 //        g0  g1    g2  g3
 std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMachine::make_node(
     sg4::NetZone* parent, unsigned long id) {
@@ -125,8 +125,8 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     }
     auto* host = zone->create_host(fmt::format("gpu{}", gpu), 1e12);
     auto* port = zone->create_split_duplex_link(fmt::format("gpu{}-port", gpu),
-                                                p.gpu_link_bandwidth_Bps * p.gpu_link_efficiency);
-    set_latency(port, p.gpu_link_latency_s);
+                                                p.intra_node_bandwidth_Bps * p.intra_node_efficiency);
+    set_latency(port, p.intra_node_latency_s);
     using Direction = sg4::LinkInRoute::Direction;
     zone->add_route(
         host->get_netpoint(), gateway, nullptr, nullptr,

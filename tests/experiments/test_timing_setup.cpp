@@ -57,7 +57,7 @@ TEST_CASE("experiments::platform_spec: a preset with the config's non-zero keys 
   CHECK(p.gpus_per_node == 8);
   CHECK(p.nic_bandwidth_Bps == 2.5e10);
   CHECK(p.fabric == sim::Fabric::torus);
-  CHECK(p.gpu_link_bandwidth_Bps == sim::platform_preset("dgx-h100").gpu_link_bandwidth_Bps);
+  CHECK(p.intra_node_bandwidth_Bps == sim::platform_preset("dgx-h100").intra_node_bandwidth_Bps);
   CHECK(ex::timing_profile(c).parameter_count() > 25'000'000);                   // ResNet-50
   CHECK(ex::timing_options(c).allreduce == sim::AllReduceAlgorithm::automatic);  // the default
 }
@@ -102,7 +102,7 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   // Achieved rates and protocol costs: the preset's, or the config's; out-of-range values name the key.
   const sim::PlatformSpec h100 =
       ex::platform_spec(ex::load_config("[train]\nworkers = 8\n[platform]\npreset = \"dgx-h100\"\n"));
-  CHECK(h100.gpu_link_efficiency == sim::platform_preset("dgx-h100").gpu_link_efficiency);
+  CHECK(h100.intra_node_efficiency == sim::platform_preset("dgx-h100").intra_node_efficiency);
   CHECK(h100.nvls_efficiency > 0.0);
   CHECK(h100.collnet_efficiency == sim::platform_preset("dgx-h100").collnet_efficiency);
   CHECK(h100.collnet_efficiency > 0.0);
@@ -110,7 +110,7 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
       "[train]\nworkers = 8\n[platform]\nintra_node_efficiency = 0.7\nnetwork_efficiency = 0.9\n"
       "collective_latency_s = 1e-5\nbulk_step_latency_s = 4e-6\nnvls_efficiency = 0.6\n"
       "collnet_efficiency = 0.8\nallreduce = \"nvls\"\n"));
-  CHECK(tuned.gpu_link_efficiency == 0.7);
+  CHECK(tuned.intra_node_efficiency == 0.7);
   CHECK(tuned.network_efficiency == 0.9);
   CHECK(tuned.collective_latency_s == 1e-5);
   CHECK(tuned.bulk_step_latency_s == 4e-6);

@@ -36,16 +36,16 @@ sim::PlatformSpec star_with_protocols() {
 }
 
 double star_alpha(const sim::PlatformSpec& p) {
-  return 2.0 * (p.gpu_link_latency_s + p.nic_latency_s + p.switch_latency_s);
+  return 2.0 * (p.intra_node_latency_s + p.nic_latency_s + p.switch_latency_s);
 }
 
 // One node of 8 GPUs on a switch that reduces at half the port's line rate.
 sim::PlatformSpec nvls_node() {
   sim::PlatformSpec p;
   p.gpus_per_node = 8;
-  p.gpu_link_bandwidth_Bps = 100e9;
-  p.gpu_link_latency_s = 1e-6;
-  p.gpu_link_efficiency = 0.8;
+  p.intra_node_bandwidth_Bps = 100e9;
+  p.intra_node_latency_s = 1e-6;
+  p.intra_node_efficiency = 0.8;
   p.nvls_efficiency = 0.5;
   p.nic_bandwidth_Bps = 10e9;
   p.switch_bandwidth_Bps = 10e9;
@@ -111,8 +111,9 @@ TEST_CASE("sim::timing: in-switch reduction moves S (n+1)/n per port at its own 
   const int n = 8;
   const std::int64_t bytes = std::int64_t{1} << 30;
   const double s = static_cast<double>(bytes);
-  const double expected = p.collective_latency_s + 2.0 * p.bulk_step_latency_s + 2.0 * p.gpu_link_latency_s +
-                          s * (n + 1) / n / (p.gpu_link_bandwidth_Bps * p.nvls_efficiency);
+  const double expected = p.collective_latency_s + 2.0 * p.bulk_step_latency_s +
+                          2.0 * p.intra_node_latency_s +
+                          s * (n + 1) / n / (p.intra_node_bandwidth_Bps * p.nvls_efficiency);
   for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
     CAPTURE(static_cast<int>(fidelity));
     sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::nvls));
@@ -282,8 +283,8 @@ TEST_CASE("sim::validate: efficiencies and protocol costs are refused with the k
     }
     FAIL("accepted an invalid " << key);
   };
-  rejects([](sim::PlatformSpec& p) { p.gpu_link_efficiency = 0.0; }, "platform.intra_node_efficiency");
-  rejects([](sim::PlatformSpec& p) { p.gpu_link_efficiency = 1.2; }, "platform.intra_node_efficiency");
+  rejects([](sim::PlatformSpec& p) { p.intra_node_efficiency = 0.0; }, "platform.intra_node_efficiency");
+  rejects([](sim::PlatformSpec& p) { p.intra_node_efficiency = 1.2; }, "platform.intra_node_efficiency");
   rejects([](sim::PlatformSpec& p) { p.network_efficiency = -0.5; }, "platform.network_efficiency");
   rejects([](sim::PlatformSpec& p) { p.nvls_efficiency = 2.0; }, "platform.nvls_efficiency");
   rejects([](sim::PlatformSpec& p) { p.collective_latency_s = -1e-6; }, "platform.collective_latency_s");
@@ -314,7 +315,7 @@ TEST_CASE("sim::timing: a single inter-node message gets one NIC's bandwidth, no
   const std::int64_t bytes = 1'000'000'000;
   // i -> i + 1: two messages cross nodes (7 -> 8, 15 -> 0), each alone on its NIC link.
   const topology::Graph graph = topology::one_peer_exponential(n).at(0);
-  const double alpha = 2.0 * (p.gpu_link_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
+  const double alpha = 2.0 * (p.intra_node_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
   const double expected = alpha + static_cast<double>(bytes) / p.nic_bandwidth_Bps;
   for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
     CAPTURE(static_cast<int>(fidelity));
@@ -331,8 +332,8 @@ TEST_CASE("sim::timing: a ring all-reduce across nodes is striped over every NIC
   const int channels = sim::allreduce_channels(p, n);
   const std::int64_t bytes = std::int64_t{1} << 30;
   const double s = static_cast<double>(bytes);
-  const double port = p.gpu_link_bandwidth_Bps * p.gpu_link_efficiency;
-  const double alpha = 2.0 * (p.gpu_link_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
+  const double port = p.intra_node_bandwidth_Bps * p.intra_node_efficiency;
+  const double alpha = 2.0 * (p.intra_node_latency_s + p.nic_latency_s) + 2.0 * p.switch_latency_s;
   const double step = alpha + p.bulk_step_latency_s +
                       std::max(s / (n * port), s / (static_cast<double>(n) * channels * p.nic_bandwidth_Bps));
   const double expected = p.collective_latency_s + 2.0 * (n - 1) * step;

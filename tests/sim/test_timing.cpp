@@ -22,7 +22,7 @@ using dbench::sim::testing::resnet50;
 namespace {
 
 double star_alpha(const sim::PlatformSpec& p) {
-  return 2.0 * (p.gpu_link_latency_s + p.nic_latency_s + p.switch_latency_s);
+  return 2.0 * (p.intra_node_latency_s + p.nic_latency_s + p.switch_latency_s);
 }
 
 sim::TimingOptions options(sim::Fidelity fidelity,
@@ -33,6 +33,16 @@ sim::TimingOptions options(sim::Fidelity fidelity,
   o.allreduce = algorithm;
   o.bucket_bytes = bucket_bytes;
   return o;
+}
+
+/// ResNet-50 on `gpus` GPUs of the Frontier preset, `batch` samples per GPU.
+sim::TimingSpec frontier_resnet50(int gpus, int batch) {
+  sim::TimingSpec spec;
+  spec.platform = sim::platform_preset("frontier");
+  spec.gpus = gpus;
+  spec.profile = resnet50();
+  spec.batch_per_gpu = batch;
+  return spec;
 }
 
 }  // namespace
@@ -198,11 +208,7 @@ TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and ev
 }
 
 TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide communication") {
-  sim::TimingSpec spec;
-  spec.platform = sim::platform_preset("frontier");
-  spec.gpus = 16;
-  spec.profile = resnet50();
-  spec.batch_per_gpu = 64;
+  sim::TimingSpec spec = frontier_resnet50(16, 64);
   const std::vector<topology::ScheduleStep> schedule(3, topology::ScheduleStep{"allreduce", nullptr});
   const sim::TimingResult whole = sim::time_schedule(spec, schedule);
   spec.options.bucket_bytes = 25'000'000;
@@ -282,7 +288,7 @@ TEST_CASE("sim::platform: bad platforms are rejected naming the key") {
   p.switch_bandwidth_Bps = -1.0;
   CHECK(key_of(p, 12) == "platform.switch_bandwidth_Bps");
   p = sim::platform_preset("summit");
-  p.gpu_link_bandwidth_Bps = 0.0;
+  p.intra_node_bandwidth_Bps = 0.0;
   CHECK(key_of(p, 12) == "platform.intra_node_bandwidth_Bps");
   p = sim::platform_preset("summit");
   p.nic_latency_s = -1e-6;
@@ -343,11 +349,7 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
 }
 
 TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind the backward pass") {
-  sim::TimingSpec spec;
-  spec.platform = sim::platform_preset("frontier");
-  spec.gpus = 16;
-  spec.profile = resnet50();
-  spec.batch_per_gpu = 64;
+  sim::TimingSpec spec = frontier_resnet50(16, 64);
   spec.options.bucket_bytes = 25'000'000;
   spec.options.allreduce = sim::AllReduceAlgorithm::ring;  // one pattern per all-reduce size
   const auto ring = topology::ring(16);

@@ -16,8 +16,8 @@ namespace dbench::sim::testing {
 inline PlatformSpec homogeneous_star() {
   PlatformSpec p;
   p.gpus_per_node = 1;
-  p.gpu_link_bandwidth_Bps = 1e12;
-  p.gpu_link_latency_s = 1e-6;
+  p.intra_node_bandwidth_Bps = 1e12;
+  p.intra_node_latency_s = 1e-6;
   p.nics_per_node = 1;
   p.nic_bandwidth_Bps = 10e9;
   p.nic_latency_s = 2e-6;

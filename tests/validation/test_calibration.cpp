@@ -89,8 +89,8 @@ TEST_CASE("validation::platform_toml: read_calibration reads back the fitted pla
   CHECK(p.gpu_flops_per_s == doctest::Approx(1.5e10).epsilon(1e-5));
   CHECK(p.iteration_overhead_s == doctest::Approx(2e-5).epsilon(1e-5));
   // A message crosses two GPU ports: the exchange's alpha split over them.
-  CHECK(p.gpu_link_latency_s == doctest::Approx(2e-6).epsilon(1e-5));
-  CHECK(p.gpu_link_bandwidth_Bps == doctest::Approx(6e9).epsilon(1e-5));
+  CHECK(p.intra_node_latency_s == doctest::Approx(2e-6).epsilon(1e-5));
+  CHECK(p.intra_node_bandwidth_Bps == doctest::Approx(6e9).epsilon(1e-5));
   CHECK(p.fabric == sim::Fabric::star);
   // Centralized steps pay the all-reduce as measured.
   CHECK(p.allreduce_latency_s == doctest::Approx(8e-6).epsilon(1e-5));
