@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -156,11 +157,21 @@ double rung_seconds(const ExperimentConfig& config, const std::string& name) {
   return sim::time_schedule(timing_spec(config), steps, false).seconds_per_iteration;
 }
 
-std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
-  const AlgorithmConfig& a = config.algorithm;
-  std::vector<std::string> names = split_names(a.ada_ladder);
+/// The rungs of algorithm.ada_ladder; throws ConfigKeyError when there are none.
+std::vector<std::string> ada_ladder(const ExperimentConfig& config) {
+  std::vector<std::string> names = split_names(config.algorithm.ada_ladder);
   if (names.empty()) {
     throw ConfigKeyError("algorithm.ada_ladder", "needs at least one graph");
+  }
+  return names;
+}
+
+std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config, const std::vector<bool>& keep) {
+  const AlgorithmConfig& a = config.algorithm;
+  const std::vector<std::string> names = ada_ladder(config);
+  if (keep.size() != names.size()) {
+    throw std::invalid_argument(
+        fmt::format("Ada's kept rungs: {} flags for a ladder of {} rungs", keep.size(), names.size()));
   }
   // The start is resolved on the ladder as written, then carried over the rungs that cost-awareness keeps.
   std::size_t start = 0;
@@ -174,17 +185,6 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config) {
                                        a.ada_start, a.ada_ladder));
     }
     start = static_cast<std::size_t>(it - names.begin());
-  }
-  std::vector<bool> keep(names.size(), true);
-  if (a.ada_cost_aware) {
-    // A rung is worth having only if it is cheaper than every denser one: a denser and no slower rung mixes
-    // better at no cost in time, so Ada would only lose time on it.
-    double cheapest_denser = std::numeric_limits<double>::infinity();
-    for (std::size_t i = names.size(); i-- > 0;) {
-      const double seconds = rung_seconds(config, names[i]);
-      keep[i] = seconds < cheapest_denser;
-      cheapest_denser = std::min(cheapest_denser, seconds);
-    }
   }
   std::vector<std::unique_ptr<topology::GraphPolicy>> ladder;
   int start_rung = -1;
@@ -230,13 +230,30 @@ topology::GraphSpec graph_spec(const ExperimentConfig& config) {
   return spec_for(config, config.algorithm.graph, "algorithm.graph");
 }
 
-std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config) {
+std::vector<bool> ada_rungs_kept(const ExperimentConfig& config) {
+  const std::vector<std::string> names = ada_ladder(config);
+  std::vector<bool> keep(names.size(), true);
+  if (config.algorithm.ada_cost_aware) {
+    // A rung is worth having only if it is cheaper than every denser one: a denser and no slower rung mixes
+    // better at no cost in time, so Ada would only lose time on it.
+    double cheapest_denser = std::numeric_limits<double>::infinity();
+    for (std::size_t i = names.size(); i-- > 0;) {
+      const double seconds = rung_seconds(config, names[i]);
+      keep[i] = seconds < cheapest_denser;
+      cheapest_denser = std::min(cheapest_denser, seconds);
+    }
+  }
+  return keep;
+}
+
+std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config,
+                                                   const std::optional<std::vector<bool>>& kept) {
   const AlgorithmConfig& a = config.algorithm;
   if (a.kind == "centralized") {
     return std::make_unique<topology::AllReducePolicy>();
   }
   if (a.graph == "ada") {
-    return make_ada(config);
+    return make_ada(config, kept ? *kept : ada_rungs_kept(config));
   }
   if (a.graph == "switch") {
     std::vector<std::unique_ptr<topology::GraphPolicy>> stages;

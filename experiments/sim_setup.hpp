@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,17 @@ topology::GraphSpec graph_spec(const ExperimentConfig& config);
 /// "a,b,c" -> {"a", "b", "c"}, blanks trimmed (ladders and stages of [algorithm]).
 std::vector<std::string> split_names(const std::string& text);
 
+/// Which rungs of algorithm.ada_ladder Ada uses, in ladder order: every one, unless ada_cost_aware, which
+/// keeps a rung only when it is faster than every denser rung on the configured platform. The one part of
+/// making a policy that runs the simulator (seconds at thousands of GPUs): real workers compute it once, on
+/// rank 0.
+std::vector<bool> ada_rungs_kept(const ExperimentConfig& config);
+
 /// All-reduce for centralized training, the configured graph or family for D-PSGD; throws ConfigKeyError
-/// naming the key at fault.
-std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& config);
+/// naming the key at fault. Ada uses the rungs `kept` marks (ada_rungs_kept's answer, computed here when
+/// absent); nothing else runs the simulator.
+std::unique_ptr<topology::GraphPolicy> make_policy(
+    const ExperimentConfig& config, const std::optional<std::vector<bool>>& kept = std::nullopt);
 
 /// Builds what `dbench simulate` and `train` build from a config before they run, running nothing: the policy
 /// (cost-aware Ada's rungs unpicked), the timing inputs (calibration file included) and the data shards;

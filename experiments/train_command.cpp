@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -309,6 +311,29 @@ runtime::TrainResult train_on_device(const core::NumericsSpec& spec, const model
 #endif
 }
 
+/// Cost-aware Ada's rungs, simulated once by rank 0 and sent to the others (every rank runs the same
+/// policy); nothing for other policies.
+std::optional<std::vector<bool>> ada_rungs_from_root(const ExperimentConfig& config,
+                                                     runtime::Communicator& comm) {
+  const AlgorithmConfig& a = config.algorithm;
+  if (a.kind != "dpsgd" || a.graph != "ada") {
+    return std::nullopt;
+  }
+  std::vector<std::byte> flags(split_names(a.ada_ladder).size());
+  if (comm.rank() == 0) {
+    const std::vector<bool> kept = ada_rungs_kept(config);
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+      flags[i] = std::byte{kept.at(i) ? std::uint8_t{1} : std::uint8_t{0}};
+    }
+  }
+  comm.broadcast(flags, 0);
+  std::vector<bool> kept(flags.size());
+  for (std::size_t i = 0; i < flags.size(); ++i) {
+    kept[i] = flags[i] != std::byte{0};
+  }
+  return kept;
+}
+
 /// Trains as worker `rank`; `connect` joins the other workers once the data is loaded (loading takes
 /// uneven time, and joining blocks without the peer timeout that training waits are held to).
 /// `cleanup` removes rank 0's staged results when a stop signal ends the worker.
@@ -329,8 +354,8 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   const auto train = load_train_data(config, models::Split::train, options.image_size);
   const auto test = load_train_data(config, models::Split::test, options.image_size);
   const core::NumericsSpec spec = numerics_spec(config, train);
-  auto policy = make_policy(config);
   runtime::Communicator& comm = connect();
+  auto policy = make_policy(config, ada_rungs_from_root(config, comm));
 
   w.overlap = options.overlap;
   w.checkpoint_every = options.checkpoint_every;

@@ -1,6 +1,7 @@
 // Ada as a config builds it: where it starts, and which rungs its cost-aware mode keeps.
 #include <doctest/doctest.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -105,9 +106,30 @@ TEST_CASE("experiments::make_policy: cost-aware Ada keeps only rungs cheaper tha
   }
   // The exponential graph's 6 neighbours per GPU cost more than the all-reduce on this platform: dropped.
   CHECK(seconds[2] > seconds[3]);
-  auto policy = ex::make_policy(
-      ada_config("ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
-                 "ada_check_every = 1\nada_cost_aware = true\n"));
+  const auto config = ada_config(
+      "ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
+      "ada_check_every = 1\nada_cost_aware = true\n");
+  auto policy = ex::make_policy(config);
   CHECK(climb(*policy, 10) == expected);
   CHECK(expected.size() < names.size());
+  // The same choice as flags over the ladder, the form real workers receive from rank 0.
+  const std::vector<bool> kept = ex::ada_rungs_kept(config);
+  REQUIRE(kept.size() == names.size());
+  std::vector<std::string> kept_names;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (kept[i]) {
+      kept_names.push_back(names[i]);
+    }
+  }
+  CHECK(kept_names == expected);
+}
+
+TEST_CASE("experiments::make_policy: Ada uses the rungs it is given and simulates nothing") {
+  const auto config = ada_config(
+      "ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
+      "ada_check_every = 1\nada_cost_aware = true\n");
+  auto policy = ex::make_policy(config, std::vector<bool>{true, false, true, false});
+  CHECK(climb(*policy, 10) == std::vector<std::string>{"one-peer-exponential", "exponential"});
+  // Flags for another ladder are a programming error, not a config one.
+  CHECK_THROWS_AS(ex::make_policy(config, std::vector<bool>{true, true}), std::invalid_argument);
 }

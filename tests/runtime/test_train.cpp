@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/numerics.hpp"
@@ -169,29 +170,46 @@ TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD 
   CHECK(accuracy >= 0.80);
 }
 
-TEST_CASE("runtime::train: Ada on 8 workers realizes the simulator's schedule for the same config and seed") {
-  TempDir dir;
-  // The default Ada (its ladder, band and start), with the checks frequent enough to move within the run.
-  const std::string text = config_text("dpsgd", "ada", 8, 120);
-  const fs::path config = write_config(dir.path(), text);
-  const auto train =
-      run_dbench("train " + config.string() + " --local 8 -q --out " + (dir.path() / "train").string());
+/// schedule.csv of `dbench train --local workers` and of `dbench simulate` for the same config.
+std::pair<std::string, std::string> realized_and_simulated_schedules(const fs::path& dir,
+                                                                     const std::string& text, int workers) {
+  const fs::path config = write_config(dir, text);
+  const auto train = run_dbench("train " + config.string() + " --local " + std::to_string(workers) +
+                                " -q --out " + (dir / "train").string());
   INFO(train.output);
   REQUIRE(train.status == 0);
   const auto simulate =
-      run_dbench("simulate " + config.string() + " -q --threads 1 --out " + (dir.path() / "sim").string());
+      run_dbench("simulate " + config.string() + " -q --threads 1 --out " + (dir / "sim").string());
   INFO(simulate.output);
   REQUIRE(simulate.status == 0);
-  auto read = [](const fs::path& file) {
-    std::ifstream in(file);
-    return std::string((std::istreambuf_iterator<char>(in)), {});
-  };
-  const std::string realized = read(dir.path() / "train" / "schedule.csv");
-  CHECK(realized == read(dir.path() / "sim" / "schedule.csv"));
+  return {dbench::testing::read_file(dir / "train" / "schedule.csv"),
+          dbench::testing::read_file(dir / "sim" / "schedule.csv")};
+}
+
+TEST_CASE("runtime::train: Ada on 8 workers realizes the simulator's schedule for the same config and seed") {
+  TempDir dir;
+  // The default Ada (its ladder, band and start), with the checks frequent enough to move within the run.
+  const auto [realized, simulated] =
+      realized_and_simulated_schedules(dir.path(), config_text("dpsgd", "ada", 8, 120), 8);
+  CHECK(realized == simulated);
   // 120 rows and more than one rung: the equality covers Ada's decisions, not a constant schedule.
   CHECK(std::count(realized.begin(), realized.end(), '\n') == 121);
   CHECK(realized.find("global-average") != std::string::npos);
   CHECK(realized.find("one-peer-exponential") != std::string::npos);
+}
+
+TEST_CASE(
+    "runtime::train: cost-aware Ada's rungs, simulated once on rank 0, give every worker the schedule") {
+  TempDir dir;
+  const auto [realized, simulated] = realized_and_simulated_schedules(
+      dir.path(),
+      config_text(
+          "dpsgd", "ada", 4, 60,
+          "ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_cost_aware = true\n"
+          "ada_check_every = 5\nada_min_dwell = 0\n"),
+      4);
+  CHECK(realized == simulated);
+  CHECK(std::count(realized.begin(), realized.end(), '\n') == 61);
 }
 
 TEST_CASE("runtime::train: --overlap trains with the exchange beside the local step and records its trace") {
