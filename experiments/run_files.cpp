@@ -97,4 +97,27 @@ void RunRecorder::on_iteration(std::int64_t iteration) {
   std::fflush(stderr);
 }
 
+std::string trace_csv(std::span<const TraceRow> rows) {
+  std::string out = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
+  double elapsed = 0.0;
+  for (const TraceRow& row : rows) {
+    elapsed += row.total_s;
+    out += fmt::format("{},{},{},{},{},{},{}\n", row.iteration, row.graph, row.compute_s, row.comm_s,
+                       row.total_s, row.bytes_sent, elapsed);
+  }
+  return out;
+}
+
+std::string worker_trace_csv(std::span<const WorkerTraceRow> rows) {
+  const auto optional = [](const std::optional<double>& value) {
+    return value ? fmt::format("{}", *value) : std::string();
+  };
+  std::string out = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
+  for (const WorkerTraceRow& row : rows) {
+    out += fmt::format("{},{},{},{},{},{},{},{}\n", row.iteration, row.worker, row.compute_s, row.comm_s,
+                       row.total_s, row.bytes_sent, optional(row.loss), optional(row.lr));
+  }
+  return out;
+}
+
 }  // namespace dbench::experiments

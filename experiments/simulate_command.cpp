@@ -67,29 +67,33 @@ std::string num(double value) {
   return std::isnan(value) ? std::string() : fmt::format("{}", value);
 }
 
-// trace.csv: one row per iteration; elapsed_s is the simulated wall-clock time at the iteration's end.
-std::string trace_csv(const sim::TimingResult& timing) {
-  std::string out = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
-  double elapsed = 0.0;
-  for (const auto& row : timing.iterations) {
-    elapsed += row.total_s;
-    out += fmt::format("{},{},{},{},{},{},{}\n", row.iteration, row.graph, row.compute_s, row.comm_s,
-                       row.total_s, row.bytes_sent, elapsed);
+// trace.csv: the simulated iterations, on the simulated clock.
+std::string simulated_trace_csv(const sim::TimingResult& timing) {
+  std::vector<TraceRow> rows;
+  rows.reserve(timing.iterations.size());
+  for (const auto& it : timing.iterations) {
+    rows.push_back({it.iteration, it.graph, it.compute_s, it.comm_s, it.total_s, it.bytes_sent});
   }
-  return out;
+  return trace_csv(rows);
 }
 
-// trace_worker.csv: one row per iteration and GPU, in the columns `dbench train` writes (the numerics keep
-// no per-replica loss per iteration, so loss and lr stay empty).
-std::string worker_trace_csv(const sim::TimingResult& timing) {
-  std::string out = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
-  for (const auto& row : timing.iterations) {
-    for (std::size_t g = 0; g < row.gpu_comm_s.size(); ++g) {
-      out += fmt::format("{},{},{},{},{},{},,\n", row.iteration, g, row.compute_s, row.gpu_comm_s[g],
-                         row.gpu_total_s[g], row.gpu_bytes_sent[g]);
+// trace_worker.csv: one row per iteration and GPU (the numerics keep no per-replica loss per iteration, so
+// loss and lr stay empty).
+std::string simulated_worker_trace_csv(const sim::TimingResult& timing) {
+  std::vector<WorkerTraceRow> rows;
+  for (const auto& it : timing.iterations) {
+    for (std::size_t g = 0; g < it.gpu_comm_s.size(); ++g) {
+      WorkerTraceRow row;
+      row.iteration = it.iteration;
+      row.worker = static_cast<std::int64_t>(g);
+      row.compute_s = it.compute_s;
+      row.comm_s = it.gpu_comm_s[g];
+      row.total_s = it.gpu_total_s[g];
+      row.bytes_sent = it.gpu_bytes_sent[g];
+      rows.push_back(row);
     }
   }
-  return out;
+  return worker_trace_csv(rows);
 }
 
 // accuracy_time.csv: the metrics rows on the simulated clock, for accuracy against wall-clock time.
@@ -176,9 +180,9 @@ void run_simulate(const SimulateOptions& options) {
     }
     const sim::TimingResult timing = sim::time_schedule(timing_spec, schedule, options.per_gpu_trace);
     dir.write_text("schedule.csv", schedule_csv);
-    dir.write_text("trace.csv", trace_csv(timing));
+    dir.write_text("trace.csv", simulated_trace_csv(timing));
     if (options.per_gpu_trace) {
-      dir.write_text("trace_worker.csv", worker_trace_csv(timing));
+      dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));
     }
     summary["final_test_accuracy"] = nullptr;
     add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
@@ -221,10 +225,10 @@ void run_simulate(const SimulateOptions& options) {
   dir.write_text("metrics.csv", recorder.metrics_csv());
   dir.write_text("schedule.csv", recorder.schedule_csv());
   dir.write_text("replica_norms.csv", recorder.replica_norms_csv());
-  dir.write_text("trace.csv", trace_csv(timing));
+  dir.write_text("trace.csv", simulated_trace_csv(timing));
   dir.write_text("accuracy_time.csv", accuracy_time_csv(run.rows(), timing));
   if (options.per_gpu_trace) {
-    dir.write_text("trace_worker.csv", worker_trace_csv(timing));
+    dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));
   }
   add_training_summary(summary, config, result, recorder.gossip_messages());
   add_timing(summary, timing, timing_spec.platform, config, options.fidelity);

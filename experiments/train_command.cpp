@@ -105,42 +105,37 @@ class TrainRecorder final : public runtime::TrainObserver {
 
   void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
     recorder_.on_schedule(iteration, step);
+    set_graph(iteration, step.name);
   }
   void on_metrics(const core::MetricsRow& row) override { recorder_.on_metrics(row); }
   void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
   void on_trace(const std::vector<std::vector<runtime::StepTrace>>& per_worker) override {
-    // Graph names by iteration, from the schedule.
-    std::vector<std::string> graphs;
-    std::istringstream lines(without_header(schedule_csv()));
-    for (std::string line; std::getline(lines, line);) {
-      graphs.push_back(line.substr(line.find(',') + 1));
-    }
     // trace.csv has the simulator's columns, one row per iteration: the synchronous step goes at the pace of
     // its slowest worker, so total_s and compute_s are maxima over workers, comm_s the rest of total_s (the
     // communication no worker hid), bytes_sent the mean per worker. trace_worker.csv keeps every worker's
     // row.
-    trace_ = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
-    worker_trace_ = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
-    const std::size_t rows = per_worker.empty() ? 0 : per_worker.front().size();
-    double elapsed = 0.0;
-    for (std::size_t r = 0; r < rows; ++r) {
-      double compute = 0.0;
-      double total = 0.0;
-      double bytes = 0.0;
+    std::vector<TraceRow> rows;
+    std::vector<WorkerTraceRow> worker_rows;
+    const std::size_t iterations = per_worker.empty() ? 0 : per_worker.front().size();
+    for (std::size_t r = 0; r < iterations; ++r) {
+      TraceRow row;
+      row.iteration = per_worker.front()[r].iteration;
+      const auto at = static_cast<std::size_t>(row.iteration);
+      row.graph = at < graphs_.size() ? graphs_[at] : "";
       for (std::size_t w = 0; w < per_worker.size(); ++w) {
         const runtime::StepTrace& s = per_worker[w][r];
-        compute = std::max(compute, s.compute_s);
-        total = std::max(total, s.total_s);
-        bytes += static_cast<double>(s.bytes_sent);
-        worker_trace_ += fmt::format("{},{},{},{},{},{},{},{}\n", s.iteration, w, s.compute_s, s.comm_s,
-                                     s.total_s, s.bytes_sent, s.loss, s.lr);
+        row.compute_s = std::max(row.compute_s, s.compute_s);
+        row.total_s = std::max(row.total_s, s.total_s);
+        row.bytes_sent += static_cast<double>(s.bytes_sent);
+        worker_rows.push_back({s.iteration, static_cast<std::int64_t>(w), s.compute_s, s.comm_s, s.total_s,
+                               static_cast<double>(s.bytes_sent), s.loss, s.lr});
       }
-      elapsed += total;
-      const std::int64_t t = per_worker.front()[r].iteration;
-      const auto at = static_cast<std::size_t>(t);
-      trace_ += fmt::format("{},{},{},{},{},{},{}\n", t, at < graphs.size() ? graphs[at] : "", compute,
-                            total - compute, total, bytes / static_cast<double>(per_worker.size()), elapsed);
+      row.comm_s = row.total_s - row.compute_s;
+      row.bytes_sent /= static_cast<double>(per_worker.size());
+      rows.push_back(std::move(row));
     }
+    trace_ = trace_csv(rows);
+    worker_trace_ = worker_trace_csv(worker_rows);
   }
   std::string checkpoint_state() const override {
     return pack({metrics_csv(), schedule_csv(), replica_norms_csv(), std::to_string(gossip_messages())});
@@ -152,6 +147,12 @@ class TrainRecorder final : public runtime::TrainObserver {
       schedule_prefix_ = fields[1];
       norms_prefix_ = fields[2];
       messages_prefix_ = std::stoll(fields[3]);
+      // The graphs of the iterations before the checkpoint, for trace.csv.
+      std::istringstream lines(without_header(schedule_prefix_));
+      for (std::string line; std::getline(lines, line);) {
+        const auto comma = line.find(',');
+        set_graph(std::stoll(line.substr(0, comma)), line.substr(comma + 1));
+      }
     }
   }
 
@@ -171,14 +172,23 @@ class TrainRecorder final : public runtime::TrainObserver {
                                     : schedule_prefix_ + without_header(recorder_.schedule_csv());
   }
   /// trace.csv: one row per iteration, the simulator's columns.
-  const std::string& trace_csv() const { return trace_; }
+  const std::string& trace() const { return trace_; }
   /// trace_worker.csv: one row per iteration and worker.
-  const std::string& worker_trace_csv() const { return worker_trace_; }
+  const std::string& worker_trace() const { return worker_trace_; }
   /// Gossip messages of the whole run.
   std::int64_t gossip_messages() const { return messages_prefix_ + recorder_.gossip_messages(); }
 
  private:
+  void set_graph(std::int64_t iteration, const std::string& name) {
+    const auto at = static_cast<std::size_t>(iteration);
+    if (graphs_.size() <= at) {
+      graphs_.resize(at + 1);
+    }
+    graphs_[at] = name;
+  }
+
   RunRecorder recorder_;
+  std::vector<std::string> graphs_;  ///< schedule.csv's graph of each iteration
   std::string metrics_prefix_;
   std::string schedule_prefix_;
   std::string norms_prefix_;
@@ -379,8 +389,8 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   dir->write_text("metrics.csv", recorder.metrics_csv());
   dir->write_text("schedule.csv", recorder.schedule_csv());
   dir->write_text("replica_norms.csv", recorder.replica_norms_csv());
-  dir->write_text("trace.csv", recorder.trace_csv());
-  dir->write_text("trace_worker.csv", recorder.worker_trace_csv());
+  dir->write_text("trace.csv", recorder.trace());
+  dir->write_text("trace_worker.csv", recorder.worker_trace());
   nlohmann::json summary = summary_header(config, "runtime", policy->name());
   add_training_summary(summary, config, result, recorder.gossip_messages());
   summary["resumed_from_iteration"] = result.start_iteration;
