@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -19,7 +17,6 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/mixing.hpp"
@@ -38,6 +35,7 @@
 #include "runtime/launcher.hpp"
 #include "topology/generators.hpp"
 #include "validation/calibration.hpp"
+#include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
 #endif
@@ -50,8 +48,6 @@
 
 namespace dbench::experiments {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct CalibrateOptions {
   std::string config;
@@ -66,78 +62,6 @@ struct CalibrateOptions {
   std::string device;
   bool quiet = false;
 };
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// Per body, per round: seconds per call when every worker calls the body back to back, as a run's iterations
-/// follow each other. A timing starts together (an all-reduce as barrier) and lasts until its slowest worker
-/// is done, so workers that share cores and memory bandwidth pay for each other (a worker descheduled before
-/// its call counts too). Each round times every body in turn, so that a slow spell of a shared machine falls
-/// on all of them alike; a timing makes at least `repeats` calls, and more until it lasts kMinTiming, so that
-/// it spans many of the scheduler's time slices. The first round is untimed.
-std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm, int repeats,
-                                                    std::span<const std::function<void()>> bodies) {
-  constexpr int kRounds = 7;
-  constexpr double kMinTiming = 0.02;
-  std::vector<std::vector<double>> seconds(bodies.size());
-  std::vector<int> calls(bodies.size(), repeats);
-  std::array<double, 1> token{0.0};
-  for (int k = -1; k < kRounds; ++k) {
-    for (std::size_t i = 0; i < bodies.size(); ++i) {
-      // Each worker pauses a different while before the barrier, different in every round, so that the
-      // order in which workers sharing a core take their turns starts afresh in each timing.
-      std::this_thread::sleep_for(std::chrono::microseconds(
-          (static_cast<std::int64_t>(comm.rank()) * 97 + static_cast<std::int64_t>(k + 1) * 389) % 1000));
-      comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
-      const auto start = Clock::now();
-      for (int r = 0; r < calls[i]; ++r) {
-        bodies[i]();
-      }
-      std::array<double, 1> elapsed{seconds_since(start)};
-      comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
-      const double per_call = elapsed[0] / calls[i];
-      if (k >= 0) {
-        seconds[i].push_back(per_call);
-      } else if (elapsed[0] < kMinTiming) {
-        // Every worker sees the same maximum, so all settle on the same count.
-        calls[i] = static_cast<int>(std::ceil(kMinTiming / std::max(per_call, 1e-9)));
-      }
-    }
-  }
-  return seconds;
-}
-
-/// One batch size's timings into `result`, from interleaved_rounds over (the step alone, the communication
-/// round alone, the step followed by the round). The step in the loop is taken round by round (each round's
-/// three timings share its conditions); a loop no slower than its parts is noise around a step that the round
-/// does not slow. The fastest round is kept: workers sharing cores fall now and then into a slower order of
-/// turns that lasts several rounds (the MLP on 4 workers sharing 2 cores: 360 instead of 200 us per step and
-/// round), which the training runs of dbench validate have not shown.
-void record_batch(validation::ModelCalibration& result, int batch,
-                  const std::vector<std::vector<double>>& rounds) {
-  std::vector<double> in_loop;
-  for (std::size_t k = 0; k < rounds[0].size(); ++k) {
-    in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
-  }
-  result.batches.push_back(batch);
-  result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
-  result.seconds_alone.push_back(median(rounds[0]));
-  result.gossip_seconds.push_back(median(rounds[1]));
-}
-
-/// The median over rounds of one body's seconds per call (see interleaved_rounds).
-double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
-  const std::array<std::function<void()>, 1> bodies{body};
-  return median(interleaved_rounds(comm, repeats, bodies).front());
-}
 
 /// The ring over n workers, whose gossip round the step is timed with.
 topology::GraphSequence make_ring(int n) {
@@ -214,7 +138,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
       communication();
     };
     const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    record_batch(result, batch, interleaved_rounds(comm, o.repeats, bodies));
+    validation::record_batch(result, batch, validation::interleaved_rounds(comm, o.repeats, bodies));
   }
   result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
   return result;
@@ -310,7 +234,7 @@ validation::LinkCalibration time_point_to_point(runtime::Communicator& host, run
   for (const double bytes : o.sizes) {
     buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
     const auto buffer = buffers.params();
-    const double round_trip = seconds_per_call(host, o.repeats, [&] {
+    const double round_trip = validation::seconds_per_call(host, o.repeats, [&] {
       if (tensors.rank() == 0) {
         tensors.send(buffer, 1, 7);
         tensors.recv(buffer, 1, 7);
@@ -334,7 +258,8 @@ validation::LinkCalibration time_exchange(runtime::Communicator& host, runtime::
   for (const double bytes : o.sizes) {
     buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
     link.bytes.push_back(bytes);
-    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { ring_round(tensors, buffers); }));
+    link.seconds.push_back(
+        validation::seconds_per_call(host, o.repeats, [&] { ring_round(tensors, buffers); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;
@@ -351,7 +276,7 @@ validation::LinkCalibration time_allreduce(runtime::Communicator& host, runtime:
     const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
     buffers.resize(count);
     link.bytes.push_back(static_cast<double>(count * sizeof(float)));
-    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { buffers.average(tensors); }));
+    link.seconds.push_back(validation::seconds_per_call(host, o.repeats, [&] { buffers.average(tensors); }));
   }
   link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
   return link;
@@ -426,7 +351,7 @@ validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, co
     };
     const auto in_training = [&] { worker.iterate(t++, step); };
     const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    record_batch(result, batch, interleaved_rounds(host, o.repeats, bodies));
+    validation::record_batch(result, batch, validation::interleaved_rounds(host, o.repeats, bodies));
   }
   result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
   return result;
@@ -529,7 +454,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
                                                     on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
   buffers.reset();
   std::array<double, 1> one{1.0};
-  c.small_allreduce_s = seconds_per_call(
+  c.small_allreduce_s = validation::seconds_per_call(
       comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
   if (!root) {
     return;
