@@ -35,6 +35,7 @@
 #include "runtime/launcher.hpp"
 #include "topology/generators.hpp"
 #include "validation/calibration.hpp"
+#include "validation/link_kernels.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
@@ -144,168 +145,7 @@ validation::ModelCalibration time_compute(const ExperimentConfig& base, const mo
   return result;
 }
 
-/// The buffers the link timings move, in the memory and with the arithmetic of the workers being calibrated:
-/// a worker's parameters, the target it mixes into and a received message, all of one size.
-class LinkBuffers {
- public:
-  virtual ~LinkBuffers() = default;
-  /// Every buffer holds `count` floats from now on.
-  virtual void resize(std::size_t count) = 0;
-  virtual std::span<float> params() = 0;
-  virtual std::span<float> received() = 0;
-  /// The parameters and the received message mixed half and half into the target, which then becomes the
-  /// parameters: a worker's store swaps its buffers the same way.
-  virtual void mix() = 0;
-  /// The parameters become their mean over every worker of `comm`, as centralized training takes the mean of
-  /// a gradient.
-  virtual void average(runtime::Communicator& comm) = 0;
-};
-
-/// Host memory, mixed and averaged as the CPU workers of dbench train do.
-class HostLinkBuffers final : public LinkBuffers {
- public:
-  void resize(std::size_t count) override {
-    params_.assign(count, 1.0f);
-    mixed_.assign(count, 0.0f);
-    received_.assign(count, 0.0f);
-  }
-  std::span<float> params() override { return params_; }
-  std::span<float> received() override { return received_; }
-  void mix() override {
-    const std::array<float, 2> weights{0.5f, 0.5f};
-    const std::array<const float*, 2> sources{params_.data(), received_.data()};
-    core::mix_row(weights, sources, 0, mixed_, core::MixOptions{0, 1, true});
-    params_.swap(mixed_);
-  }
-  void average(runtime::Communicator& comm) override { runtime::average_over_workers(comm, params_, sum_); }
-
- private:
-  std::vector<float> params_, mixed_, received_;
-  std::vector<double> sum_;
-};
-
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
-/// LibTorch tensors on the device, mixed and averaged as the LibTorch worker does (a float all-reduce, then a
-/// division on the device).
-class DeviceLinkBuffers final : public LinkBuffers {
- public:
-  explicit DeviceLinkBuffers(std::string device) : device_(std::move(device)) {}
-  void resize(std::size_t count) override {
-    buffers_.reset();
-    buffers_ = std::make_unique<runtime::DeviceBuffers>(device_, count, 3);
-  }
-  std::span<float> params() override { return (*buffers_)[0]; }
-  std::span<float> received() override { return (*buffers_)[2]; }
-  void mix() override {
-    const std::array<std::size_t, 2> sources{0, 2};
-    const std::array<float, 2> weights{0.5f, 0.5f};
-    buffers_->mix(1, sources, weights);
-    buffers_->swap(0, 1);
-  }
-  void average(runtime::Communicator& comm) override {
-    comm.allreduce(params(), runtime::ReduceOp::sum);
-    buffers_->scale(0, 1.0 / comm.size());
-  }
-
- private:
-  std::string device_;
-  std::unique_ptr<runtime::DeviceBuffers> buffers_;
-};
-#endif
-
-/// Every worker sends its parameters to the next, receives the previous one's and mixes (a ring's gossip
-/// round).
-void ring_round(runtime::Communicator& comm, LinkBuffers& buffers) {
-  const int n = comm.size();
-  const std::array<runtime::SendBuffer, 1> sends{
-      runtime::SendBuffer{(comm.rank() + 1) % n, buffers.params()}};
-  const std::array<runtime::RecvBuffer, 1> recvs{
-      runtime::RecvBuffer{(comm.rank() + n - 1) % n, buffers.received()}};
-  comm.exchange(sends, recvs, 9);
-  buffers.mix();
-}
-
-/// Half a ping-pong round trip between ranks 0 and 1 (the others wait): one message on an idle link.
-/// `host` times and synchronizes; `tensors` carries the messages.
-validation::LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
-                                                LinkBuffers& buffers, const CalibrateOptions& o) {
-  validation::LinkCalibration link;
-  link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
-  for (const double bytes : o.sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
-    const auto buffer = buffers.params();
-    const double round_trip = validation::seconds_per_call(host, o.repeats, [&] {
-      if (tensors.rank() == 0) {
-        tensors.send(buffer, 1, 7);
-        tensors.recv(buffer, 1, 7);
-      } else if (tensors.rank() == 1) {
-        tensors.recv(buffer, 0, 7);
-        tensors.send(buffer, 0, 7);
-      }
-    });
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(round_trip / 2.0);
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-/// Every worker sends to the next and receives from the previous at once, then mixes (a ring's gossip round).
-validation::LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
-                                          LinkBuffers& buffers, const CalibrateOptions& o) {
-  validation::LinkCalibration link;
-  link.pattern = "exchange (every worker sends to the next, receives from the previous and mixes, at once)";
-  for (const double bytes : o.sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(
-        validation::seconds_per_call(host, o.repeats, [&] { ring_round(tensors, buffers); }));
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-/// The mean of a float gradient over every worker the way centralized training takes it (on CPU workers
-/// widened to double, summed in double and narrowed back); sizes are bytes of the float gradient.
-validation::LinkCalibration time_allreduce(runtime::Communicator& host, runtime::Communicator& tensors,
-                                           LinkBuffers& buffers, const CalibrateOptions& o,
-                                           const std::string& how) {
-  validation::LinkCalibration link;
-  link.pattern = fmt::format("all-reduce (mean of a float gradient, {})", how);
-  for (const double bytes : o.sizes) {
-    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
-    buffers.resize(count);
-    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
-    link.seconds.push_back(validation::seconds_per_call(host, o.repeats, [&] { buffers.average(tensors); }));
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-/// The gossip round of `plan` on device buffers as a worker's exchange and mixing make it: buffer 0 (the
-/// parameters) to every out-peer, every in-peer's message into buffers 2, 3, ..., all mixed with the plan's
-/// weights into buffer 1, which then becomes buffer 0.
-void device_gossip_round(runtime::Communicator& comm, const runtime::GossipPlan& plan,
-                         runtime::DeviceBuffers& buffers) {
-  std::vector<runtime::SendBuffer> sends;
-  for (const int peer : plan.out_peers) {
-    sends.push_back({peer, buffers[0]});
-  }
-  std::vector<runtime::RecvBuffer> recvs;
-  for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
-    recvs.push_back({plan.in_peers[k], buffers[2 + k]});
-  }
-  comm.exchange(sends, recvs, 13);
-  std::vector<std::size_t> sources;
-  std::size_t next = 2;
-  for (std::size_t k = 0; k < plan.weight.size(); ++k) {
-    sources.push_back(k == plan.self_term ? 0 : next++);
-  }
-  buffers.mix(1, sources, plan.weight);
-  buffers.swap(0, 1);
-}
-
 /// The LibTorch worker's step of `model` on `device` at each batch size, as time_compute does for the CPU
 /// workers: the step alone, the communication of a training iteration alone on buffers of the model's size
 /// (the ring's gossip round, or on a single worker the all-reduce of the gradient) and the training iteration
@@ -343,7 +183,7 @@ validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, co
     const auto alone = [&] { worker.local_step(t++); };
     const auto communication = [&] {
       if (plan) {
-        device_gossip_round(tensors, *plan, buffers);
+        validation::device_gossip_round(tensors, *plan, buffers);
       } else {
         tensors.allreduce(buffers[0], runtime::ReduceOp::sum);
         buffers.scale(0, 1.0);
@@ -422,10 +262,10 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
 #endif
     c.models.push_back(time_compute(config, train, model, o, comm));
   }
-  std::unique_ptr<LinkBuffers> buffers = std::make_unique<HostLinkBuffers>();
+  std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
   if (!o.device.empty()) {
-    buffers = std::make_unique<DeviceLinkBuffers>(o.device);
+    buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
   }
 #endif
   if (root && !o.quiet) {
@@ -434,24 +274,23 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   }
   // The links are also timed at each model's parameter size, the messages its training sends, which its
   // platform file then takes as measured (validation::anchored_fit).
-  CalibrateOptions sized = o;
+  std::vector<double> sizes = o.sizes;
   for (const auto& m : c.models) {
-    if (m.parameter_bytes > 0.0 &&
-        std::find(sized.sizes.begin(), sized.sizes.end(), m.parameter_bytes) == sized.sizes.end()) {
-      sized.sizes.push_back(m.parameter_bytes);
+    if (m.parameter_bytes > 0.0 && std::find(sizes.begin(), sizes.end(), m.parameter_bytes) == sizes.end()) {
+      sizes.push_back(m.parameter_bytes);
     }
   }
-  std::sort(sized.sizes.begin(), sized.sizes.end());
+  std::sort(sizes.begin(), sizes.end());
   // A single worker has no links; its all-reduce still costs what the runtime pays for one.
   if (comm.size() >= 2) {
-    c.point_to_point = time_point_to_point(comm, tensors, *buffers, sized);
-    c.exchange = time_exchange(comm, tensors, *buffers, sized);
+    c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
+    c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
   }
-  c.allreduce =
-      time_allreduce(comm, tensors, *buffers, sized,
-                     o.device.empty() ? "summed in double, as centralized training takes it"
-                                      : fmt::format("summed on {}, as the LibTorch worker takes it",
-                                                    on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
+  c.allreduce = validation::time_allreduce(
+      comm, tensors, *buffers, sizes, o.repeats,
+      o.device.empty() ? "summed in double, as centralized training takes it"
+                       : fmt::format("summed on {}, as the LibTorch worker takes it",
+                                     on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
   buffers.reset();
   std::array<double, 1> one{1.0};
   c.small_allreduce_s = validation::seconds_per_call(
