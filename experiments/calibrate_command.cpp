@@ -10,38 +10,27 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "core/mixing.hpp"
 #include "core/numerics.hpp"
-#include "core/replica_model.hpp"
-#include "core/replica_store.hpp"
-#include "core/sgd.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
 #include "experiments/sim_setup.hpp"
-#include "models/model_profile.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
-#include "runtime/gossip.hpp"
 #include "runtime/launcher.hpp"
-#include "topology/generators.hpp"
 #include "validation/calibration.hpp"
+#include "validation/compute_kernels.hpp"
 #include "validation/link_kernels.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
-#endif
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-#include "runtime/torch_worker.hpp"
 #endif
 #if defined(DBENCH_RUNTIME_HAVE_NCCL)
 #include "runtime/nccl_communicator.hpp"
@@ -64,137 +53,17 @@ struct CalibrateOptions {
   bool quiet = false;
 };
 
-/// The ring over n workers, whose gossip round the step is timed with.
-topology::GraphSequence make_ring(int n) {
-  return topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = n});
-}
-
-/// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
-/// batch size, every worker on its own batches of the training set, measured in the training loop: each step
-/// is followed by a gossip round of the model's parameters on a ring (the runtime's own exchange and mixing),
-/// and the round timed alone is subtracted. Between two steps a worker's caches fill with the messages it
-/// received and mixed, and on shared cores with the other workers' data, so a step timed back to back with
-/// itself runs faster than in training (for the MLP on 8 workers sharing 2 cores, 225 against 267 µs).
-validation::ModelCalibration time_compute(const ExperimentConfig& base, const models::Dataset& train,
-                                          const std::string& model, const CalibrateOptions& o,
-                                          runtime::Communicator& comm) {
-  ExperimentConfig config = base;
-  config.train.model = model;
-  config.train.workers = comm.size();
-  const core::NumericsSpec spec = numerics_spec(config, train);
-  const auto net = core::make_replica_model(spec.model, 1);
-  core::ReplicaStore store(1, net->layout());
-  core::Sgd sgd(spec.sgd, 1);
-  net->init(store.replica(0), 1);
-  const models::ModelProfile profile = models::model_profile(spec.model);
-  validation::ModelCalibration result;
-  result.model = model;
-  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
-  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
-  std::vector<float> inputs;
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> indices;
-  std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
-  const auto step = [&](std::size_t batch) {
-    // A fresh batch each step, gathered as the workers gather theirs.
-    indices.resize(batch);
-    for (auto& i : indices) {
-      i = next++ % train.size;
-    }
-    models::gather(train, indices, inputs, labels);
-    core::BatchStats stats;
-    if (!net->train_sgd_step(store.params(), inputs, labels, batch, sgd, 0.01, store.momentum(),
-                             std::span(&stats, 1))) {
-      net->train_step(store.params(), inputs, labels, batch, store.grads(), std::span(&stats, 1));
-      sgd.step(0.01, store.params(), store.grads(), store.momentum());
-    }
-    // Every iteration of dbench train ends its step with this all-reduce (the divergence check): it keeps
-    // the workers in step, and its cost lands in the fitted overhead.
-    std::array<double, 1> loss{static_cast<double>(stats.loss)};
-    comm.allreduce(std::span<double>(loss), runtime::ReduceOp::sum);
-  };
-  // As a worker runs it: mixed into the store's second buffer, which then becomes the parameters (the
-  // buffers' places in memory, and so how the caches hold them, are a training run's). A single worker has
-  // no one to gossip with: its loop's communication is centralized training's all-reduce of the gradient.
-  std::function<void()> communication;
-  std::optional<runtime::GossipPlan> plan;
-  std::vector<float> received;
-  std::vector<double> sum;
-  if (comm.size() >= 2) {
-    plan = runtime::plan_gossip(make_ring(comm.size()).at(0), comm.rank());
-    communication = [&] {
-      const auto x = store.params().row(0);
-      runtime::exchange_parameters(comm, *plan, x, received, 11);
-      runtime::mix_received(*plan, x, received, store.mix_target().row(0), 1);
-      store.swap_mixed();
-    };
-  } else {
-    communication = [&] { runtime::average_over_workers(comm, store.grads().row(0), sum); };
-  }
-  for (const int batch : o.batches) {
-    const auto b = static_cast<std::size_t>(batch);
-    const auto alone = [&] { step(b); };
-    const auto in_training = [&] {
-      step(b);
-      communication();
-    };
-    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    validation::record_batch(result, batch, validation::interleaved_rounds(comm, o.repeats, bodies));
-  }
-  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
-  return result;
-}
-
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
-/// The LibTorch worker's step of `model` on `device` at each batch size, as time_compute does for the CPU
-/// workers: the step alone, the communication of a training iteration alone on buffers of the model's size
-/// (the ring's gossip round, or on a single worker the all-reduce of the gradient) and the training iteration
-/// that does both, round by round. The worker's flattening and unflattening of the parameters around the
-/// communication land in the step, where the simulator, which times only the exchange or collective itself,
-/// needs them.
-validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, const models::Dataset& train,
-                                                const std::string& model, const CalibrateOptions& o,
-                                                runtime::Communicator& host, runtime::Communicator& tensors) {
-  ExperimentConfig config = base;
-  config.train.model = model;
-  config.train.workers = host.size();
-  validation::ModelCalibration result;
-  result.model = model;
-  const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
-  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
-  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
-  std::optional<topology::GraphSequence> ring;
-  topology::ScheduleStep step;
-  std::optional<runtime::GossipPlan> plan;
-  if (host.size() >= 2) {
-    ring = make_ring(host.size());
-    step.name = "ring";
-    step.graph = &ring->at(0);
-    plan = runtime::plan_gossip(*step.graph, host.rank());
-  } else {
-    step.name = "allreduce";
-  }
-  for (const int batch : o.batches) {
+/// `config`'s numerics at each of `batches` per worker: the LibTorch worker is built per batch size, and with
+/// linear scaling its learning rate follows the batch.
+std::vector<core::NumericsSpec> specs_per_batch(ExperimentConfig config, const models::Dataset& train,
+                                                std::span<const int> batches) {
+  std::vector<core::NumericsSpec> specs;
+  for (const int batch : batches) {
     config.train.batch_per_worker = batch;
-    runtime::TorchWorkerBench worker(numerics_spec(config, train), train, host, tensors, o.device);
-    runtime::DeviceBuffers buffers(o.device, static_cast<std::size_t>(worker.parameters()),
-                                   2 + (plan ? static_cast<int>(plan->in_peers.size()) : 0));
-    std::int64_t t = 0;
-    const auto alone = [&] { worker.local_step(t++); };
-    const auto communication = [&] {
-      if (plan) {
-        validation::device_gossip_round(tensors, *plan, buffers);
-      } else {
-        tensors.allreduce(buffers[0], runtime::ReduceOp::sum);
-        buffers.scale(0, 1.0);
-      }
-    };
-    const auto in_training = [&] { worker.iterate(t++, step); };
-    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    validation::record_batch(result, batch, validation::interleaved_rounds(host, o.repeats, bodies));
+    specs.push_back(numerics_spec(config, train));
   }
-  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
-  return result;
+  return specs;
 }
 #endif
 
@@ -254,13 +123,18 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
       }
       fmt::print(stderr, "\n");
     }
+    ExperimentConfig model_config = config;
+    model_config.train.model = model;
+    model_config.train.workers = comm.size();
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
     if (!o.device.empty()) {
-      c.models.push_back(time_torch_compute(config, train, model, o, comm, tensors));
+      c.models.push_back(validation::time_torch_compute(specs_per_batch(model_config, train, o.batches),
+                                                        train, o.repeats, o.device, comm, tensors));
       continue;
     }
 #endif
-    c.models.push_back(time_compute(config, train, model, o, comm));
+    c.models.push_back(
+        validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm));
   }
   std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
