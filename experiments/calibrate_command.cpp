@@ -8,41 +8,29 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/mixing.hpp"
 #include "core/numerics.hpp"
-#include "core/replica_model.hpp"
-#include "core/replica_store.hpp"
-#include "core/sgd.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
 #include "experiments/sim_setup.hpp"
-#include "models/model_profile.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
-#include "runtime/gossip.hpp"
 #include "runtime/launcher.hpp"
-#include "topology/generators.hpp"
 #include "validation/calibration.hpp"
+#include "validation/compute_kernels.hpp"
+#include "validation/link_kernels.hpp"
+#include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
-#endif
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-#include "runtime/torch_worker.hpp"
 #endif
 #if defined(DBENCH_RUNTIME_HAVE_NCCL)
 #include "runtime/nccl_communicator.hpp"
@@ -50,8 +38,6 @@
 
 namespace dbench::experiments {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct CalibrateOptions {
   std::string config;
@@ -67,369 +53,17 @@ struct CalibrateOptions {
   bool quiet = false;
 };
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/// Per body, per round: seconds per call when every worker calls the body back to back, as a run's iterations
-/// follow each other. A timing starts together (an all-reduce as barrier) and lasts until its slowest worker
-/// is done, so workers that share cores and memory bandwidth pay for each other (a worker descheduled before
-/// its call counts too). Each round times every body in turn, so that a slow spell of a shared machine falls
-/// on all of them alike; a timing makes at least `repeats` calls, and more until it lasts kMinTiming, so that
-/// it spans many of the scheduler's time slices. The first round is untimed.
-std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm, int repeats,
-                                                    std::span<const std::function<void()>> bodies) {
-  constexpr int kRounds = 7;
-  constexpr double kMinTiming = 0.02;
-  std::vector<std::vector<double>> seconds(bodies.size());
-  std::vector<int> calls(bodies.size(), repeats);
-  std::array<double, 1> token{0.0};
-  for (int k = -1; k < kRounds; ++k) {
-    for (std::size_t i = 0; i < bodies.size(); ++i) {
-      // Each worker pauses a different while before the barrier, different in every round, so that the
-      // order in which workers sharing a core take their turns starts afresh in each timing.
-      std::this_thread::sleep_for(std::chrono::microseconds(
-          (static_cast<std::int64_t>(comm.rank()) * 97 + static_cast<std::int64_t>(k + 1) * 389) % 1000));
-      comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
-      const auto start = Clock::now();
-      for (int r = 0; r < calls[i]; ++r) {
-        bodies[i]();
-      }
-      std::array<double, 1> elapsed{seconds_since(start)};
-      comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
-      const double per_call = elapsed[0] / calls[i];
-      if (k >= 0) {
-        seconds[i].push_back(per_call);
-      } else if (elapsed[0] < kMinTiming) {
-        // Every worker sees the same maximum, so all settle on the same count.
-        calls[i] = static_cast<int>(std::ceil(kMinTiming / std::max(per_call, 1e-9)));
-      }
-    }
-  }
-  return seconds;
-}
-
-/// One batch size's timings into `result`, from interleaved_rounds over (the step alone, the communication
-/// round alone, the step followed by the round). The step in the loop is taken round by round (each round's
-/// three timings share its conditions); a loop no slower than its parts is noise around a step that the round
-/// does not slow. The fastest round is kept: workers sharing cores fall now and then into a slower order of
-/// turns that lasts several rounds (the MLP on 4 workers sharing 2 cores: 360 instead of 200 us per step and
-/// round), which the training runs of dbench validate have not shown.
-void record_batch(validation::ModelCalibration& result, int batch,
-                  const std::vector<std::vector<double>>& rounds) {
-  std::vector<double> in_loop;
-  for (std::size_t k = 0; k < rounds[0].size(); ++k) {
-    in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
-  }
-  result.batches.push_back(batch);
-  result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
-  result.seconds_alone.push_back(median(rounds[0]));
-  result.gossip_seconds.push_back(median(rounds[1]));
-}
-
-/// The median over rounds of one body's seconds per call (see interleaved_rounds).
-double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
-  const std::array<std::function<void()>, 1> bodies{body};
-  return median(interleaved_rounds(comm, repeats, bodies).front());
-}
-
-/// The ring over n workers, whose gossip round the step is timed with.
-topology::GraphSequence make_ring(int n) {
-  return topology::make_graph(topology::GraphSpec{.kind = topology::GraphKind::ring, .nodes = n});
-}
-
-/// The local training step of `model` (forward, backward, SGD, as dbench train's workers run it) at each
-/// batch size, every worker on its own batches of the training set, measured in the training loop: each step
-/// is followed by a gossip round of the model's parameters on a ring (the runtime's own exchange and mixing),
-/// and the round timed alone is subtracted. Between two steps a worker's caches fill with the messages it
-/// received and mixed, and on shared cores with the other workers' data, so a step timed back to back with
-/// itself runs faster than in training (for the MLP on 8 workers sharing 2 cores, 225 against 267 µs).
-validation::ModelCalibration time_compute(const ExperimentConfig& base, const models::Dataset& train,
-                                          const std::string& model, const CalibrateOptions& o,
-                                          runtime::Communicator& comm) {
-  ExperimentConfig config = base;
-  config.train.model = model;
-  config.train.workers = comm.size();
-  const core::NumericsSpec spec = numerics_spec(config, train);
-  const auto net = core::make_replica_model(spec.model, 1);
-  core::ReplicaStore store(1, net->layout());
-  core::Sgd sgd(spec.sgd, 1);
-  net->init(store.replica(0), 1);
-  const models::ModelProfile profile = models::model_profile(spec.model);
-  validation::ModelCalibration result;
-  result.model = model;
-  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
-  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
-  std::vector<float> inputs;
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> indices;
-  std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
-  const auto step = [&](std::size_t batch) {
-    // A fresh batch each step, gathered as the workers gather theirs.
-    indices.resize(batch);
-    for (auto& i : indices) {
-      i = next++ % train.size;
-    }
-    models::gather(train, indices, inputs, labels);
-    core::BatchStats stats;
-    if (!net->train_sgd_step(store.params(), inputs, labels, batch, sgd, 0.01, store.momentum(),
-                             std::span(&stats, 1))) {
-      net->train_step(store.params(), inputs, labels, batch, store.grads(), std::span(&stats, 1));
-      sgd.step(0.01, store.params(), store.grads(), store.momentum());
-    }
-    // Every iteration of dbench train ends its step with this all-reduce (the divergence check): it keeps
-    // the workers in step, and its cost lands in the fitted overhead.
-    std::array<double, 1> loss{static_cast<double>(stats.loss)};
-    comm.allreduce(std::span<double>(loss), runtime::ReduceOp::sum);
-  };
-  // As a worker runs it: mixed into the store's second buffer, which then becomes the parameters (the
-  // buffers' places in memory, and so how the caches hold them, are a training run's). A single worker has
-  // no one to gossip with: its loop's communication is centralized training's all-reduce of the gradient.
-  std::function<void()> communication;
-  std::optional<runtime::GossipPlan> plan;
-  std::vector<float> received;
-  std::vector<double> sum;
-  if (comm.size() >= 2) {
-    plan = runtime::plan_gossip(make_ring(comm.size()).at(0), comm.rank());
-    communication = [&] {
-      const auto x = store.params().row(0);
-      runtime::exchange_parameters(comm, *plan, x, received, 11);
-      runtime::mix_received(*plan, x, received, store.mix_target().row(0), 1);
-      store.swap_mixed();
-    };
-  } else {
-    communication = [&] { runtime::average_over_workers(comm, store.grads().row(0), sum); };
-  }
-  for (const int batch : o.batches) {
-    const auto b = static_cast<std::size_t>(batch);
-    const auto alone = [&] { step(b); };
-    const auto in_training = [&] {
-      step(b);
-      communication();
-    };
-    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    record_batch(result, batch, interleaved_rounds(comm, o.repeats, bodies));
-  }
-  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
-  return result;
-}
-
-/// The buffers the link timings move, in the memory and with the arithmetic of the workers being calibrated:
-/// a worker's parameters, the target it mixes into and a received message, all of one size.
-class LinkBuffers {
- public:
-  virtual ~LinkBuffers() = default;
-  /// Every buffer holds `count` floats from now on.
-  virtual void resize(std::size_t count) = 0;
-  virtual std::span<float> params() = 0;
-  virtual std::span<float> received() = 0;
-  /// The parameters and the received message mixed half and half into the target, which then becomes the
-  /// parameters: a worker's store swaps its buffers the same way.
-  virtual void mix() = 0;
-  /// The parameters become their mean over every worker of `comm`, as centralized training takes the mean of
-  /// a gradient.
-  virtual void average(runtime::Communicator& comm) = 0;
-};
-
-/// Host memory, mixed and averaged as the CPU workers of dbench train do.
-class HostLinkBuffers final : public LinkBuffers {
- public:
-  void resize(std::size_t count) override {
-    params_.assign(count, 1.0f);
-    mixed_.assign(count, 0.0f);
-    received_.assign(count, 0.0f);
-  }
-  std::span<float> params() override { return params_; }
-  std::span<float> received() override { return received_; }
-  void mix() override {
-    const std::array<float, 2> weights{0.5f, 0.5f};
-    const std::array<const float*, 2> sources{params_.data(), received_.data()};
-    core::mix_row(weights, sources, 0, mixed_, core::MixOptions{0, 1, true});
-    params_.swap(mixed_);
-  }
-  void average(runtime::Communicator& comm) override { runtime::average_over_workers(comm, params_, sum_); }
-
- private:
-  std::vector<float> params_, mixed_, received_;
-  std::vector<double> sum_;
-};
-
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
-/// LibTorch tensors on the device, mixed and averaged as the LibTorch worker does (a float all-reduce, then a
-/// division on the device).
-class DeviceLinkBuffers final : public LinkBuffers {
- public:
-  explicit DeviceLinkBuffers(std::string device) : device_(std::move(device)) {}
-  void resize(std::size_t count) override {
-    buffers_.reset();
-    buffers_ = std::make_unique<runtime::DeviceBuffers>(device_, count, 3);
-  }
-  std::span<float> params() override { return (*buffers_)[0]; }
-  std::span<float> received() override { return (*buffers_)[2]; }
-  void mix() override {
-    const std::array<std::size_t, 2> sources{0, 2};
-    const std::array<float, 2> weights{0.5f, 0.5f};
-    buffers_->mix(1, sources, weights);
-    buffers_->swap(0, 1);
-  }
-  void average(runtime::Communicator& comm) override {
-    comm.allreduce(params(), runtime::ReduceOp::sum);
-    buffers_->scale(0, 1.0 / comm.size());
-  }
-
- private:
-  std::string device_;
-  std::unique_ptr<runtime::DeviceBuffers> buffers_;
-};
-#endif
-
-/// Every worker sends its parameters to the next, receives the previous one's and mixes (a ring's gossip
-/// round).
-void ring_round(runtime::Communicator& comm, LinkBuffers& buffers) {
-  const int n = comm.size();
-  const std::array<runtime::SendBuffer, 1> sends{
-      runtime::SendBuffer{(comm.rank() + 1) % n, buffers.params()}};
-  const std::array<runtime::RecvBuffer, 1> recvs{
-      runtime::RecvBuffer{(comm.rank() + n - 1) % n, buffers.received()}};
-  comm.exchange(sends, recvs, 9);
-  buffers.mix();
-}
-
-/// Half a ping-pong round trip between ranks 0 and 1 (the others wait): one message on an idle link.
-/// `host` times and synchronizes; `tensors` carries the messages.
-validation::LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
-                                                LinkBuffers& buffers, const CalibrateOptions& o) {
-  validation::LinkCalibration link;
-  link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
-  for (const double bytes : o.sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
-    const auto buffer = buffers.params();
-    const double round_trip = seconds_per_call(host, o.repeats, [&] {
-      if (tensors.rank() == 0) {
-        tensors.send(buffer, 1, 7);
-        tensors.recv(buffer, 1, 7);
-      } else if (tensors.rank() == 1) {
-        tensors.recv(buffer, 0, 7);
-        tensors.send(buffer, 0, 7);
-      }
-    });
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(round_trip / 2.0);
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-/// Every worker sends to the next and receives from the previous at once, then mixes (a ring's gossip round).
-validation::LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
-                                          LinkBuffers& buffers, const CalibrateOptions& o) {
-  validation::LinkCalibration link;
-  link.pattern = "exchange (every worker sends to the next, receives from the previous and mixes, at once)";
-  for (const double bytes : o.sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { ring_round(tensors, buffers); }));
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-/// The mean of a float gradient over every worker the way centralized training takes it (on CPU workers
-/// widened to double, summed in double and narrowed back); sizes are bytes of the float gradient.
-validation::LinkCalibration time_allreduce(runtime::Communicator& host, runtime::Communicator& tensors,
-                                           LinkBuffers& buffers, const CalibrateOptions& o,
-                                           const std::string& how) {
-  validation::LinkCalibration link;
-  link.pattern = fmt::format("all-reduce (mean of a float gradient, {})", how);
-  for (const double bytes : o.sizes) {
-    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
-    buffers.resize(count);
-    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
-    link.seconds.push_back(seconds_per_call(host, o.repeats, [&] { buffers.average(tensors); }));
-  }
-  link.fit = validation::fit_alpha_beta(link.bytes, link.seconds);
-  return link;
-}
-
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-/// The gossip round of `plan` on device buffers as a worker's exchange and mixing make it: buffer 0 (the
-/// parameters) to every out-peer, every in-peer's message into buffers 2, 3, ..., all mixed with the plan's
-/// weights into buffer 1, which then becomes buffer 0.
-void device_gossip_round(runtime::Communicator& comm, const runtime::GossipPlan& plan,
-                         runtime::DeviceBuffers& buffers) {
-  std::vector<runtime::SendBuffer> sends;
-  for (const int peer : plan.out_peers) {
-    sends.push_back({peer, buffers[0]});
-  }
-  std::vector<runtime::RecvBuffer> recvs;
-  for (std::size_t k = 0; k < plan.in_peers.size(); ++k) {
-    recvs.push_back({plan.in_peers[k], buffers[2 + k]});
-  }
-  comm.exchange(sends, recvs, 13);
-  std::vector<std::size_t> sources;
-  std::size_t next = 2;
-  for (std::size_t k = 0; k < plan.weight.size(); ++k) {
-    sources.push_back(k == plan.self_term ? 0 : next++);
-  }
-  buffers.mix(1, sources, plan.weight);
-  buffers.swap(0, 1);
-}
-
-/// The LibTorch worker's step of `model` on `device` at each batch size, as time_compute does for the CPU
-/// workers: the step alone, the communication of a training iteration alone on buffers of the model's size
-/// (the ring's gossip round, or on a single worker the all-reduce of the gradient) and the training iteration
-/// that does both, round by round. The worker's flattening and unflattening of the parameters around the
-/// communication land in the step, where the simulator, which times only the exchange or collective itself,
-/// needs them.
-validation::ModelCalibration time_torch_compute(const ExperimentConfig& base, const models::Dataset& train,
-                                                const std::string& model, const CalibrateOptions& o,
-                                                runtime::Communicator& host, runtime::Communicator& tensors) {
-  ExperimentConfig config = base;
-  config.train.model = model;
-  config.train.workers = host.size();
-  validation::ModelCalibration result;
-  result.model = model;
-  const models::ModelProfile profile = models::model_profile(numerics_spec(config, train).model);
-  result.flops_per_sample = profile.forward_flops_per_sample + profile.backward_flops_per_sample;
-  result.parameter_bytes = static_cast<double>(profile.parameter_bytes());
-  std::optional<topology::GraphSequence> ring;
-  topology::ScheduleStep step;
-  std::optional<runtime::GossipPlan> plan;
-  if (host.size() >= 2) {
-    ring = make_ring(host.size());
-    step.name = "ring";
-    step.graph = &ring->at(0);
-    plan = runtime::plan_gossip(*step.graph, host.rank());
-  } else {
-    step.name = "allreduce";
-  }
-  for (const int batch : o.batches) {
+/// `config`'s numerics at each of `batches` per worker: the LibTorch worker is built per batch size, and with
+/// linear scaling its learning rate follows the batch.
+std::vector<core::NumericsSpec> specs_per_batch(ExperimentConfig config, const models::Dataset& train,
+                                                std::span<const int> batches) {
+  std::vector<core::NumericsSpec> specs;
+  for (const int batch : batches) {
     config.train.batch_per_worker = batch;
-    runtime::TorchWorkerBench worker(numerics_spec(config, train), train, host, tensors, o.device);
-    runtime::DeviceBuffers buffers(o.device, static_cast<std::size_t>(worker.parameters()),
-                                   2 + (plan ? static_cast<int>(plan->in_peers.size()) : 0));
-    std::int64_t t = 0;
-    const auto alone = [&] { worker.local_step(t++); };
-    const auto communication = [&] {
-      if (plan) {
-        device_gossip_round(tensors, *plan, buffers);
-      } else {
-        tensors.allreduce(buffers[0], runtime::ReduceOp::sum);
-        buffers.scale(0, 1.0);
-      }
-    };
-    const auto in_training = [&] { worker.iterate(t++, step); };
-    const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
-    record_batch(result, batch, interleaved_rounds(host, o.repeats, bodies));
+    specs.push_back(numerics_spec(config, train));
   }
-  result.fit = validation::fit_compute(result.batches, result.seconds, result.flops_per_sample);
-  return result;
+  return specs;
 }
 #endif
 
@@ -489,18 +123,23 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
       }
       fmt::print(stderr, "\n");
     }
+    ExperimentConfig model_config = config;
+    model_config.train.model = model;
+    model_config.train.workers = comm.size();
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
     if (!o.device.empty()) {
-      c.models.push_back(time_torch_compute(config, train, model, o, comm, tensors));
+      c.models.push_back(validation::time_torch_compute(specs_per_batch(model_config, train, o.batches),
+                                                        train, o.repeats, o.device, comm, tensors));
       continue;
     }
 #endif
-    c.models.push_back(time_compute(config, train, model, o, comm));
+    c.models.push_back(
+        validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm));
   }
-  std::unique_ptr<LinkBuffers> buffers = std::make_unique<HostLinkBuffers>();
+  std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
   if (!o.device.empty()) {
-    buffers = std::make_unique<DeviceLinkBuffers>(o.device);
+    buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
   }
 #endif
   if (root && !o.quiet) {
@@ -509,27 +148,26 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   }
   // The links are also timed at each model's parameter size, the messages its training sends, which its
   // platform file then takes as measured (validation::anchored_fit).
-  CalibrateOptions sized = o;
+  std::vector<double> sizes = o.sizes;
   for (const auto& m : c.models) {
-    if (m.parameter_bytes > 0.0 &&
-        std::find(sized.sizes.begin(), sized.sizes.end(), m.parameter_bytes) == sized.sizes.end()) {
-      sized.sizes.push_back(m.parameter_bytes);
+    if (m.parameter_bytes > 0.0 && std::find(sizes.begin(), sizes.end(), m.parameter_bytes) == sizes.end()) {
+      sizes.push_back(m.parameter_bytes);
     }
   }
-  std::sort(sized.sizes.begin(), sized.sizes.end());
+  std::sort(sizes.begin(), sizes.end());
   // A single worker has no links; its all-reduce still costs what the runtime pays for one.
   if (comm.size() >= 2) {
-    c.point_to_point = time_point_to_point(comm, tensors, *buffers, sized);
-    c.exchange = time_exchange(comm, tensors, *buffers, sized);
+    c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
+    c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
   }
-  c.allreduce =
-      time_allreduce(comm, tensors, *buffers, sized,
-                     o.device.empty() ? "summed in double, as centralized training takes it"
-                                      : fmt::format("summed on {}, as the LibTorch worker takes it",
-                                                    on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
+  c.allreduce = validation::time_allreduce(
+      comm, tensors, *buffers, sizes, o.repeats,
+      o.device.empty() ? "summed in double, as centralized training takes it"
+                       : fmt::format("summed on {}, as the LibTorch worker takes it",
+                                     on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
   buffers.reset();
   std::array<double, 1> one{1.0};
-  c.small_allreduce_s = seconds_per_call(
+  c.small_allreduce_s = validation::seconds_per_call(
       comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
   if (!root) {
     return;

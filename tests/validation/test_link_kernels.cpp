@@ -1,0 +1,98 @@
+// The calibration's link kernels on one process: the host buffers' mixing and averaging, and the peers of a
+// ring round (a communicator that records what it is asked to move stands in for the other workers).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "runtime/communicator.hpp"
+#include "validation/link_kernels.hpp"
+
+namespace {
+
+using dbench::runtime::CommCounters;
+using dbench::runtime::RecvBuffer;
+using dbench::runtime::ReduceOp;
+using dbench::runtime::SendBuffer;
+
+/// Worker `rank` of `size`: an exchange records its peers and tag, and every message received holds
+/// `incoming`.
+class RecordingCommunicator final : public dbench::runtime::Communicator {
+ public:
+  RecordingCommunicator(int rank, int size, float incoming) : rank_(rank), size_(size), incoming_(incoming) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void send(std::span<const float>, int, int) override {}
+  void recv(std::span<float>, int, int) override {}
+  void exchange(std::span<const SendBuffer> sends, std::span<const RecvBuffer> recvs, int tag) override {
+    for (const auto& s : sends) {
+      send_peers.push_back(s.peer);
+    }
+    for (const auto& r : recvs) {
+      recv_peers.push_back(r.peer);
+      std::fill(r.data.begin(), r.data.end(), incoming_);
+    }
+    tags.push_back(tag);
+  }
+  void allreduce(std::span<float>, ReduceOp) override {}
+  void allreduce(std::span<double>, ReduceOp) override {}
+  void broadcast(std::span<std::byte>, int) override {}
+  void barrier() override {}
+  CommCounters counters() const override { return {}; }
+
+  std::vector<int> send_peers, recv_peers, tags;
+
+ private:
+  int rank_, size_;
+  float incoming_;
+};
+
+std::vector<float> values(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+TEST_CASE("validation::HostLinkBuffers: mixes half and half into the parameters, round after round") {
+  dbench::validation::HostLinkBuffers buffers;
+  buffers.resize(3);
+  CHECK(values(buffers.params()) == std::vector<float>{1.0f, 1.0f, 1.0f});
+  CHECK(values(buffers.received()) == std::vector<float>{0.0f, 0.0f, 0.0f});
+
+  const std::vector<float> message{3.0f, 5.0f, 7.0f};
+  std::copy(message.begin(), message.end(), buffers.received().begin());
+  buffers.mix();
+  CHECK(values(buffers.params()) == std::vector<float>{2.0f, 3.0f, 4.0f});
+  CHECK(values(buffers.received()) == message);
+  // The target the first round left behind holds the old parameters: the second round must not read it.
+  buffers.mix();
+  CHECK(values(buffers.params()) == std::vector<float>{2.5f, 4.0f, 5.5f});
+
+  buffers.resize(2);
+  CHECK(values(buffers.params()) == std::vector<float>{1.0f, 1.0f});
+  CHECK(values(buffers.received()) == std::vector<float>{0.0f, 0.0f});
+}
+
+TEST_CASE("validation::HostLinkBuffers: the mean over a single worker is the parameters themselves") {
+  dbench::runtime::SingleWorkerCommunicator comm;
+  dbench::validation::HostLinkBuffers buffers;
+  buffers.resize(4);
+  buffers.params()[2] = 9.0f;
+  buffers.average(comm);
+  CHECK(values(buffers.params()) == std::vector<float>{1.0f, 1.0f, 9.0f, 1.0f});
+}
+
+TEST_CASE("validation::ring_round: sends to the next worker, receives from the previous, then mixes") {
+  for (const int rank : {0, 2, 4}) {
+    CAPTURE(rank);
+    RecordingCommunicator comm(rank, 5, 3.0f);
+    dbench::validation::HostLinkBuffers buffers;
+    buffers.resize(2);
+    dbench::validation::ring_round(comm, buffers);
+    CHECK(comm.send_peers == std::vector<int>{(rank + 1) % 5});
+    CHECK(comm.recv_peers == std::vector<int>{(rank + 4) % 5});
+    CHECK(comm.tags.size() == 1);
+    CHECK(values(buffers.params()) == std::vector<float>{2.0f, 2.0f});
+  }
+}

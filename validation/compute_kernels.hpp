@@ -1,0 +1,41 @@
+// The compute measurements of `dbench calibrate`: one model's local training step at several batch sizes,
+// timed in the training loop on every worker at once, and its FLOP-rate fit.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "core/numerics.hpp"
+#include "models/dataset.hpp"
+#include "runtime/communicator.hpp"
+#include "validation/calibration.hpp"
+
+namespace dbench::validation {
+
+/// The CPU workers' local training step (forward, backward, SGD and the all-reduce of the loss, as dbench
+/// train's workers run it) of `spec.model` with `spec.sgd`, at each of `batches`, every worker of `comm` on
+/// its own batches of `train`. The step is measured in the training loop: each step is followed by a gossip
+/// round of the model's parameters on a ring (the runtime's own exchange and mixing; on a single worker the
+/// all-reduce of the gradient), and the round timed alone is subtracted (interleaved_rounds with `repeats`,
+/// record_batch). Between two steps a worker's caches fill with the messages it received and mixed, and on
+/// shared cores with the other workers' data, so a step timed back to back with itself runs faster than in
+/// training (for the MLP on 8 workers sharing 2 cores, 225 against 267 µs). Seconds per step, with the fit of
+/// seconds = overhead_s + batch * flops_per_sample / flops_per_s (ModelProfile's FLOPs).
+ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Dataset& train,
+                              std::span<const int> batches, int repeats, runtime::Communicator& comm);
+
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+/// The LibTorch worker's step (dbench train --device) on `device`, as time_compute does for the CPU workers,
+/// at one batch size per element of `specs`: the model and batch_per_worker of each, which builds the worker
+/// as training would (its learning rate, too, can depend on the batch). Timed round by round
+/// (interleaved_rounds with `repeats` on `host`): the step alone, the communication of a training iteration
+/// alone on buffers of the model's size on `tensors` (the ring's gossip round, or on a single worker the
+/// all-reduce of the gradient) and the training iteration that does both. The worker's flattening and
+/// unflattening of the parameters around the communication land in the step, where the simulator, which
+/// times only the exchange or collective itself, needs them. Throws std::invalid_argument on no specs.
+ModelCalibration time_torch_compute(std::span<const core::NumericsSpec> specs, const models::Dataset& train,
+                                    int repeats, const std::string& device, runtime::Communicator& host,
+                                    runtime::Communicator& tensors);
+#endif
+
+}  // namespace dbench::validation

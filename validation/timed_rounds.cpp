@@ -1,0 +1,71 @@
+#include "validation/timed_rounds.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <thread>
+
+namespace dbench::validation {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::vector<std::vector<double>> interleaved_rounds(runtime::Communicator& comm, int repeats,
+                                                    std::span<const std::function<void()>> bodies) {
+  constexpr int kRounds = 7;
+  constexpr double kMinTiming = 0.02;
+  std::vector<std::vector<double>> seconds(bodies.size());
+  std::vector<int> calls(bodies.size(), repeats);
+  std::array<double, 1> token{0.0};
+  for (int k = -1; k < kRounds; ++k) {
+    for (std::size_t i = 0; i < bodies.size(); ++i) {
+      // Each worker pauses a different while before the barrier, different in every round, so that the
+      // order in which workers sharing a core take their turns starts afresh in each timing.
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          (static_cast<std::int64_t>(comm.rank()) * 97 + static_cast<std::int64_t>(k + 1) * 389) % 1000));
+      comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
+      const auto start = Clock::now();
+      for (int r = 0; r < calls[i]; ++r) {
+        bodies[i]();
+      }
+      std::array<double, 1> elapsed{seconds_since(start)};
+      comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
+      const double per_call = elapsed[0] / calls[i];
+      if (k >= 0) {
+        seconds[i].push_back(per_call);
+      } else if (elapsed[0] < kMinTiming) {
+        // Every worker sees the same maximum, so all settle on the same count.
+        calls[i] = static_cast<int>(std::ceil(kMinTiming / std::max(per_call, 1e-9)));
+      }
+    }
+  }
+  return seconds;
+}
+
+double seconds_per_call(runtime::Communicator& comm, int repeats, const std::function<void()>& body) {
+  const std::array<std::function<void()>, 1> bodies{body};
+  return median(interleaved_rounds(comm, repeats, bodies).front());
+}
+
+void record_batch(ModelCalibration& result, int batch, const std::vector<std::vector<double>>& rounds) {
+  std::vector<double> in_loop;
+  for (std::size_t k = 0; k < rounds[0].size(); ++k) {
+    in_loop.push_back(std::max(rounds[0][k], rounds[2][k] - rounds[1][k]));
+  }
+  result.batches.push_back(batch);
+  result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
+  result.seconds_alone.push_back(median(rounds[0]));
+  result.gossip_seconds.push_back(median(rounds[1]));
+}
+
+}  // namespace dbench::validation
