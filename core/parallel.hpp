@@ -11,12 +11,14 @@
 
 namespace dbench::core {
 
-/// The thread count to use for `requested`: itself, or every hardware thread when 0.
+/// The CPUs this process may use, at least 1: those of its affinity mask (taskset, a Slurm allocation's
+/// binding, a container's cpuset), fewer where its cgroup's CPU quota (cgroup v2 cpu.max, v1
+/// cpu.cfs_quota_us) allows less than that many CPUs' time, rounded up. Read once, at the first call.
+unsigned available_cpus() noexcept;
+
+/// The thread count to use for `requested`: itself, or every CPU this process may use when 0.
 inline unsigned resolve_threads(unsigned requested) noexcept {
-  if (requested != 0) {
-    return requested;
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return requested != 0 ? requested : available_cpus();
 }
 
 /// Calls body(begin, end) on `threads` contiguous slices of [0, count), one per thread, the caller taking the

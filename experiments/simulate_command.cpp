@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/numerics.hpp"
+#include "core/parallel.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/memory_estimate.hpp"
@@ -212,9 +213,10 @@ void run_simulate(const SimulateOptions& options) {
   check_memory(simulate_memory(config, &shape, options.per_gpu_trace), available_memory_bytes());
 
   if (!options.quiet) {
-    fmt::print(stderr, "simulate {}: {} x {} on {}, {} ({}), {} iterations\n", config.name,
+    const unsigned threads = core::resolve_threads(spec.threads);
+    fmt::print(stderr, "simulate {}: {} x {} on {}, {} ({}), {} iterations, {} thread{}\n", config.name,
                config.train.workers, config.train.model, config.train.dataset, config.algorithm.kind,
-               policy->name(), config.train.iterations);
+               policy->name(), config.train.iterations, threads, threads == 1 ? "" : "s");
   }
   RunRecorder recorder(spec.iterations, !options.quiet);
   TimedRun run(recorder);

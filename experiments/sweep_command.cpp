@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/atomic_file.hpp"
+#include "core/parallel.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
@@ -416,7 +417,7 @@ void run_sweep(const SweepOptions& options) {
     }
   }
   const int jobs = std::max(1, options.jobs);
-  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const unsigned cores = core::available_cpus();
   const unsigned threads =
       options.threads > 0 ? options.threads : std::max(1U, cores / static_cast<unsigned>(jobs));
   const bool terminal = ::isatty(STDERR_FILENO) != 0;

@@ -523,3 +523,25 @@ algorithm = ["ring", "exponential"]
   CAPTURE(fmt::format("{}", fmt::join(staged, ", ")));
   CHECK(staged.empty());
 }
+
+TEST_CASE("experiments::sweep: under taskset -c 0, sweep and simulate run one thread, not one per core") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "pinned.toml";
+  write_file(sweep, sweep_text("pinned", "algorithm = [\"ring\"]\n\"train.workers\" = [8]\n"));
+  const std::string pinned = std::string("taskset -c 0 \"") + DBENCH_EXE + "\" ";
+  const auto swept =
+      dbench::testing::run_command(pinned + sweep_command(sweep, temp.path() / "out", "--no-report"));
+  CAPTURE(swept.output);
+  REQUIRE(swept.status == 0);
+  CHECK(swept.output.find("-j 1, 1 thread each") != std::string::npos);
+
+  const fs::path config = temp.path() / "pinned_run.toml";
+  write_file(config,
+             "name = \"pinned\"\n[train]\nworkers = 4\niterations = 3\nmlp_hidden = [16]\neval_every = 3\n"
+             "eval_samples = 200\nreplica_eval_samples = 32\n[platform]\ntiming_model = \"mlp\"\n");
+  const auto simulated = dbench::testing::run_command(pinned + "simulate " + quoted(config) + " --out " +
+                                                      quoted(temp.path() / "run"));
+  CAPTURE(simulated.output);
+  REQUIRE(simulated.status == 0);
+  CHECK(simulated.output.find("3 iterations, 1 thread\n") != std::string::npos);
+}
