@@ -11,6 +11,8 @@
 
 namespace dbench::experiments {
 
+using results::SummaryRow;
+
 std::string_view verdict_name(Verdict verdict) {
   switch (verdict) {
     case Verdict::holds:

@@ -4,14 +4,22 @@
 
 #include <array>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "experiments/statistics.hpp"
-#include "experiments/summary_csv.hpp"
+#include "results/summary_csv.hpp"
 
 namespace dbench::experiments {
+
+/// A sweep that cannot be analyzed (no run is done yet); the message says why.
+class AnalysisError : public std::runtime_error {
+ public:
+  /// Wraps a complete, user-facing message.
+  explicit AnalysisError(const std::string& message) : std::runtime_error(message) {}
+};
 
 /// The runs of one label at one scale, averaged over seeds.
 struct GroupStats {
@@ -101,8 +109,8 @@ struct SweepAnalysis {
   std::size_t done = 0;
   std::size_t failed = 0;
   std::size_t pending = 0;
-  std::vector<SummaryRow> runs;     ///< the done runs
-  std::vector<int> scales;          ///< distinct workers values, ascending
+  std::vector<results::SummaryRow> runs;  ///< the done runs
+  std::vector<int> scales;                ///< distinct workers values, ascending
   std::vector<std::string> labels;  ///< centralized labels first, Ada last, the rest in order of appearance
   std::vector<GroupStats> groups;   ///< by scale, then in the order of `labels`
   std::vector<ScaleAnalysis> per_scale;  ///< one per scale, ascending
@@ -111,9 +119,9 @@ struct SweepAnalysis {
 };
 
 /// Analyzes the rows of a summary.csv. Throws AnalysisError when no run is done.
-SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows);
+SweepAnalysis analyze_sweep(const std::vector<results::SummaryRow>& rows);
 
 /// The done runs among `runs` at `workers` (all scales when workers is 0).
-std::vector<const SummaryRow*> runs_at(const std::vector<SummaryRow>& runs, int workers);
+std::vector<const results::SummaryRow*> runs_at(const std::vector<results::SummaryRow>& runs, int workers);
 
 }  // namespace dbench::experiments

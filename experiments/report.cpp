@@ -3,17 +3,10 @@
 // directory inside DIR and renames it into place at the end.
 #include "experiments/report.hpp"
 
-#include <fcntl.h>
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <system_error>
 #include <utility>
 
@@ -21,10 +14,9 @@
 #include "experiments/report_document.hpp"
 #include "experiments/report_plots.hpp"
 #include "experiments/report_sweep.hpp"
-#include "experiments/results_dir.hpp"
-#include "experiments/results_tree.hpp"
-#include "experiments/signal_cleanup.hpp"
-#include "experiments/summary_json.hpp"
+#include "results/results_dir.hpp"
+#include "results/results_tree.hpp"
+#include "results/summary_json.hpp"
 
 namespace dbench::experiments {
 namespace fs = std::filesystem;
@@ -33,10 +25,10 @@ namespace report {
 namespace {
 
 // The report of one run: what summary.json says, its curves from metrics.csv, and summary.json's keys.
-Document run_report(const ResultsTree& tree, Plots& plots) {
+Document run_report(const results::ResultsTree& tree, Plots& plots) {
   const fs::path& dir = tree.root();
-  const SummaryJson summary =
-      parse_summary_json(tree.read("summary.json"), tree.shown("summary.json").string());
+  const results::SummaryJson summary =
+      results::parse_summary_json(tree.read("summary.json"), tree.shown("summary.json").string());
   // Keys that only some runs carry (the model, the simulated platform).
   const auto text = [&](const char* key) {
     const auto it = summary.fields.find(key);
@@ -122,61 +114,26 @@ Document run_report(const ResultsTree& tree, Plots& plots) {
   return doc;
 }
 
-// Staging: everything is written under DIR/.report.tmp-<pid>-<random> and renamed into place at the end.
+// Staging: everything is written under DIR/.report.tmp-<pid>-<random> (a results::StagingDir beside
+// DIR/report, so that one a killed report left behind is removed by the next report into DIR) and moved into
+// place at the end.
 class Staging {
  public:
-  /// A hidden `.report.tmp-PID-XXXXXXXX` directory in `dir`, named and marked as a ResultsDir stages, so
-  /// that one a killed report left behind is removed here, by the next report into `dir`; registered with
-  /// `cleanup` (when given) so that a stop signal removes it.
-  Staging(const fs::path& dir, SignalCleanup* cleanup) : cleanup_(cleanup) {
-    remove_abandoned_staging(dir / "report");
-    std::random_device random;
-    std::error_code ec;
-    for (int attempt = 0; attempt < 16 && path_.empty(); ++attempt) {
-      const fs::path candidate = dir / fmt::format(".report.tmp-{}-{:08x}", ::getpid(), random());
-      if (fs::create_directory(candidate, ec)) {
-        path_ = candidate;
-      } else if (ec) {
-        throw ReportError(fmt::format("cannot write into {}: {}", dir.string(), ec.message()));
-      }
-    }
-    if (path_.empty()) {
-      throw ReportError(fmt::format("cannot find a free staging directory name in {}", dir.string()));
-    }
-    if (cleanup_ != nullptr) {
-      cleanup_->add(path_);
-    }
-    write_text(path_ / ResultsDir::kMarkerName, staging_marker_text());
-    fs::create_directory(path_ / "plots");
-    fs::create_directory(path_ / "work");
-  }
-  Staging(const Staging&) = delete;
-  Staging& operator=(const Staging&) = delete;
-  ~Staging() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);  // best effort; a leftover is hidden, and the next report removes it
-    if (cleanup_ != nullptr) {
-      cleanup_->forget(path_);
-    }
+  /// The staging directory in `dir`, with its plots/ and work/ folders; registered with `cleanup` (when
+  /// given) so that a stop signal removes it.
+  Staging(const fs::path& dir, results::StagingCleanup* cleanup) : dir_(dir / "report", cleanup) {
+    fs::create_directory(path() / "plots");
+    fs::create_directory(path() / "work");
   }
 
-  const fs::path& path() const { return path_; }
+  const fs::path& path() const { return dir_.path(); }
 
   /// Moves plots/, report.md and report.html into `dir`, report.html last: it is the file readers open.
   void commit(const fs::path& dir) const {
-    const auto hold = cleanup_ != nullptr ? cleanup_->hold() : std::unique_lock<std::recursive_mutex>();
-    const fs::path plots = dir / "plots";
-    std::error_code ec;
-    if (fs::exists(fs::symlink_status(plots, ec))) {
-      // Swap the directories in one step; the old plots end up in the staging directory, removed with it.
-      if (::renameat2(AT_FDCWD, (path_ / "plots").c_str(), AT_FDCWD, plots.c_str(), RENAME_EXCHANGE) != 0) {
-        throw ReportError(fmt::format("cannot replace {}: {}", plots.string(), std::strerror(errno)));
-      }
-    } else {
-      rename(path_ / "plots", plots);
-    }
-    rename(path_ / "report.md", dir / "report.md");
-    rename(path_ / "report.html", dir / "report.html");
+    const auto hold = dir_.hold();
+    results::replace_directory(path() / "plots", dir / "plots", "plots");
+    rename(path() / "report.md", dir / "report.md");
+    rename(path() / "report.html", dir / "report.html");
   }
 
  private:
@@ -188,14 +145,13 @@ class Staging {
     }
   }
 
-  fs::path path_;
-  SignalCleanup* cleanup_ = nullptr;
+  results::StagingDir dir_;
 };
 
 }  // namespace
 }  // namespace report
 
-ReportResult write_report(const fs::path& given, SignalCleanup* cleanup) {
+ReportResult write_report(const fs::path& given, results::StagingCleanup* cleanup) {
   std::error_code ec;
   if (!fs::is_directory(given, ec)) {
     throw ReportError(fmt::format("{} is not a directory", given.string()));
@@ -205,7 +161,7 @@ ReportResult write_report(const fs::path& given, SignalCleanup* cleanup) {
     dir = dir.parent_path();  // "." and "results/sweep/" name folders whose names title the report
   }
   // DIR is untrusted input: every file below is opened through the tree, which refuses paths out of DIR.
-  const ResultsTree tree(dir);
+  const results::ResultsTree tree(dir);
   const bool sweep = tree.exists("summary.csv");
   const bool run = tree.exists("summary.json") && tree.exists("metrics.csv");
   if (!sweep && !run) {

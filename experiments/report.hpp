@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
-namespace dbench::experiments {
+namespace dbench::results {
+class StagingCleanup;
+}  // namespace dbench::results
 
-class SignalCleanup;
+namespace dbench::experiments {
 
 /// A report that cannot be written: the directory is neither a sweep nor a run, an input is missing or
 /// malformed, or gnuplot is missing or failed. The message names the path or the tool.
@@ -38,9 +40,10 @@ struct ReportResult {
 /// staged first and moved into place at the end, so a failed report leaves existing report files as they
 /// were. DIR is untrusted input: no file is opened through a path (a run cell, a symlink) that leads out of
 /// it; a sweep's done run whose files cannot be read is left out of the curves and listed in `left_out`.
-/// Throws ReportError, AnalysisError, ResultsTreeError or SummaryJsonError naming what is missing, malformed
-/// or outside DIR. Given `cleanup`, a stop signal removes the staging directory; one that a killed report
-/// left in DIR is removed by the next report.
-ReportResult write_report(const std::filesystem::path& dir, SignalCleanup* cleanup = nullptr);
+/// Throws ReportError, results::CsvError, results::ResultsTreeError, results::SummaryJsonError or
+/// results::ResultsDirError naming what is missing, malformed or outside DIR, or what cannot be written.
+/// Given `cleanup`, a stop signal removes the staging directory; one that a killed report left in DIR is
+/// removed by the next report.
+ReportResult write_report(const std::filesystem::path& dir, results::StagingCleanup* cleanup = nullptr);
 
 }  // namespace dbench::experiments

@@ -9,10 +9,12 @@
 #include <string>
 
 #include "experiments/report.hpp"
-#include "experiments/results_tree.hpp"
+#include "experiments/statistics.hpp"
+#include "results/results_tree.hpp"
 
 namespace dbench::experiments::report {
 namespace fs = std::filesystem;
+using results::ResultsTree;
 namespace {
 
 // Clock at each evaluation: accuracy_time.csv where the simulator wrote it, otherwise trace.csv, whose row i
@@ -41,7 +43,7 @@ std::map<double, double> evaluation_times(const ResultsTree& tree, const fs::pat
 }  // namespace
 
 RunTable::RunTable(const ResultsTree& tree, const fs::path& relative)
-    : file_(tree.shown(relative)), table_(parse_csv(tree.read(relative), file_.string())) {}
+    : file_(tree.shown(relative)), table_(results::parse_csv(tree.read(relative), file_.string())) {}
 
 std::size_t RunTable::column(std::string_view name) const {
   const int c = table_.column(name);

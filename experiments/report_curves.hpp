@@ -8,13 +8,13 @@
 #include <string_view>
 #include <vector>
 
-#include "experiments/analysis.hpp"
+#include "results/csv.hpp"
 
-namespace dbench::experiments {
-
+namespace dbench::results {
 class ResultsTree;
+}  // namespace dbench::results
 
-namespace report {
+namespace dbench::experiments::report {
 
 /// A run's evaluations: iteration, test accuracy of the averaged model, norm variance, consensus distance,
 /// and the clock (simulated, or measured for dbench train) at each evaluation; NaN where unknown.
@@ -30,8 +30,9 @@ struct Curve {
 /// name the file, the line and the column.
 class RunTable {
  public:
-  /// Reads and parses `relative` (a path inside the tree); throws ResultsTreeError or AnalysisError.
-  RunTable(const ResultsTree& tree, const std::filesystem::path& relative);
+  /// Reads and parses `relative` (a path inside the tree); throws results::ResultsTreeError or
+  /// results::CsvError.
+  RunTable(const results::ResultsTree& tree, const std::filesystem::path& relative);
 
   /// The number of data rows.
   std::size_t rows() const { return table_.rows.size(); }
@@ -47,14 +48,13 @@ class RunTable {
 
  private:
   std::filesystem::path file_;
-  CsvTable table_;
+  results::CsvTable table_;
 };
 
 /// The curve of the run whose files are under `run_dir` (relative to the tree's root; empty for the root).
-Curve read_curve(const ResultsTree& tree, const std::filesystem::path& run_dir);
+Curve read_curve(const results::ResultsTree& tree, const std::filesystem::path& run_dir);
 
 /// Mean over runs at each iteration that some run evaluated (seeds of one label share the evaluation grid).
 Curve mean_curve(const std::vector<Curve>& curves);
 
-}  // namespace report
-}  // namespace dbench::experiments
+}  // namespace dbench::experiments::report

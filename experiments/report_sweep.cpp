@@ -17,10 +17,13 @@
 #include "experiments/analysis.hpp"
 #include "experiments/report_curves.hpp"
 #include "experiments/report_plots.hpp"
-#include "experiments/results_tree.hpp"
+#include "results/results_tree.hpp"
 
 namespace dbench::experiments::report {
 namespace fs = std::filesystem;
+using results::ResultsTree;
+using results::ResultsTreeError;
+using results::SummaryRow;
 namespace {
 
 // The names (file stems under plots/) of the plots drawn for each scale.
@@ -91,7 +94,7 @@ class SweepReport {
     }
   }
 
-  // The curve from runs/<id>/; throws ReportError, ResultsTreeError or AnalysisError saying why there is
+  // The curve from runs/<id>/; throws ReportError, ResultsTreeError or results::CsvError saying why there is
   // none.
   Curve run_curve(const std::string& id) const {
     if (id.empty()) {
@@ -469,7 +472,7 @@ class SweepReport {
 
 SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   const fs::path summary = tree.shown("summary.csv");
-  const auto rows = parse_summary_csv(tree.read("summary.csv"), summary.string());
+  const auto rows = results::parse_summary_csv(tree.read("summary.csv"), summary.string());
   SweepAnalysis analysis;
   try {
     analysis = analyze_sweep(rows);

@@ -7,11 +7,11 @@
 #include "experiments/report.hpp"
 #include "experiments/report_document.hpp"
 
-namespace dbench::experiments {
-
+namespace dbench::results {
 class ResultsTree;
+}  // namespace dbench::results
 
-namespace report {
+namespace dbench::experiments::report {
 
 class Plots;
 
@@ -23,8 +23,8 @@ struct SweepDocument {
 
 /// The report of the sweep in `tree` (summary.csv, runs/), its plots added to `plots`. A done run whose
 /// files cannot be read is left out of the curves and listed. Throws ReportError naming summary.csv when its
-/// analysis fails, and ResultsTreeError or AnalysisError when summary.csv cannot be read or parsed.
-SweepDocument sweep_report(const ResultsTree& tree, Plots& plots);
+/// analysis fails, and results::ResultsTreeError or results::CsvError when summary.csv cannot be read or
+/// parsed.
+SweepDocument sweep_report(const results::ResultsTree& tree, Plots& plots);
 
-}  // namespace report
-}  // namespace dbench::experiments
+}  // namespace dbench::experiments::report

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/analysis.hpp"
 #include "experiments/report.hpp"
+#include "results/summary_csv.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
@@ -48,7 +48,7 @@ std::string simulate_command(const fs::path& out) {
 /// summary.csv's header: the contract's columns and one grid axis.
 std::string summary_header() {
   std::string header;
-  for (std::string_view column : dbench::experiments::required_summary_columns()) {
+  for (std::string_view column : dbench::results::required_summary_columns()) {
     header += header.empty() ? "" : ",";
     header += column;
   }

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace dbench::experiments {
+namespace dbench::results {
 
 /// A summary.json that is missing, unreadable, not JSON or incomplete; the message names the file and key.
 class SummaryJsonError : public std::runtime_error {
@@ -46,4 +46,4 @@ SummaryJson parse_summary_json(std::string_view text, std::string_view source);
 /// Reads and checks the file at `path`; throws SummaryJsonError naming it (missing, unreadable, malformed).
 SummaryJson read_summary_json(const std::filesystem::path& path);
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results

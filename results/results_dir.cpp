@@ -1,6 +1,6 @@
 // Staged results directories. POSIX rename() of a directory is atomic within one file system, which is why
 // the staging directory is a sibling of the target rather than a folder under /tmp.
-#include "experiments/results_dir.hpp"
+#include "results/results_dir.hpp"
 
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -17,7 +17,7 @@
 #include <system_error>
 #include <utility>
 
-namespace dbench::experiments {
+namespace dbench::results {
 namespace fs = std::filesystem;
 namespace {
 
@@ -112,98 +112,173 @@ fs::path normalized_target(const fs::path& target) {
   return absolute;
 }
 
-}  // namespace
-
-ResultsDir::ResultsDir(const fs::path& target, SignalCleanup* cleanup)
-    : target_(normalized_target(target)), cleanup_(cleanup) {
-  check_replaceable(target_);
+// The target of a ResultsDir: normalized, replaceable, and with its parent made.
+fs::path prepared_target(const fs::path& given) {
+  fs::path target = normalized_target(given);
+  check_replaceable(target);
   std::error_code ec;
-  fs::create_directories(target_.parent_path(), ec);
+  fs::create_directories(target.parent_path(), ec);
   if (ec) {
     throw ResultsDirError(fmt::format("cannot create the parent directory of results directory '{}': {}",
-                                      target_.string(), ec.message()));
+                                      target.string(), ec.message()));
   }
-  remove_abandoned_staging(target_);
+  return target;
+}
+
+}  // namespace
+
+StagingDir::StagingDir(const fs::path& beside, StagingCleanup* cleanup) : cleanup_(cleanup) {
+  remove_abandoned_staging(beside);
   // A signal comes after the directory is registered and marked, so that it is removed now or later.
-  const auto hold = hold_cleanup();
+  const auto hold = this->hold();
+  std::error_code ec;
   constexpr int kAttempts = 16;
-  for (int attempt = 0; attempt < kAttempts && staging_.empty(); ++attempt) {
-    const fs::path candidate = sibling_name(target_, "tmp");
+  for (int attempt = 0; attempt < kAttempts && path_.empty(); ++attempt) {
+    const fs::path candidate = sibling_name(beside, "tmp");
     if (fs::create_directory(candidate, ec)) {
-      staging_ = candidate;
+      path_ = candidate;
     } else if (ec) {
       throw ResultsDirError(
-          fmt::format("cannot create a staging directory next to '{}': {}", target_.string(), ec.message()));
+          fmt::format("cannot create a staging directory next to '{}': {}", beside.string(), ec.message()));
     }
   }
-  if (staging_.empty()) {
+  if (path_.empty()) {
     throw ResultsDirError(
-        fmt::format("cannot find a free staging directory name next to '{}'", target_.string()));
+        fmt::format("cannot find a free staging directory name next to '{}'", beside.string()));
   }
   if (cleanup_ != nullptr) {
-    cleanup_->add(staging_);
+    cleanup_->add(path_);
   }
-  try {
-    write_text(kMarkerName, marker_text());
-  } catch (...) {
-    remove_staging();  // no destructor runs for an object whose constructor threw
-    throw;
+  const std::string marker = marker_text();
+  errno = 0;  // so that a failure below reports its own cause, not an older one
+  std::ofstream out(path_ / kMarkerName, std::ios::binary | std::ios::trunc);
+  out.write(marker.data(), static_cast<std::streamsize>(marker.size()));
+  out.close();
+  if (!out) {
+    const int error = errno;
+    remove();  // no destructor runs for an object whose constructor threw
+    throw ResultsDirError(fmt::format("cannot write '{}' of the staging directory next to '{}': {}",
+                                      kMarkerName, beside.string(),
+                                      error != 0 ? errno_text(error) : "write failed"));
   }
 }
 
-ResultsDir::ResultsDir(const fs::path& target, const ExperimentConfig& config, SignalCleanup* cleanup)
-    : ResultsDir(target, cleanup) {
-  write_config(config);
+StagingDir::~StagingDir() {
+  remove();
 }
 
-ResultsDir::~ResultsDir() {
-  remove_staging();
-}
+StagingDir::StagingDir(StagingDir&& other) noexcept
+    : path_(std::exchange(other.path_, fs::path())), cleanup_(std::exchange(other.cleanup_, nullptr)) {}
 
-ResultsDir::ResultsDir(ResultsDir&& other) noexcept
-    : target_(std::move(other.target_)),
-      staging_(std::exchange(other.staging_, fs::path())),
-      committed_(std::exchange(other.committed_, false)),
-      cleanup_(std::exchange(other.cleanup_, nullptr)) {}
-
-ResultsDir& ResultsDir::operator=(ResultsDir&& other) noexcept {
+StagingDir& StagingDir::operator=(StagingDir&& other) noexcept {
   if (this != &other) {
-    remove_staging();
-    target_ = std::move(other.target_);
-    staging_ = std::exchange(other.staging_, fs::path());
-    committed_ = std::exchange(other.committed_, false);
+    remove();
+    path_ = std::exchange(other.path_, fs::path());
     cleanup_ = std::exchange(other.cleanup_, nullptr);
   }
   return *this;
 }
 
-std::unique_lock<std::recursive_mutex> ResultsDir::hold_cleanup() const {
+std::unique_lock<std::recursive_mutex> StagingDir::hold() const {
   return cleanup_ != nullptr ? cleanup_->hold() : std::unique_lock<std::recursive_mutex>();
 }
 
-void ResultsDir::remove_staging() {
-  if (committed_ || staging_.empty()) {
+void StagingDir::remove() {
+  if (path_.empty()) {
     return;
   }
-  const auto hold = hold_cleanup();
+  const auto hold = this->hold();
   std::error_code ec;
-  fs::remove_all(staging_, ec);  // best effort: a destructor must not throw, and DIR is untouched anyway
+  fs::remove_all(path_, ec);  // best effort: a destructor must not throw, and a leftover is hidden anyway
   if (cleanup_ != nullptr) {
-    cleanup_->forget(staging_);
+    cleanup_->forget(path_);
   }
+  path_.clear();
+}
+
+void StagingDir::replace(const fs::path& target, std::string_view what) {
+  // A signal waits until the staged directory is in place (and then has nothing left to remove).
+  const auto hold = this->hold();
+  replace_directory(path_, target, what);
+  if (cleanup_ != nullptr) {
+    cleanup_->forget(path_);
+  }
+  path_.clear();
+}
+
+void replace_directory(const fs::path& staged, const fs::path& target, std::string_view what) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(target, ec))) {
+    fs::rename(staged, target, ec);
+    if (ec) {
+      throw ResultsDirError(
+          fmt::format("cannot move the staged {} into '{}': {}", what, target.string(), ec.message()));
+    }
+    return;
+  }
+
+  // Linux swaps two directories in one step, so the target never goes missing even for a moment.
+  if (::renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(staged, ec);  // the old content now lives here; a leftover is harmless and hidden
+    return;
+  }
+  const int exchange_error = errno;
+  if (exchange_error != EINVAL && exchange_error != ENOSYS && exchange_error != ENOTSUP &&
+      exchange_error != EXDEV) {
+    throw ResultsDirError(fmt::format("cannot replace '{}' with the staged {}: {}", target.string(), what,
+                                      errno_text(exchange_error)));
+  }
+
+  // File systems without the exchange: move the target aside, move the staged one in, and put the target back
+  // on failure.
+  const fs::path aside = sibling_name(target, "old");
+  fs::rename(target, aside, ec);
+  if (ec) {
+    throw ResultsDirError(
+        fmt::format("cannot move the previous '{}' aside: {}", target.string(), ec.message()));
+  }
+  fs::rename(staged, target, ec);
+  if (ec) {
+    std::error_code restore_ec;
+    fs::rename(aside, target, restore_ec);
+    throw ResultsDirError(
+        restore_ec ? fmt::format("cannot move the staged {} into '{}' ({}), and the previous {} could "
+                                 "not be put back; they are in '{}'",
+                                 what, target.string(), ec.message(), what, aside.string())
+                   : fmt::format("cannot move the staged {} into '{}': {}; the previous {} are unchanged",
+                                 what, target.string(), ec.message(), what));
+  }
+  fs::remove_all(aside, ec);
+}
+
+ResultsDir::ResultsDir(const fs::path& target, StagingCleanup* cleanup)
+    : target_(prepared_target(target)), staging_(target_, cleanup) {}
+
+ResultsDir::ResultsDir(ResultsDir&& other) noexcept
+    : target_(std::move(other.target_)),
+      staging_(std::move(other.staging_)),
+      committed_(std::exchange(other.committed_, false)) {}
+
+ResultsDir& ResultsDir::operator=(ResultsDir&& other) noexcept {
+  if (this != &other) {
+    target_ = std::move(other.target_);
+    staging_ = std::move(other.staging_);
+    committed_ = std::exchange(other.committed_, false);
+  }
+  return *this;
 }
 
 void ResultsDir::check_writable() const {
   if (committed_) {
     throw ResultsDirError(fmt::format("results directory '{}' is already committed", target_.string()));
   }
-  if (staging_.empty()) {
+  if (staging_.path().empty()) {
     throw ResultsDirError("results directory was moved from and has nothing staged");
   }
 }
 
 fs::path ResultsDir::path(std::string_view relative_name) const {
-  const auto hold = hold_cleanup();
+  const auto hold = staging_.hold();
   return staged_path(relative_name);
 }
 
@@ -216,7 +291,7 @@ fs::path ResultsDir::staged_path(std::string_view relative_name) const {
         fmt::format("'{}' is not a file name inside results directory '{}'; use a relative path without '..'",
                     relative_name, target_.string()));
   }
-  const fs::path full = staging_ / relative;
+  const fs::path full = staging_.path() / relative;
   std::error_code ec;
   fs::create_directories(full.parent_path(), ec);
   if (ec) {
@@ -227,7 +302,7 @@ fs::path ResultsDir::staged_path(std::string_view relative_name) const {
 }
 
 void ResultsDir::write_text(std::string_view relative_name, std::string_view content) const {
-  const auto hold = hold_cleanup();
+  const auto hold = staging_.hold();
   const fs::path file = staged_path(relative_name);
   errno = 0;  // so that a failure below reports its own cause, not an older one
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
@@ -240,73 +315,11 @@ void ResultsDir::write_text(std::string_view relative_name, std::string_view con
   }
 }
 
-void ResultsDir::write_config(const ExperimentConfig& config) const {
-  write_text("config.toml", to_toml(config));
-}
-
 void ResultsDir::commit() {
   check_writable();
   check_replaceable(target_);
-  // A signal waits until the staged directory is in place (and then has nothing left to remove).
-  const auto hold = hold_cleanup();
-  const auto forget = [this] {
-    if (cleanup_ != nullptr) {
-      cleanup_->forget(staging_);
-    }
-  };
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(target_, ec))) {
-    fs::rename(staging_, target_, ec);
-    if (ec) {
-      throw ResultsDirError(
-          fmt::format("cannot move the staged results into '{}': {}", target_.string(), ec.message()));
-    }
-    committed_ = true;
-    forget();
-    return;
-  }
-
-  // Linux swaps two directories in one step, so DIR never goes missing even for a moment.
-  if (::renameat2(AT_FDCWD, staging_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) == 0) {
-    committed_ = true;
-    fs::remove_all(staging_, ec);  // the old run now lives here; a leftover is harmless and hidden
-    forget();
-    return;
-  }
-  const int exchange_error = errno;
-  if (exchange_error != EINVAL && exchange_error != ENOSYS && exchange_error != ENOTSUP &&
-      exchange_error != EXDEV) {
-    throw ResultsDirError(fmt::format("cannot replace '{}' with the staged results: {}", target_.string(),
-                                      errno_text(exchange_error)));
-  }
-
-  // File systems without the exchange: move DIR aside, move the staged one in, and put DIR back on failure.
-  const fs::path aside = sibling_name(target_, "old");
-  fs::rename(target_, aside, ec);
-  if (ec) {
-    throw ResultsDirError(
-        fmt::format("cannot move the previous '{}' aside: {}", target_.string(), ec.message()));
-  }
-  fs::rename(staging_, target_, ec);
-  if (ec) {
-    std::error_code restore_ec;
-    fs::rename(aside, target_, restore_ec);
-    throw ResultsDirError(
-        restore_ec
-            ? fmt::format("cannot move the staged results into '{}' ({}), and the previous results could "
-                          "not be put back; they are in '{}'",
-                          target_.string(), ec.message(), aside.string())
-            : fmt::format("cannot move the staged results into '{}': {}; the previous results are "
-                          "unchanged",
-                          target_.string(), ec.message()));
-  }
+  staging_.replace(target_, "results");
   committed_ = true;
-  forget();
-  fs::remove_all(aside, ec);
-}
-
-std::string staging_marker_text() {
-  return marker_text();
 }
 
 int remove_abandoned_staging(const fs::path& target) {
@@ -337,4 +350,4 @@ int remove_abandoned_staging(const fs::path& target) {
   return removed;
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results

@@ -1,87 +1,16 @@
-// Parsing CSV text (RFC 4180 quoting) and a sweep's summary.csv, whose leading columns are the sweep's
-// contract; malformed input throws AnalysisError naming the file, line and column.
-#include "experiments/summary_csv.hpp"
+// A sweep's summary.csv, whose leading columns are the sweep's contract; malformed input throws CsvError
+// naming the file, line and column.
+#include "results/summary_csv.hpp"
 
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <set>
 #include <system_error>
 
-namespace dbench::experiments {
-
-int CsvTable::column(std::string_view name) const {
-  const auto it = std::find(header.begin(), header.end(), name);
-  return it == header.end() ? -1 : static_cast<int>(it - header.begin());
-}
-
-CsvTable parse_csv(std::string_view text, std::string_view source) {
-  std::vector<std::vector<std::string>> records;
-  std::vector<std::string> record;
-  std::string field;
-  bool quoted = false;
-  bool any = false;  // whether the current record has begun
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field.push_back('"');
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        field.push_back(ch);
-      }
-      continue;
-    }
-    if (ch == '"') {
-      quoted = true;
-      any = true;
-    } else if (ch == ',') {
-      record.push_back(std::move(field));
-      field.clear();
-      any = true;
-    } else if (ch == '\n' || ch == '\r') {
-      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
-        ++i;
-      }
-      if (any || !field.empty()) {
-        record.push_back(std::move(field));
-        records.push_back(std::move(record));
-      }
-      field.clear();
-      record.clear();
-      any = false;
-    } else {
-      field.push_back(ch);
-      any = true;
-    }
-  }
-  if (quoted) {
-    throw AnalysisError(fmt::format("{}: a quoted field is not closed", source));
-  }
-  if (any || !field.empty()) {
-    record.push_back(std::move(field));
-    records.push_back(std::move(record));
-  }
-  if (records.empty()) {
-    throw AnalysisError(fmt::format("{} is empty (no header line)", source));
-  }
-  CsvTable table;
-  table.header = std::move(records.front());
-  for (std::size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() > table.header.size()) {
-      throw AnalysisError(fmt::format("{}: line {} has {} fields, the header {}", source, r + 1,
-                                      records[r].size(), table.header.size()));
-    }
-    records[r].resize(table.header.size());
-    table.rows.push_back(std::move(records[r]));
-  }
-  return table;
-}
+namespace dbench::results {
 
 std::span<const std::string_view> required_summary_columns() {
   static constexpr std::array<std::string_view, 28> kColumns = {
@@ -159,13 +88,13 @@ double parse_number(const std::string& field, std::string_view source, std::size
     text.remove_suffix(1);
   }
   if (text.empty() || text == "nan" || text == "NaN") {
-    return kUndefined;
+    return kEmpty;
   }
   double value = 0.0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) {
-    throw AnalysisError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number", source,
-                                    line, column, field));
+    throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number", source, line,
+                               column, field));
   }
   return value;
 }
@@ -176,7 +105,7 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
   const CsvTable table = parse_csv(text, source);
   for (std::string_view name : required_summary_columns()) {
     if (table.column(name) < 0) {
-      throw AnalysisError(fmt::format("{} lacks the column '{}'", source, name));
+      throw CsvError(fmt::format("{} lacks the column '{}'", source, name));
     }
   }
   const auto text_column = [&](std::string_view name) {
@@ -194,14 +123,13 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
     run.algorithm = row[text_column("algorithm")];
     run.graph = row[text_column("graph")];
     if (run.status != "done" && run.status != "failed" && run.status != "pending") {
-      throw AnalysisError(
+      throw CsvError(
           fmt::format("{}: line {}: status '{}' is not done, failed or pending", source, line, run.status));
     }
     const double workers = parse_number(row[text_column("workers")], source, line, "workers");
     if (run.done() && !(workers >= 1.0 && workers == std::floor(workers))) {
-      throw AnalysisError(
-          fmt::format("{}: line {}: a done run needs a positive whole number of workers, not '{}'", source,
-                      line, row[text_column("workers")]));
+      throw CsvError(fmt::format("{}: line {}: a done run needs a positive whole number of workers, not '{}'",
+                                 source, line, row[text_column("workers")]));
     }
     run.workers = std::isfinite(workers) ? static_cast<int>(workers) : 0;
     for (const auto& column : kNumberColumns) {
@@ -218,4 +146,4 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
   return runs;
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace dbench::experiments {
+namespace dbench::results {
 
 /// A path that leads out of a results directory, or a file in it that cannot be read; the message names it.
 class ResultsTreeError : public std::runtime_error {
@@ -43,4 +43,4 @@ class ResultsTree {
   std::filesystem::path canonical_;
 };
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results

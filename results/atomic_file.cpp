@@ -1,4 +1,4 @@
-#include "core/atomic_file.hpp"
+#include "results/atomic_file.hpp"
 
 #include <fmt/core.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <system_error>
 
-namespace dbench::core {
+namespace dbench::results {
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   namespace fs = std::filesystem;
@@ -38,4 +38,4 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   }
 }
 
-}  // namespace dbench::core
+}  // namespace dbench::results

@@ -4,20 +4,20 @@
 #include <filesystem>
 #include <string>
 
-#include "experiments/results_tree.hpp"
+#include "results/results_tree.hpp"
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-namespace ex = dbench::experiments;
+namespace rs = dbench::results;
 using dbench::testing::write_file;
 
-std::string refusal(const ex::ResultsTree& tree, const fs::path& relative) {
+std::string refusal(const rs::ResultsTree& tree, const fs::path& relative) {
   try {
     tree.resolve(relative);
-  } catch (const ex::ResultsTreeError& e) {
+  } catch (const rs::ResultsTreeError& e) {
     return e.what();
   }
   return "";
@@ -25,7 +25,7 @@ std::string refusal(const ex::ResultsTree& tree, const fs::path& relative) {
 
 }  // namespace
 
-TEST_CASE("experiments::results_tree: '..', absolute paths and symlinks out of the directory are refused") {
+TEST_CASE("results::results_tree: '..', absolute paths and symlinks out of the directory are refused") {
   const dbench::testing::TempDir temp;
   const fs::path root = temp.path() / "sweep";
   write_file(root / "runs" / "a" / "metrics.csv", "iteration\n0\n");
@@ -33,7 +33,7 @@ TEST_CASE("experiments::results_tree: '..', absolute paths and symlinks out of t
   fs::create_directory_symlink(temp.path() / "sweep2", root / "runs" / "out");
   fs::create_directory_symlink(root / "runs" / "a", root / "runs" / "in");
   fs::create_symlink("../../../sweep2/metrics.csv", root / "runs" / "a" / "relative-out.csv");
-  const ex::ResultsTree tree(root);
+  const rs::ResultsTree tree(root);
 
   CHECK(tree.read("runs/a/metrics.csv") == "iteration\n0\n");
   CHECK(tree.read("runs/in/metrics.csv") == "iteration\n0\n");  // inside to inside is followed
@@ -46,7 +46,7 @@ TEST_CASE("experiments::results_tree: '..', absolute paths and symlinks out of t
   // A sibling whose name starts with the root's is outside too.
   CHECK(refusal(tree, "runs/out/metrics.csv").find("leads out of") != std::string::npos);
   CHECK(refusal(tree, "runs/a/relative-out.csv").find("leads out of") != std::string::npos);
-  CHECK_THROWS_AS(tree.exists("runs/out/metrics.csv"), ex::ResultsTreeError);
-  CHECK_THROWS_AS(tree.read("runs/out/metrics.csv"), ex::ResultsTreeError);
+  CHECK_THROWS_AS(tree.exists("runs/out/metrics.csv"), rs::ResultsTreeError);
+  CHECK_THROWS_AS(tree.read("runs/out/metrics.csv"), rs::ResultsTreeError);
   CHECK_THROWS_WITH(tree.read("runs/a/none.csv"), doctest::Contains("no such file"));
 }

@@ -4,13 +4,13 @@
 #include <string>
 #include <utility>
 
-#include "experiments/summary_json.hpp"
+#include "results/summary_json.hpp"
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
 
-namespace ex = dbench::experiments;
+namespace rs = dbench::results;
 
 /// The summary both engines write for a finished run (the simulator adds the timing keys).
 nlohmann::json complete() {
@@ -22,8 +22,8 @@ nlohmann::json complete() {
 
 std::string error_of(const std::string& text) {
   try {
-    ex::parse_summary_json(text, "runs/x/summary.json");
-  } catch (const ex::SummaryJsonError& e) {
+    rs::parse_summary_json(text, "runs/x/summary.json");
+  } catch (const rs::SummaryJsonError& e) {
     return e.what();
   }
   return "";
@@ -31,8 +31,8 @@ std::string error_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("experiments::summary_json: a complete summary reads into typed fields") {
-  const auto s = ex::parse_summary_json(complete().dump(), "summary.json");
+TEST_CASE("results::summary_json: a complete summary reads into typed fields") {
+  const auto s = rs::parse_summary_json(complete().dump(), "summary.json");
   CHECK(s.engine == "sim");
   CHECK(s.graph == "ring");
   CHECK(s.workers == 8);
@@ -46,10 +46,10 @@ TEST_CASE("experiments::summary_json: a complete summary reads into typed fields
   // A loss that was not finite is written as null.
   auto diverged = complete();
   diverged["final_test_loss"] = nullptr;
-  CHECK_FALSE(ex::parse_summary_json(diverged.dump(), "summary.json").final_test_loss.has_value());
+  CHECK_FALSE(rs::parse_summary_json(diverged.dump(), "summary.json").final_test_loss.has_value());
 }
 
-TEST_CASE("experiments::summary_json: a damaged or incomplete summary is one error naming the file and key") {
+TEST_CASE("results::summary_json: a damaged or incomplete summary is one error naming the file and key") {
   const auto without = [](const char* key) {
     auto json = complete();
     json.erase(key);
@@ -85,11 +85,11 @@ TEST_CASE("experiments::summary_json: a damaged or incomplete summary is one err
   }
 }
 
-TEST_CASE("experiments::summary_json: a missing file or a directory is an error naming the path") {
+TEST_CASE("results::summary_json: a missing file or a directory is an error naming the path") {
   const dbench::testing::TempDir temp;
-  CHECK_THROWS_WITH_AS(ex::read_summary_json(temp.path() / "summary.json"),
-                       doctest::Contains("summary.json: no such file"), ex::SummaryJsonError);
+  CHECK_THROWS_WITH_AS(rs::read_summary_json(temp.path() / "summary.json"),
+                       doctest::Contains("summary.json: no such file"), rs::SummaryJsonError);
   std::filesystem::create_directory(temp.path() / "summary.json");
-  CHECK_THROWS_WITH_AS(ex::read_summary_json(temp.path() / "summary.json"),
-                       doctest::Contains("summary.json: not a regular file"), ex::SummaryJsonError);
+  CHECK_THROWS_WITH_AS(rs::read_summary_json(temp.path() / "summary.json"),
+                       doctest::Contains("summary.json: not a regular file"), rs::SummaryJsonError);
 }

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <string_view>
 
-namespace dbench::core {
+namespace dbench::results {
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename: a failure (disk full,
 /// no permission) leaves whatever was at `path` before and removes the temporary. Throws std::runtime_error
 /// "cannot write 'PATH': REASON".
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
-}  // namespace dbench::core
+}  // namespace dbench::results

@@ -1,4 +1,4 @@
-#include "experiments/summary_json.hpp"
+#include "results/summary_json.hpp"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace dbench::experiments {
+namespace dbench::results {
 namespace {
 
 // The JSON type of `value` in words, for "key 'x' is a string, not a number".
@@ -154,4 +154,4 @@ SummaryJson read_summary_json(const std::filesystem::path& path) {
   return parse_summary_json(buffer.str(), path.string());
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results

@@ -1,4 +1,4 @@
-#include "experiments/results_tree.hpp"
+#include "results/results_tree.hpp"
 
 #include <fmt/core.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <system_error>
 
-namespace dbench::experiments {
+namespace dbench::results {
 namespace fs = std::filesystem;
 
 ResultsTree::ResultsTree(const fs::path& root) {
@@ -72,4 +72,4 @@ std::string ResultsTree::read(const fs::path& relative) const {
   return buffer.str();
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::results
