@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "experiments/commands.hpp"
-#include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
+#include "report/report.hpp"
 #include "results/atomic_file.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/stop_signals.hpp"
@@ -539,11 +539,11 @@ void run_sweep(const SweepOptions& options) {
 
   if (!options.no_report) {
     try {
-      const ReportResult report = write_report(out);
-      for (const auto& left_out : report.left_out) {
+      const report::ReportResult written = report::write_report(out);
+      for (const auto& left_out : written.left_out) {
         fmt::print(stderr, "report: left out {}: {}\n", left_out.what, left_out.reason);
       }
-      fmt::print("report: {}\n", report.html.string());
+      fmt::print("report: {}\n", written.html.string());
     } catch (const std::exception& e) {
       std::fflush(stdout);
       fmt::print(stderr, "warning: no report: {}\n", e.what());

@@ -9,11 +9,11 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "experiments/analysis.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_internal.hpp"
 #include "results/csv.hpp"
+#include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 #include "topology/analysis.hpp"
 #include "topology/generators.hpp"

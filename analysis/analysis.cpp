@@ -1,6 +1,6 @@
 // The study's verdicts on a sweep: groups of seeds per label and scale, correlations of accuracy with
 // connectivity and parameter variance, the three observations' rules, and Ada against the other graphs.
-#include "experiments/analysis.hpp"
+#include "analysis/analysis.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <set>
 
-namespace dbench::experiments {
+namespace dbench::analysis {
 
 using results::SummaryRow;
 
@@ -387,4 +387,4 @@ SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
   return a;
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::analysis

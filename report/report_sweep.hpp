@@ -4,14 +4,14 @@
 
 #include <vector>
 
-#include "experiments/report.hpp"
-#include "experiments/report_document.hpp"
+#include "report/report.hpp"
+#include "report/report_document.hpp"
 
 namespace dbench::results {
 class ResultsTree;
 }  // namespace dbench::results
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 
 class Plots;
 
@@ -27,4 +27,4 @@ struct SweepDocument {
 /// parsed.
 SweepDocument sweep_report(const results::ResultsTree& tree, Plots& plots);
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

@@ -1,6 +1,6 @@
 // The report of a sweep: what summary.csv's analysis says, in tables and plots, with the mean curves over
 // seeds of each label and scale read from runs/.
-#include "experiments/report_sweep.hpp"
+#include "report/report_sweep.hpp"
 
 #include <fmt/format.h>
 
@@ -14,13 +14,21 @@
 #include <string>
 #include <utility>
 
-#include "experiments/analysis.hpp"
-#include "experiments/report_curves.hpp"
-#include "experiments/report_plots.hpp"
+#include "analysis/analysis.hpp"
+#include "report/report_curves.hpp"
+#include "report/report_plots.hpp"
 #include "results/results_tree.hpp"
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 namespace fs = std::filesystem;
+using analysis::AccuracyCorrelation;
+using analysis::Correlation;
+using analysis::GroupStats;
+using analysis::kUndefined;
+using analysis::LineFit;
+using analysis::Observation;
+using analysis::ScaleAnalysis;
+using analysis::SweepAnalysis;
 using results::ResultsTree;
 using results::ResultsTreeError;
 using results::SummaryRow;
@@ -181,7 +189,7 @@ class SweepReport {
       for (const GroupStats* g : groups_at(w)) {
         Series e = label_series(g->label, "points");
         Series v = label_series(g->label, "points");
-        for (const SummaryRow* run : runs_at(a_.runs, w)) {
+        for (const SummaryRow* run : analysis::runs_at(a_.runs, w)) {
           if (run->label == g->label) {
             e.points.emplace_back(run->edges, 100.0 * run->final_test_accuracy);
             v.points.emplace_back(run->norm_variance_mean, 100.0 * run->final_test_accuracy);
@@ -310,8 +318,8 @@ class SweepReport {
     Table t{{"#", "observation", "verdict", "evidence", "rule", "plots"}, {}};
     for (std::size_t i = 0; i < a_.observations.size(); ++i) {
       const Observation& o = a_.observations[i];
-      t.rows.push_back({fmt::format("{}", i + 1), o.claim, std::string(verdict_name(o.verdict)), o.evidence,
-                        o.rule, Cell("", support[i])});
+      t.rows.push_back({fmt::format("{}", i + 1), o.claim, std::string(analysis::verdict_name(o.verdict)),
+                        o.evidence, o.rule, Cell("", support[i])});
     }
     doc_.table(std::move(t));
   }
@@ -473,15 +481,15 @@ class SweepReport {
 SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   const fs::path summary = tree.shown("summary.csv");
   const auto rows = results::parse_summary_csv(tree.read("summary.csv"), summary.string());
-  SweepAnalysis analysis;
+  SweepAnalysis analyzed;
   try {
-    analysis = analyze_sweep(rows);
-  } catch (const AnalysisError& e) {
+    analyzed = analysis::analyze_sweep(rows);
+  } catch (const analysis::AnalysisError& e) {
     throw ReportError(fmt::format("{}: {}", summary.string(), e.what()));
   }
-  SweepReport report(tree, std::move(analysis));
+  SweepReport report(tree, std::move(analyzed));
   std::vector<LeftOut> left_out = report.left_out();
   return {report.build(plots), std::move(left_out)};
 }
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

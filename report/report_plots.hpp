@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 
 /// One line or set of points in a plot.
 struct Series {
@@ -68,4 +68,4 @@ class Plots {
   std::vector<PlotSpec> specs_;
 };
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

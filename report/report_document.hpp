@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-namespace dbench::experiments {
-
+namespace dbench::analysis {
 struct Correlation;
 struct Spread;
+}  // namespace dbench::analysis
 
-namespace report {
+namespace dbench::report {
 
 /// The whole file at `path`; throws ReportError naming it when it cannot be read.
 std::string read_text(const std::filesystem::path& path);
@@ -30,7 +30,7 @@ std::string number(double v, int digits = 4);
 /// A fraction as a percentage with two decimals.
 std::string percent(double fraction);
 /// A fraction's mean ± standard deviation as percentages.
-std::string percent_spread(const Spread& s);
+std::string percent_spread(const analysis::Spread& s);
 /// Percentage points with their sign.
 std::string signed_pp(double pp);
 /// A byte count in decimal units (kB, MB, ...).
@@ -38,7 +38,7 @@ std::string bytes(double b);
 /// A p-value: four decimals, or scientific below 1e-4.
 std::string p_value(double p);
 /// A correlation coefficient with its sign, or why it is undefined.
-std::string coefficient(const Correlation& c);
+std::string coefficient(const analysis::Correlation& c);
 
 /// `text` safe inside HTML elements and attribute values.
 std::string html_escape(std::string_view text);
@@ -101,5 +101,4 @@ class Document {
   std::vector<Block> blocks_;
 };
 
-}  // namespace report
-}  // namespace dbench::experiments
+}  // namespace dbench::report

@@ -1,4 +1,4 @@
-#include "experiments/gnuplot.hpp"
+#include "report/gnuplot.hpp"
 
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;  // NOLINT: posix_spawnp passes the environment on to gnuplot
 
-namespace dbench::experiments {
+namespace dbench::report {
 namespace {
 
 bool plain(unsigned char ch) {
@@ -101,4 +101,4 @@ void run_gnuplot(const std::filesystem::path& script, const std::filesystem::pat
   }
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::report

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace dbench::experiments {
+namespace dbench::analysis {
 
 /// Quiet NaN, the value of every undefined statistic.
 inline constexpr double kUndefined = std::numeric_limits<double>::quiet_NaN();
@@ -64,4 +64,4 @@ struct Spread {
 /// The spread of the finite values among `values`.
 Spread spread(std::span<const double> values);
 
-}  // namespace dbench::experiments
+}  // namespace dbench::analysis

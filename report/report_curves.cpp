@@ -1,6 +1,6 @@
 // A run's curves from its CSV files, read through the results tree so that no path leads out of DIR, and
 // the mean curve over seeds.
-#include "experiments/report_curves.hpp"
+#include "report/report_curves.hpp"
 
 #include <fmt/core.h>
 
@@ -8,12 +8,14 @@
 #include <map>
 #include <string>
 
-#include "experiments/report.hpp"
-#include "experiments/statistics.hpp"
+#include "analysis/statistics.hpp"
+#include "report/report.hpp"
 #include "results/results_tree.hpp"
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 namespace fs = std::filesystem;
+using analysis::kUndefined;
+using analysis::spread;
 using results::ResultsTree;
 namespace {
 
@@ -117,4 +119,4 @@ Curve mean_curve(const std::vector<Curve>& curves) {
   return mean;
 }
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

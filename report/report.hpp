@@ -9,7 +9,7 @@ namespace dbench::results {
 class StagingCleanup;
 }  // namespace dbench::results
 
-namespace dbench::experiments {
+namespace dbench::report {
 
 /// A report that cannot be written: the directory is neither a sweep nor a run, an input is missing or
 /// malformed, or gnuplot is missing or failed. The message names the path or the tool.
@@ -46,4 +46,4 @@ struct ReportResult {
 /// removed by the next report.
 ReportResult write_report(const std::filesystem::path& dir, results::StagingCleanup* cleanup = nullptr);
 
-}  // namespace dbench::experiments
+}  // namespace dbench::report

@@ -1,6 +1,6 @@
 // Means, spreads, correlations and line fits. The p-values use Student's t distribution through the
 // regularized incomplete beta function, evaluated as a continued fraction (modified Lentz method).
-#include "experiments/statistics.hpp"
+#include "analysis/statistics.hpp"
 
 #include <fmt/core.h>
 
@@ -9,7 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace dbench::experiments {
+namespace dbench::analysis {
 namespace {
 
 struct Pairs {
@@ -220,4 +220,4 @@ Spread spread(std::span<const double> values) {
   return s;
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::analysis

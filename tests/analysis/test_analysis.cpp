@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "experiments/analysis.hpp"
+#include "analysis/analysis.hpp"
 
 namespace {
 
-using namespace dbench::experiments;
+using namespace dbench::analysis;
 using namespace dbench::results;
 
 std::string header() {
@@ -105,7 +105,7 @@ std::string study_like_sweep() {
 
 }  // namespace
 
-TEST_CASE("experiments::analysis: Student's t p-values match closed forms and a table value") {
+TEST_CASE("analysis::statistics: Student's t p-values match closed forms and a table value") {
   // df = 1 is the Cauchy distribution: P(|T| >= t) = 1 - 2 atan(t) / pi.
   for (const double t : {0.1, 1.0, 3.0, 12.7}) {
     CAPTURE(t);
@@ -126,7 +126,7 @@ TEST_CASE("experiments::analysis: Student's t p-values match closed forms and a 
   CHECK(std::isnan(student_t_two_sided_p(1.0, 0.0)));
 }
 
-TEST_CASE("experiments::analysis: the regularized incomplete beta matches its closed forms") {
+TEST_CASE("analysis::statistics: the regularized incomplete beta matches its closed forms") {
   for (const double x : {0.0, 0.05, 0.3, 0.5, 0.77, 0.999, 1.0}) {
     CAPTURE(x);
     CHECK(regularized_incomplete_beta(1.0, 1.0, x) == doctest::Approx(x));
@@ -140,7 +140,7 @@ TEST_CASE("experiments::analysis: the regularized incomplete beta matches its cl
   CHECK(std::isnan(regularized_incomplete_beta(1.0, 1.0, 1.5)));
 }
 
-TEST_CASE("experiments::analysis: Pearson, Spearman and the line fit on hand-computed data") {
+TEST_CASE("analysis::statistics: Pearson, Spearman and the line fit on hand-computed data") {
   const std::vector<double> x = {1, 2, 3, 4, 5};
   const std::vector<double> y = {2, 4, 5, 4, 5};
   // sxy = 6, sxx = 10, syy = 6: r = 6 / sqrt(60), slope 0.6, intercept 4 - 0.6 * 3.
@@ -174,7 +174,7 @@ TEST_CASE("experiments::analysis: Pearson, Spearman and the line fit on hand-com
   CHECK(average_ranks(std::vector<double>{5, 5, 5}) == std::vector<double>{2.0, 2.0, 2.0});
 }
 
-TEST_CASE("experiments::analysis: degenerate inputs give NaN and a reason, never a crash") {
+TEST_CASE("analysis::statistics: degenerate inputs give NaN and a reason, never a crash") {
   const std::vector<double> two = {1, 2};
   const Correlation short_pair = pearson(two, two);
   CHECK(std::isnan(short_pair.coefficient));
@@ -198,7 +198,7 @@ TEST_CASE("experiments::analysis: degenerate inputs give NaN and a reason, never
   CHECK(std::isnan(spread(std::vector<double>{4}).stddev));
 }
 
-TEST_CASE("experiments::analysis: summary.csv rows, their grid axes and the errors that name a column") {
+TEST_CASE("analysis::analysis: summary.csv rows, their grid axes and the errors that name a column") {
   const auto runs = parse_summary_csv(study_like_sweep(), "summary.csv");
   REQUIRE(runs.size() == 25);
   CHECK(runs.front().label == "centralized");
@@ -220,8 +220,7 @@ TEST_CASE("experiments::analysis: summary.csv rows, their grid axes and the erro
                        doctest::Contains("no run is done"), AnalysisError);
 }
 
-TEST_CASE(
-    "experiments::analysis: a sweep built to agree with the study gets three 'holds' and Ada's numbers") {
+TEST_CASE("analysis::analysis: a sweep built to agree with the study gets three 'holds' and Ada's numbers") {
   const SweepAnalysis a = analyze_sweep(parse_summary_csv(study_like_sweep(), "summary.csv"));
   CHECK(a.done == 24);
   CHECK(a.pending == 1);
@@ -262,7 +261,7 @@ TEST_CASE(
   CHECK(ada.bytes_per_gpu_vs_centralized == doctest::Approx(2.5 / 4.0));
 }
 
-TEST_CASE("experiments::analysis: contrary and thin evidence give 'does not hold' and 'inconclusive here'") {
+TEST_CASE("analysis::analysis: contrary and thin evidence give 'does not hold' and 'inconclusive here'") {
   // One scale, accuracy falling with edges and rising with variance, 24 runs.
   std::string csv = header();
   for (int k = 0; k < 24; ++k) {

@@ -1,6 +1,6 @@
 // The report's document model rendered as report.html (figures inline as SVG, a script that counts the
 // plots a browser drew) and report.md (figures under plots/); the number formats of its tables.
-#include "experiments/report_document.hpp"
+#include "report/report_document.hpp"
 
 #include <fmt/core.h>
 
@@ -9,10 +9,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/analysis.hpp"
-#include "experiments/report.hpp"
+#include "analysis/analysis.hpp"
+#include "report/report.hpp"
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 namespace fs = std::filesystem;
 namespace {
 
@@ -138,7 +138,7 @@ std::string percent(double fraction) {
   return std::isfinite(fraction) ? fmt::format("{:.2f}%", 100.0 * fraction) : std::string(kNone);
 }
 
-std::string percent_spread(const Spread& s) {
+std::string percent_spread(const analysis::Spread& s) {
   if (s.n == 0) {
     return std::string(kNone);
   }
@@ -172,7 +172,7 @@ std::string p_value(double p) {
   return p < 1e-4 ? fmt::format("{:.1e}", p) : fmt::format("{:.4f}", p);
 }
 
-std::string coefficient(const Correlation& c) {
+std::string coefficient(const analysis::Correlation& c) {
   return c.defined() ? fmt::format("{:+.3f}", c.coefficient) : fmt::format("– ({})", c.reason);
 }
 
@@ -265,4 +265,4 @@ std::string Document::markdown() const {
   return out;
 }
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

@@ -1,6 +1,6 @@
 // The report's plots drawn by one gnuplot process from generated data files and a generated script, then
 // made fit to inline in an HTML page.
-#include "experiments/report_plots.hpp"
+#include "report/report_plots.hpp"
 
 #include <fmt/format.h>
 
@@ -8,11 +8,11 @@
 #include <cmath>
 #include <system_error>
 
-#include "experiments/gnuplot.hpp"
-#include "experiments/report.hpp"
-#include "experiments/report_document.hpp"
+#include "report/gnuplot.hpp"
+#include "report/report.hpp"
+#include "report/report_document.hpp"
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 namespace fs = std::filesystem;
 namespace {
 
@@ -154,4 +154,4 @@ std::map<std::string, std::string> Plots::render(const fs::path& work, const fs:
   return svgs;
 }
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace dbench::experiments {
+namespace dbench::report {
 
 /// gnuplot is missing or failed; the message names the script and gnuplot's own words.
 class GnuplotError : public std::runtime_error {
@@ -32,4 +32,4 @@ std::string gnuplot_data_field(std::string_view text);
 /// installed, cannot be started or fails (with the start of its log).
 void run_gnuplot(const std::filesystem::path& script, const std::filesystem::path& log);
 
-}  // namespace dbench::experiments
+}  // namespace dbench::report

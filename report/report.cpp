@@ -1,7 +1,7 @@
 // Reports of a sweep or of one run, rendered both as a self-contained report.html and as report.md with
 // plots/. This file holds the report of one run and `write_report`, which stages everything in a hidden
 // directory inside DIR and renames it into place at the end.
-#include "experiments/report.hpp"
+#include "report/report.hpp"
 
 #include <fmt/core.h>
 
@@ -10,18 +10,17 @@
 #include <system_error>
 #include <utility>
 
-#include "experiments/report_curves.hpp"
-#include "experiments/report_document.hpp"
-#include "experiments/report_plots.hpp"
-#include "experiments/report_sweep.hpp"
+#include "report/report_curves.hpp"
+#include "report/report_document.hpp"
+#include "report/report_plots.hpp"
+#include "report/report_sweep.hpp"
 #include "results/results_dir.hpp"
 #include "results/results_tree.hpp"
 #include "results/summary_json.hpp"
 
-namespace dbench::experiments {
+namespace dbench::report {
 namespace fs = std::filesystem;
 
-namespace report {
 namespace {
 
 // The report of one run: what summary.json says, its curves from metrics.csv, and summary.json's keys.
@@ -149,7 +148,6 @@ class Staging {
 };
 
 }  // namespace
-}  // namespace report
 
 ReportResult write_report(const fs::path& given, results::StagingCleanup* cleanup) {
   std::error_code ec;
@@ -172,21 +170,21 @@ ReportResult write_report(const fs::path& given, results::StagingCleanup* cleanu
   }
 
   // Read and analyze everything before the first file is written, so that bad input changes nothing.
-  report::Plots plots;
-  report::Document doc("");
+  Plots plots;
+  Document doc("");
   std::vector<LeftOut> left_out;
   if (sweep) {
-    report::SweepDocument sweep_doc = report::sweep_report(tree, plots);
+    SweepDocument sweep_doc = sweep_report(tree, plots);
     doc = std::move(sweep_doc.document);
     left_out = std::move(sweep_doc.left_out);
   } else {
-    doc = report::run_report(tree, plots);
+    doc = run_report(tree, plots);
   }
 
-  const report::Staging staging(dir, cleanup);
+  const Staging staging(dir, cleanup);
   const auto svgs = plots.render(staging.path() / "work", staging.path() / "plots");
-  report::write_text(staging.path() / "report.md", doc.markdown());
-  report::write_text(staging.path() / "report.html", doc.html(svgs));
+  write_text(staging.path() / "report.md", doc.markdown());
+  write_text(staging.path() / "report.html", doc.html(svgs));
   staging.commit(dir);
 
   ReportResult result;
@@ -201,4 +199,4 @@ ReportResult write_report(const fs::path& given, results::StagingCleanup* cleanu
   return result;
 }
 
-}  // namespace dbench::experiments
+}  // namespace dbench::report

@@ -14,7 +14,7 @@ namespace dbench::results {
 class ResultsTree;
 }  // namespace dbench::results
 
-namespace dbench::experiments::report {
+namespace dbench::report {
 
 /// A run's evaluations: iteration, test accuracy of the averaged model, norm variance, consensus distance,
 /// and the clock (simulated, or measured for dbench train) at each evaluation; NaN where unknown.
@@ -57,4 +57,4 @@ Curve read_curve(const results::ResultsTree& tree, const std::filesystem::path& 
 /// Mean over runs at each iteration that some run evaluated (seeds of one label share the evaluation grid).
 Curve mean_curve(const std::vector<Curve>& curves);
 
-}  // namespace dbench::experiments::report
+}  // namespace dbench::report

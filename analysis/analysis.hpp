@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "experiments/statistics.hpp"
+#include "analysis/statistics.hpp"
 #include "results/summary_csv.hpp"
 
-namespace dbench::experiments {
+namespace dbench::analysis {
 
 /// A sweep that cannot be analyzed (no run is done yet); the message says why.
 class AnalysisError : public std::runtime_error {
@@ -124,4 +124,4 @@ SweepAnalysis analyze_sweep(const std::vector<results::SummaryRow>& rows);
 /// The done runs among `runs` at `workers` (all scales when workers is 0).
 std::vector<const results::SummaryRow*> runs_at(const std::vector<results::SummaryRow>& runs, int workers);
 
-}  // namespace dbench::experiments
+}  // namespace dbench::analysis
