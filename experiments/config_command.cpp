@@ -9,7 +9,8 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
-#include "experiments/results_dir.hpp"
+#include "experiments/run_files.hpp"
+#include "experiments/signal_cleanup.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -24,15 +25,15 @@ void run_config_command(const ConfigOptions& options) {
   const ExperimentConfig config = load_config_file(options.config_path, options.overrides);
   // Stage before printing, so that an unusable --out fails before any output.
   SignalCleanup cleanup;
-  std::optional<ResultsDir> results;
+  std::optional<results::ResultsDir> dir;
   if (!options.out_dir.empty()) {
-    results.emplace(options.out_dir, config, &cleanup);
+    dir.emplace(stage_results(options.out_dir, config, &cleanup));
   }
   fmt::print("{}", to_toml(config));
   std::fflush(stdout);
-  if (results) {
-    results->commit();
-    fmt::print(stderr, "wrote {}\n", (results->target() / "config.toml").string());
+  if (dir) {
+    dir->commit();
+    fmt::print(stderr, "wrote {}\n", (dir->target() / "config.toml").string());
   }
 }
 

@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/atomic_file.hpp"
 #include "experiments/commands.hpp"
+#include "results/atomic_file.hpp"
 #include "topology/analysis.hpp"
 #include "topology/export.hpp"
 #include "topology/generators.hpp"
@@ -74,13 +74,13 @@ topo::GraphSpec to_spec(const GraphOptions& o) {
   return spec;
 }
 
-// The file `option` names, written whole (core::write_file_atomically); errors name the option.
+// The file `option` names, written whole (results::write_file_atomically); errors name the option.
 void write_atomically(const std::string& option, const std::filesystem::path& path,
                       const std::function<void(std::ostream&)>& write) {
   std::ostringstream text;
   write(text);
   try {
-    core::write_file_atomically(path, text.str());
+    results::write_file_atomically(path, text.str());
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("{}: {}", option, e.what()));
   }

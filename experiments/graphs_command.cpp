@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "experiments/commands.hpp"
-#include "experiments/results_dir.hpp"
+#include "experiments/signal_cleanup.hpp"
+#include "results/results_dir.hpp"
 #include "topology/analysis.hpp"
 #include "topology/generators.hpp"
 
@@ -130,7 +131,7 @@ void run_graphs(const GraphsOptions& options) {
   }
   if (!options.out.empty()) {
     SignalCleanup cleanup;
-    ResultsDir dir(options.out, &cleanup);
+    results::ResultsDir dir(options.out, &cleanup);
     dir.write_text("graphs.csv", csv);
     dir.write_text("graphs.md", md);
     dir.write_text("graphs.json", all.dump(2) + "\n");

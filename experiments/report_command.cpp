@@ -5,8 +5,8 @@
 #include <string>
 
 #include "experiments/commands.hpp"
-#include "experiments/report.hpp"
 #include "experiments/signal_cleanup.hpp"
+#include "report/report.hpp"
 
 namespace dbench::experiments {
 
@@ -21,7 +21,7 @@ void add_report_command(CLI::App& app) {
   command->add_option("DIR", *dir, "sweep or results directory")->required();
   command->callback([dir] {
     SignalCleanup cleanup;  // a stop signal removes the report's staging directory
-    const ReportResult result = write_report(*dir, &cleanup);
+    const report::ReportResult result = report::write_report(*dir, &cleanup);
     for (const auto& left_out : result.left_out) {
       fmt::print(stderr, "dbench report: left out {}: {}\n", left_out.what, left_out.reason);
     }

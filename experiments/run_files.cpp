@@ -24,6 +24,13 @@ std::string num(double value) {
 
 }  // namespace
 
+results::ResultsDir stage_results(const std::filesystem::path& target, const ExperimentConfig& config,
+                                  results::StagingCleanup* cleanup) {
+  results::ResultsDir dir(target, cleanup);
+  dir.write_text("config.toml", to_toml(config));
+  return dir;
+}
+
 RunRecorder::RunRecorder(std::int64_t total_iterations, bool progress)
     : total_(total_iterations),
       progress_(progress),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -9,8 +10,14 @@
 
 #include "core/numerics.hpp"
 #include "experiments/config.hpp"
+#include "results/results_dir.hpp"
 
 namespace dbench::experiments {
+
+/// The results directory of a run, staged for `target` with the resolved config.toml written at once, as
+/// every run must (see results::ResultsDir); throws results::ResultsDirError.
+results::ResultsDir stage_results(const std::filesystem::path& target, const ExperimentConfig& config,
+                                  results::StagingCleanup* cleanup = nullptr);
 
 /// Accumulates metrics.csv and schedule.csv as a run produces them, and prints progress.
 class RunRecorder final : public core::NumericsObserver {

@@ -15,8 +15,8 @@
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/memory_estimate.hpp"
-#include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
+#include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "models/model_profile.hpp"
@@ -159,7 +159,7 @@ void run_simulate(const SimulateOptions& options) {
   }
   const std::string out = options.out.empty() ? "results/" + config.name : options.out;
   // Open the results directory first: a bad --out fails before minutes of training.
-  ResultsDir dir(out, config, &cleanup);
+  results::ResultsDir dir = stage_results(out, config, &cleanup);
   auto policy = make_policy(config);
 
   nlohmann::json summary = summary_header(config, "sim", policy->name());

@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/atomic_file.hpp"
 #include "core/parallel.hpp"
 #include "experiments/commands.hpp"
-#include "experiments/report.hpp"
 #include "experiments/sweep.hpp"
+#include "report/report.hpp"
+#include "results/atomic_file.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/stop_signals.hpp"
 
@@ -125,7 +125,7 @@ class Children {
   /// Starts `run`; `recompute_reason`, when not empty, says in its log why an earlier result is replaced.
   void spawn(const SweepRun& run, std::string_view recompute_reason) {
     const fs::path config = out_ / "configs" / (run.id + ".toml");
-    core::write_file_atomically(config, to_toml(run.config));
+    results::write_file_atomically(config, to_toml(run.config));
     const fs::path run_dir = out_ / "runs" / run.id;
     const fs::path log = out_ / "logs" / (run.id + ".log");
     const std::string threads = std::to_string(threads_);
@@ -532,19 +532,19 @@ void run_sweep(const SweepOptions& options) {
                  (out / "logs" / (run.id + ".log")).string());
     }
   }
-  core::write_file_atomically(out / "summary.csv", summary_csv(sweep, runs, summaries, statuses));
-  core::write_file_atomically(out / "sweep.toml", sweep.text);
+  results::write_file_atomically(out / "summary.csv", summary_csv(sweep, runs, summaries, statuses));
+  results::write_file_atomically(out / "sweep.toml", sweep.text);
   fmt::print("summary: {} ({} done, {} failed, {} pending)\n", (out / "summary.csv").string(), done,
              failed.size(), runs.size() - done - failed.size());
   std::fflush(stdout);
 
   if (!options.no_report) {
     try {
-      const ReportResult report = write_report(out);
-      for (const auto& left_out : report.left_out) {
+      const report::ReportResult written = report::write_report(out);
+      for (const auto& left_out : written.left_out) {
         fmt::print(stderr, "report: left out {}: {}\n", left_out.what, left_out.reason);
       }
-      fmt::print("report: {}\n", report.html.string());
+      fmt::print("report: {}\n", written.html.string());
     } catch (const std::exception& e) {
       std::fflush(stdout);
       fmt::print(stderr, "warning: no report: {}\n", e.what());

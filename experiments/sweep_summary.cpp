@@ -9,11 +9,12 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "experiments/analysis.hpp"
 #include "experiments/sim_setup.hpp"
-#include "experiments/summary_json.hpp"
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_internal.hpp"
+#include "results/csv.hpp"
+#include "results/summary_csv.hpp"
+#include "results/summary_json.hpp"
 #include "topology/analysis.hpp"
 #include "topology/generators.hpp"
 
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 class RunCsv {
  public:
   explicit RunCsv(const fs::path& path)
-      : path_(path), table_(parse_csv(read_config_text(path, "run file"), path.string())) {}
+      : path_(path), table_(results::parse_csv(read_config_text(path, "run file"), path.string())) {}
 
   std::size_t rows() const { return table_.rows.size(); }
 
@@ -61,7 +62,7 @@ class RunCsv {
 
  private:
   fs::path path_;
-  CsvTable table_;
+  results::CsvTable table_;
 };
 
 std::string csv_cell(std::string_view text) {
@@ -109,8 +110,8 @@ RunCheck check_run(const fs::path& run_dir, const ExperimentConfig& config) {
     return {false, fmt::format("no summary.json in {}", run_dir.string())};
   }
   try {
-    read_summary_json(summary);
-  } catch (const SummaryJsonError& e) {
+    results::read_summary_json(summary);
+  } catch (const results::SummaryJsonError& e) {
     return {false, e.what()};
   }
   return {true, {}};
@@ -121,7 +122,7 @@ bool run_finished(const fs::path& run_dir, const ExperimentConfig& config) {
 }
 
 std::span<const std::string_view> summary_columns() {
-  return required_summary_columns();
+  return results::required_summary_columns();
 }
 
 const GraphStatsCache::Family& GraphStatsCache::family(const ExperimentConfig& config,
@@ -180,7 +181,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   s.seed = config.seed;
   s.target_accuracy = target_accuracy;
 
-  const SummaryJson summary = read_summary_json(run_dir / "summary.json");
+  const results::SummaryJson summary = results::read_summary_json(run_dir / "summary.json");
   s.graph = summary.graph;
   s.final_test_accuracy = summary.final_test_accuracy;
   s.best_test_accuracy = summary.best_test_accuracy;

@@ -20,7 +20,6 @@
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
-#include "experiments/results_dir.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
@@ -357,9 +356,9 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
     parse_kill(options.inject_kill, config.train.workers, config.train.iterations, w);
   }
   // Rank 0 opens the results directory first: a bad --out fails before minutes of training.
-  std::unique_ptr<ResultsDir> dir;
+  std::unique_ptr<results::ResultsDir> dir;
   if (root) {
-    dir = std::make_unique<ResultsDir>(out, config, &cleanup);
+    dir = std::make_unique<results::ResultsDir>(stage_results(out, config, &cleanup));
   }
   const auto train = load_train_data(config, models::Split::train, options.image_size);
   const auto test = load_train_data(config, models::Split::test, options.image_size);
@@ -428,12 +427,12 @@ void run_train(const TrainOptions& options) {
     try {
       status = runtime::run_command(command);
     } catch (const runtime::Interrupted&) {
-      remove_abandoned_staging(results_path(options, config));
+      results::remove_abandoned_staging(results_path(options, config));
       throw;
     }
     if (status != 0) {
       // Rank 0 removes its staged results on an error or a stop signal, but not when killed outright.
-      remove_abandoned_staging(results_path(options, config));
+      results::remove_abandoned_staging(results_path(options, config));
       throw runtime::LaunchError(fmt::format(
           "{} local workers failed (launcher exit status {}); the workers' messages above name the "
           "cause",

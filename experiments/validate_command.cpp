@@ -16,8 +16,8 @@
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
-#include "experiments/gnuplot.hpp"
 #include "experiments/timing_setup.hpp"
+#include "report/gnuplot.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
@@ -114,13 +114,14 @@ fs::path platform_file(const fs::path& calibration, const std::string& model) {
 }
 
 /// Draws measured against simulated seconds per iteration and the accuracy curves with gnuplot, when present.
-/// Paths and case names reach the script only through gnuplot_string (an --out path may hold any byte).
+/// Paths and case names reach the script only through report::gnuplot_string (an --out path may hold any
+/// byte).
 void plot(const fs::path& out, const std::vector<validation::ValidationCase>& cases) {
   std::string points;
   double top = 0.0;
   for (const auto& c : cases) {
     points += fmt::format("{} {} {}\n", c.measured.total_s, c.simulated.total_s,
-                          gnuplot_data_field(fmt::format("{}/{}", c.algorithm, c.graph)));
+                          report::gnuplot_data_field(fmt::format("{}/{}", c.algorithm, c.graph)));
     top = std::max({top, c.measured.total_s, c.simulated.total_s});
   }
   write_file(out / "validation_points.dat", points);
@@ -133,26 +134,27 @@ void plot(const fs::path& out, const std::vector<validation::ValidationCase>& ca
       "plot x title 'simulated = measured' lc rgb 'gray', 1.15*x title '+15 %' dt 2 lc rgb 'gray', "
       "0.85*x title '-15 %' dt 2 lc rgb 'gray', {} using 1:2 with points pt 7 title 'cases', "
       "'' using 1:2:3 with labels offset 1,0.5 left font ',8' notitle\n",
-      gnuplot_string((out / "validation.svg").string()), 1.1 * top, 1.1 * top,
-      gnuplot_string((out / "validation_points.dat").string()));
+      report::gnuplot_string((out / "validation.svg").string()), 1.1 * top, 1.1 * top,
+      report::gnuplot_string((out / "validation_points.dat").string()));
   script += fmt::format(
       "set output {}\nset title 'Test accuracy: runtime (lines) and numerics (points)'\n"
       "set xlabel 'iteration'\nset ylabel 'test accuracy'\nset autoscale\nset key bottom right\n"
       "set datafile separator ','\nplot ",
-      gnuplot_string((out / "accuracy.svg").string()));
+      report::gnuplot_string((out / "accuracy.svg").string()));
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const std::string name = fmt::format("{}/{}", cases[i].algorithm, cases[i].graph);
     script += fmt::format(
         "{}{} using 1:(strcol(2) eq {} ? $3 : 1/0) every ::1 with lines lc {} title {}, "
         "'' using 1:(strcol(2) eq {} ? $4 : 1/0) every ::1 with points lc {} title {}",
-        i == 0 ? "" : ", ", gnuplot_string((out / "accuracy.csv").string()), gnuplot_string(name), i + 1,
-        gnuplot_label(name + " runtime"), gnuplot_string(name), i + 1, gnuplot_label(name + " numerics"));
+        i == 0 ? "" : ", ", report::gnuplot_string((out / "accuracy.csv").string()),
+        report::gnuplot_string(name), i + 1, report::gnuplot_label(name + " runtime"),
+        report::gnuplot_string(name), i + 1, report::gnuplot_label(name + " numerics"));
   }
   script += "\n";
   write_file(out / "plots.gp", script);
   try {
-    run_gnuplot(out / "plots.gp", out / "gnuplot.log");
-  } catch (const GnuplotError& e) {
+    report::run_gnuplot(out / "plots.gp", out / "gnuplot.log");
+  } catch (const report::GnuplotError& e) {
     fmt::print(stderr, "validate: the plots are missing: {}\n", e.what());
   }
 }

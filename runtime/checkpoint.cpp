@@ -8,7 +8,7 @@
 #include <system_error>
 #include <type_traits>
 
-#include "core/atomic_file.hpp"
+#include "results/atomic_file.hpp"
 #include "runtime/errors.hpp"
 
 namespace dbench::runtime {
@@ -101,7 +101,7 @@ class Reader {
 
 void write_file_atomically(const fs::path& file, const std::string& bytes) {
   try {
-    core::write_file_atomically(file, bytes);
+    results::write_file_atomically(file, bytes);
   } catch (const std::runtime_error& e) {
     throw CheckpointError(fmt::format("{} (disk full or no permission?)", e.what()));
   }

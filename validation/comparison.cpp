@@ -10,40 +10,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "results/csv.hpp"
+
 namespace dbench::validation {
 namespace {
-
-std::vector<std::string_view> split(std::string_view line) {
-  std::vector<std::string_view> fields;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= line.size(); ++i) {
-    if (i == line.size() || line[i] == ',') {
-      fields.push_back(line.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return fields;
-}
-
-std::vector<std::string_view> lines_of(std::string_view text) {
-  std::vector<std::string_view> lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) {
-      end = text.size();
-    }
-    std::string_view line = text.substr(start, end - start);
-    if (!line.empty() && line.back() == '\r') {
-      line.remove_suffix(1);
-    }
-    if (!line.empty()) {
-      lines.push_back(line);
-    }
-    start = end + 1;
-  }
-  return lines;
-}
 
 std::string case_name(const ValidationCase& c) {
   return fmt::format("{}/{}", c.algorithm, c.graph);
@@ -52,23 +22,19 @@ std::string case_name(const ValidationCase& c) {
 }  // namespace
 
 std::vector<double> csv_column(std::string_view csv, std::string_view column) {
-  const auto lines = lines_of(csv);
-  if (lines.empty()) {
-    throw std::invalid_argument("csv: empty text, no header");
+  results::CsvTable table;
+  try {
+    table = results::parse_csv(csv, "csv");
+  } catch (const results::CsvError& e) {
+    throw std::invalid_argument(e.what());
   }
-  const auto header = split(lines.front());
-  const auto it = std::find(header.begin(), header.end(), column);
-  if (it == header.end()) {
+  const int index = table.column(column);
+  if (index < 0) {
     throw std::invalid_argument(fmt::format("csv: no column '{}'", column));
   }
-  const auto index = static_cast<std::size_t>(it - header.begin());
   std::vector<double> values;
-  for (std::size_t r = 1; r < lines.size(); ++r) {
-    const auto fields = split(lines[r]);
-    if (index >= fields.size()) {
-      throw std::invalid_argument(fmt::format("csv: row {} has no '{}' field", r, column));
-    }
-    const std::string field(fields[index]);
+  for (const auto& row : table.rows) {
+    const std::string& field = row[static_cast<std::size_t>(index)];
     values.push_back(field.empty() ? std::numeric_limits<double>::quiet_NaN() : std::stod(field));
   }
   return values;

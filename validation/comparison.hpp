@@ -31,7 +31,8 @@ PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<
 /// iteration k - 1, which measured them.
 std::vector<double> evaluation_iterations(std::string_view metrics_csv);
 
-/// One column of a CSV text by header name, as numbers; throws std::invalid_argument naming a missing one.
+/// One column of a CSV text (read by results::parse_csv) by header name, as numbers (NaN for an empty or
+/// missing field); throws std::invalid_argument naming a missing column or saying why the text is not CSV.
 std::vector<double> csv_column(std::string_view csv, std::string_view column);
 
 /// One validated case: the same config run by both engines.

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "experiments/analysis.hpp"
-#include "experiments/report.hpp"
+#include "report/report.hpp"
 #include "support/files.hpp"
+#include "support/report_inputs.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -27,9 +27,12 @@ using dbench::testing::read_file;
 using dbench::testing::write_file;
 
 namespace fs = std::filesystem;
+using dbench::testing::canaries_made;
 using dbench::testing::CommandResult;
+using dbench::testing::hostile_text;
 using dbench::testing::run_command;
 using dbench::testing::run_dbench;
+using dbench::testing::summary_header;
 using dbench::testing::TempDir;
 
 std::string quoted(const fs::path& path) {
@@ -43,16 +46,6 @@ std::string simulate_command(const fs::path& out) {
       "--set train.eval_every=5 --set train.eval_samples=500 --set algorithm.graph=exponential "
       "--set platform.preset=dgx-h100 --set platform.timing_model=mlp -q --out {} > /dev/null",
       DBENCH_EXE, quoted(out));
-}
-
-/// summary.csv's header: the contract's columns and one grid axis.
-std::string summary_header() {
-  std::string header;
-  for (std::string_view column : dbench::experiments::required_summary_columns()) {
-    header += header.empty() ? "" : ",";
-    header += column;
-  }
-  return header + ",train.workers\n";
 }
 
 /// A sweep directory from a tiny real `dbench sweep`: centralized, ring and Ada at 4 and 8 workers, two seeds
@@ -124,7 +117,7 @@ TEST_CASE("experiments::report: a sweep's report draws every plot in headless Ch
   const fs::path dir = temp.path() / "sweep";
   make_sweep(dir);
 
-  const auto result = dbench::experiments::write_report(dir);
+  const auto result = dbench::report::write_report(dir);
   CHECK(result.sweep);
   CHECK(result.plots > 0);
   CHECK(result.plots == static_cast<int>(result.plot_names.size()));
@@ -186,7 +179,7 @@ TEST_CASE("experiments::report: a run's results directory gets the smaller repor
 
   // dbench train writes no accuracy_time.csv: the clock comes from trace.csv's elapsed_s instead.
   fs::remove(dir / "accuracy_time.csv");
-  const auto measured = dbench::experiments::write_report(dir);
+  const auto measured = dbench::report::write_report(dir);
   CHECK(measured.plots == 4);
   CHECK(std::find(measured.plot_names.begin(), measured.plot_names.end(), "accuracy-time") !=
         measured.plot_names.end());
@@ -244,74 +237,6 @@ TEST_CASE(
   CAPTURE(ok.output);
   CHECK(ok.status == 0);
   CHECK(read_file(dir / "report.md").find("| r3 | no directory ") != std::string::npos);
-}
-
-namespace {
-
-/// Text built to run commands if it reached gnuplot's parser as it is: every byte from 1 to 255 (newlines,
-/// quotes, backquotes, `@`, `\` among them) around the payloads of each route into a gnuplot script.
-std::string hostile_text(const fs::path& canary) {
-  const std::string c = canary.string();
-  std::string text = fmt::format(
-      "x\n!touch {0}-shell\n# ' \" `touch {0}-backquote` @x system(\"touch {0}-system\")"
-      "' . system('touch {0}-system2') . '\n",
-      c);
-  for (int b = 1; b < 256; ++b) {
-    text.push_back(static_cast<char>(b));
-  }
-  return text;
-}
-
-/// `text` as one CSV field (quoted; quotes doubled).
-std::string csv_field(const std::string& text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  }
-  return out + "\"";
-}
-
-/// The files a gnuplot command would have made from the canary's payloads.
-std::vector<fs::path> canaries_made(const fs::path& canary) {
-  std::vector<fs::path> made;
-  for (const auto& entry : fs::directory_iterator(canary.parent_path())) {
-    if (entry.path().filename().string().starts_with(canary.filename().string())) {
-      made.push_back(entry.path());
-    }
-  }
-  return made;
-}
-
-}  // namespace
-
-TEST_CASE("experiments::report: labels and paths with every byte never reach gnuplot as commands") {
-  const TempDir temp;
-  const fs::path canary = temp.path() / "canary";
-  const std::string hostile = hostile_text(canary);
-  // The directory's own name: every byte a file name may hold, with the shell payload.
-  std::string name = "sweep\n!touch " + canary.string() + "-path\n'\"`@";
-  for (int b = 1; b < 128; ++b) {
-    if (b != '/') {
-      name.push_back(static_cast<char>(b));
-    }
-  }
-  const fs::path dir = temp.path() / name;
-  std::string done = summary_header();
-  for (int k = 0; k < 4; ++k) {
-    done += fmt::format(
-        "r{0},done,{3},dpsgd,ring,8,1,0.{1},0.{1},1,20,{2},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-        "100,0.9,1000,20000,0.2,1,8\n",
-        k, 50 + k, 8 * (k + 1), csv_field(hostile + std::to_string(k)));
-  }
-  write_file(dir / "summary.csv", done);
-
-  const auto result = dbench::experiments::write_report(dir);
-  CHECK(result.plots > 0);
-  CHECK(canaries_made(canary).empty());
-  for (const auto& plot : result.plot_names) {
-    CAPTURE(plot);
-    CHECK(fs::file_size(dir / "plots" / (plot + ".svg")) > 0);
-  }
 }
 
 TEST_CASE("experiments::report: a sweep whose grid values carry gnuplot commands reports them as text") {

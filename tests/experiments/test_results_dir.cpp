@@ -17,15 +17,17 @@
 #include <vector>
 
 #include "experiments/config.hpp"
-#include "experiments/results_dir.hpp"
+#include "experiments/run_files.hpp"
+#include "results/results_dir.hpp"
 #include "support/files.hpp"
 #include "support/processes.hpp"
 #include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
 using dbench::experiments::ExperimentConfig;
-using dbench::experiments::ResultsDir;
-using dbench::experiments::ResultsDirError;
+using dbench::experiments::stage_results;
+using dbench::results::ResultsDir;
+using dbench::results::ResultsDirError;
 
 namespace {
 
@@ -116,7 +118,7 @@ TEST_CASE("experiments::results_dir: a fresh DIR is created, missing parents inc
   ExperimentConfig config;
   config.name = "fresh";
   {
-    ResultsDir results(target, config);
+    ResultsDir results = stage_results(target, config);
     results.write_text("summary.json", "{}\n");
     results.write_text("plots/loss.svg", "<svg/>");
     CHECK_FALSE(fs::exists(target));  // nothing is visible before commit
@@ -156,7 +158,7 @@ TEST_CASE("experiments::results_dir: an exception before commit leaves the old d
   Scratch scratch;
   const fs::path target = scratch.path() / "run";
   {
-    ResultsDir first(target, ExperimentConfig{});
+    ResultsDir first = stage_results(target, ExperimentConfig{});
     first.write_text("metrics.csv", "iteration,test_accuracy\n0,0.1\n");
     first.write_text("nested/trace.csv", "iteration,graph\n");
     first.commit();
@@ -166,7 +168,7 @@ TEST_CASE("experiments::results_dir: an exception before commit leaves the old d
 
   CHECK_THROWS_AS(
       [&] {
-        ResultsDir second(target, ExperimentConfig{});
+        ResultsDir second = stage_results(target, ExperimentConfig{});
         second.write_text("metrics.csv", "partial");
         second.write_text("nested/trace.csv", "partial");
         throw std::runtime_error("the run failed");

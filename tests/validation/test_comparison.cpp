@@ -47,6 +47,15 @@ TEST_CASE("validation::mean_parts: per iteration the mean over workers, then ove
         std::vector<double>{49, 99});
 }
 
+TEST_CASE("validation::csv_column: read with the results' CSV reader: quoted fields, empty and short rows") {
+  CHECK(csv_column("case,total_s\n\"dpsgd,ring\",2.5\n", "total_s") == std::vector<double>{2.5});
+  const auto short_row = csv_column("iteration,total_s\r\n0,1\r\n1\r\n", "total_s");
+  REQUIRE(short_row.size() == 2);
+  CHECK(std::isnan(short_row[1]));
+  CHECK_THROWS_AS(csv_column("", "total_s"), std::invalid_argument);
+  CHECK_THROWS_AS(csv_column("a,b\n1,2,3\n", "a"), std::invalid_argument);
+}
+
 TEST_CASE("validation::relative_error: |simulated - measured| / measured") {
   CHECK(relative_error(1.1, 1.0) == doctest::Approx(0.1));
   CHECK(relative_error(0.8, 1.0) == doctest::Approx(0.2));

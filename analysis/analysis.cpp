@@ -1,0 +1,390 @@
+// The study's verdicts on a sweep: groups of seeds per label and scale, correlations of accuracy with
+// connectivity and parameter variance, the three observations' rules, and Ada against the other graphs.
+#include "analysis/analysis.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace dbench::analysis {
+
+using results::SummaryRow;
+
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::holds:
+      return "holds";
+    case Verdict::does_not_hold:
+      return "does not hold";
+    case Verdict::inconclusive:
+      break;
+  }
+  return "inconclusive here";
+}
+
+std::vector<const SummaryRow*> runs_at(const std::vector<SummaryRow>& runs, int workers) {
+  std::vector<const SummaryRow*> selected;
+  for (const auto& run : runs) {
+    if (run.done() && (workers == 0 || run.workers == workers)) {
+      selected.push_back(&run);
+    }
+  }
+  return selected;
+}
+
+namespace {
+
+constexpr double kSignificance = 0.05;   // p below this counts as a correlation
+constexpr std::size_t kEnoughRuns = 20;  // with this many runs, p >= kSignificance counts as no correlation
+constexpr double kMaterialPp = 1.0;      // accuracy differences of at least this many points count
+constexpr double kMaterialEfficiency = 0.01;
+
+template <typename Value>
+std::vector<double> column_of(const std::vector<const SummaryRow*>& runs, Value value) {
+  std::vector<double> out;
+  out.reserve(runs.size());
+  for (const SummaryRow* run : runs) {
+    out.push_back(value(*run));
+  }
+  return out;
+}
+
+std::vector<double> member_of(const std::vector<const SummaryRow*>& runs, double SummaryRow::*member) {
+  return column_of(runs, [member](const SummaryRow& r) { return r.*member; });
+}
+
+GroupStats group_stats(const std::vector<const SummaryRow*>& runs) {
+  GroupStats g;
+  const SummaryRow& first = *runs.front();
+  g.label = first.label;
+  g.algorithm = first.algorithm;
+  g.graph = first.graph;
+  g.workers = first.workers;
+  g.runs = runs.size();
+  g.target_accuracy = spread(member_of(runs, &SummaryRow::target_accuracy)).mean;
+  g.final_accuracy = spread(member_of(runs, &SummaryRow::final_test_accuracy));
+  g.best_accuracy = spread(member_of(runs, &SummaryRow::best_test_accuracy));
+  g.iterations_to_target = spread(member_of(runs, &SummaryRow::iterations_to_target));
+  g.reached_target = g.iterations_to_target.n;
+  g.simulated_time_to_target_s = spread(member_of(runs, &SummaryRow::simulated_time_to_target_s));
+  g.bytes_per_gpu = spread(member_of(runs, &SummaryRow::bytes_per_gpu));
+  g.bytes_per_gpu_per_iteration = spread(member_of(runs, &SummaryRow::bytes_per_gpu_per_iteration));
+  g.edges = spread(member_of(runs, &SummaryRow::edges));
+  g.spectral_gap = spread(member_of(runs, &SummaryRow::spectral_gap));
+  g.norm_variance_mean = spread(member_of(runs, &SummaryRow::norm_variance_mean));
+  g.norm_variance_final = spread(member_of(runs, &SummaryRow::norm_variance_final));
+  g.consensus_distance_mean = spread(member_of(runs, &SummaryRow::consensus_distance_mean));
+  g.samples_per_second = spread(member_of(runs, &SummaryRow::samples_per_second));
+  g.scaling_efficiency = spread(member_of(runs, &SummaryRow::scaling_efficiency));
+  g.seconds_per_iteration = spread(member_of(runs, &SummaryRow::seconds_per_iteration));
+  return g;
+}
+
+AccuracyCorrelation correlate(const std::vector<const SummaryRow*>& runs, std::string quantity,
+                              double SummaryRow::*member, bool log_for_pearson) {
+  AccuracyCorrelation c;
+  const std::vector<double> accuracy = member_of(runs, &SummaryRow::final_test_accuracy);
+  const std::vector<double> values = member_of(runs, member);
+  std::vector<double> pearson_values = values;
+  if (log_for_pearson) {
+    for (double& v : pearson_values) {
+      v = v > 0.0 ? std::log10(v) : kUndefined;
+    }
+  }
+  c.pearson_on = log_for_pearson ? fmt::format("log10({})", quantity) : quantity;
+  c.quantity = std::move(quantity);
+  c.pearson = pearson(pearson_values, accuracy);
+  c.spearman = spearman(values, accuracy);
+  return c;
+}
+
+ScaleAnalysis analyze_scale(const std::vector<SummaryRow>& runs, int workers) {
+  const auto at = runs_at(runs, workers);
+  ScaleAnalysis s;
+  s.workers = workers;
+  s.runs = at.size();
+  s.edges = correlate(at, "edges", &SummaryRow::edges, true);
+  s.norm_variance_mean = correlate(at, "norm_variance_mean", &SummaryRow::norm_variance_mean, false);
+  s.norm_variance_final = correlate(at, "norm_variance_final", &SummaryRow::norm_variance_final, false);
+  s.spectral_gap = correlate(at, "spectral_gap", &SummaryRow::spectral_gap, false);
+  const std::vector<double> accuracy = member_of(at, &SummaryRow::final_test_accuracy);
+  const std::vector<double> log_edges =
+      column_of(at, [](const SummaryRow& r) { return r.edges > 0.0 ? std::log10(r.edges) : kUndefined; });
+  s.accuracy_vs_log10_edges = fit_line(log_edges, accuracy);
+  s.accuracy_vs_norm_variance_mean = fit_line(member_of(at, &SummaryRow::norm_variance_mean), accuracy);
+  return s;
+}
+
+std::string format_correlation(const Correlation& c, std::string_view symbol) {
+  if (!c.defined()) {
+    return fmt::format("{} undefined ({})", symbol, c.reason);
+  }
+  return fmt::format("{} = {:.3f} (p = {:.3g}, n = {})", symbol, c.coefficient, c.p_value, c.n);
+}
+
+// Rule shared by observations 2 and 3: the sign of Spearman's rho at the largest scale, significant at 5 %.
+Verdict correlation_verdict(const Correlation& c, bool expect_positive) {
+  if (!c.defined()) {
+    return Verdict::inconclusive;
+  }
+  const bool expected_sign = expect_positive ? c.coefficient > 0.0 : c.coefficient < 0.0;
+  if (c.p_value < kSignificance) {
+    return expected_sign ? Verdict::holds : Verdict::does_not_hold;
+  }
+  return c.n >= kEnoughRuns ? Verdict::does_not_hold : Verdict::inconclusive;
+}
+
+const GroupStats* find_group(const std::vector<GroupStats>& groups, const std::string& label, int workers) {
+  for (const auto& g : groups) {
+    if (g.label == label && g.workers == workers) {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+bool static_decentralized(const GroupStats& g) {
+  return !g.centralized() && !g.adaptive();
+}
+
+Observation scalability_observation(const SweepAnalysis& a) {
+  Observation o;
+  o.claim =
+      "Decentralized training shows the same scalability and generality problems as centralized training as "
+      "the scale grows";
+  o.rule = fmt::format(
+      "From the smallest to the largest scale, over the static decentralized labels present at both: holds "
+      "if "
+      "their mean final accuracy falls, or their gap to centralized training widens, by more than the "
+      "threshold max({0:g} pp, twice the largest seed standard deviation among the groups compared), and the "
+      "mean scaling efficiency falls by at least {1:g}; does not hold if none of the three happens and the "
+      "threshold is {0:g} pp (seeds agree well enough for a {0:g} pp change to show); otherwise, or with one "
+      "scale, inconclusive",
+      kMaterialPp, kMaterialEfficiency);
+  if (a.scales.size() < 2) {
+    o.evidence = fmt::format("one scale only ({} workers)", a.scales.empty() ? 0 : a.scales.front());
+    return o;
+  }
+  const int small = a.scales.front();
+  const int large = a.scales.back();
+  std::vector<double> small_accuracy, large_accuracy, small_efficiency, large_efficiency;
+  std::vector<std::string> labels;
+  double seed_spread_pp = 0.0;  // largest seed standard deviation among the groups compared
+  const auto note_spread = [&](const GroupStats& g) {
+    if (std::isfinite(g.final_accuracy.stddev)) {
+      seed_spread_pp = std::max(seed_spread_pp, 100.0 * g.final_accuracy.stddev);
+    }
+  };
+  for (const auto& label : a.labels) {
+    const GroupStats* s = find_group(a.groups, label, small);
+    const GroupStats* l = find_group(a.groups, label, large);
+    if (s == nullptr || l == nullptr) {
+      continue;
+    }
+    small_efficiency.push_back(s->scaling_efficiency.mean);
+    large_efficiency.push_back(l->scaling_efficiency.mean);
+    if (static_decentralized(*s)) {
+      small_accuracy.push_back(s->final_accuracy.mean);
+      large_accuracy.push_back(l->final_accuracy.mean);
+      labels.push_back(label);
+      note_spread(*s);
+      note_spread(*l);
+    }
+  }
+  if (labels.empty()) {
+    o.evidence = fmt::format("no static decentralized label ran at both {} and {} workers", small, large);
+    return o;
+  }
+  const auto centralized = std::find_if(a.labels.begin(), a.labels.end(), [&](const std::string& label) {
+    const GroupStats* s = find_group(a.groups, label, small);
+    const GroupStats* l = find_group(a.groups, label, large);
+    return s != nullptr && l != nullptr && s->centralized();
+  });
+  if (centralized != a.labels.end()) {
+    note_spread(*find_group(a.groups, *centralized, small));
+    note_spread(*find_group(a.groups, *centralized, large));
+  }
+  const double threshold_pp = std::max(kMaterialPp, 2.0 * seed_spread_pp);
+  const double accuracy_change_pp = 100.0 * (spread(large_accuracy).mean - spread(small_accuracy).mean);
+  const double efficiency_change = spread(large_efficiency).mean - spread(small_efficiency).mean;
+  const bool accuracy_falls = accuracy_change_pp < -threshold_pp;
+  const bool efficiency_falls = efficiency_change <= -kMaterialEfficiency;
+  o.evidence =
+      fmt::format("{} -> {} workers, labels {}: decentralized accuracy {:.2f}% -> {:.2f}% ({:+.2f} pp)",
+                  small, large, fmt::join(labels, ", "), 100.0 * spread(small_accuracy).mean,
+                  100.0 * spread(large_accuracy).mean, accuracy_change_pp);
+  bool gap_widens = false;
+  if (centralized != a.labels.end()) {
+    const double small_gap_pp = 100.0 * (find_group(a.groups, *centralized, small)->final_accuracy.mean -
+                                         spread(small_accuracy).mean);
+    const double large_gap_pp = 100.0 * (find_group(a.groups, *centralized, large)->final_accuracy.mean -
+                                         spread(large_accuracy).mean);
+    gap_widens = large_gap_pp - small_gap_pp > threshold_pp;
+    o.evidence += fmt::format("; gap to {} {:.2f} pp -> {:.2f} pp", *centralized, small_gap_pp, large_gap_pp);
+  } else {
+    o.evidence += "; no centralized label at both scales (gap not measured)";
+  }
+  o.evidence += fmt::format("; threshold {:.2f} pp (largest seed standard deviation {:.2f} pp)", threshold_pp,
+                            seed_spread_pp);
+  o.evidence += fmt::format("; mean scaling efficiency {:.3f} -> {:.3f}", spread(small_efficiency).mean,
+                            spread(large_efficiency).mean);
+  const std::vector<const SummaryRow*> decentralized = [&] {
+    std::vector<const SummaryRow*> out;
+    for (const auto& run : a.runs) {
+      if (!run.centralized() && !run.adaptive()) {
+        out.push_back(&run);
+      }
+    }
+    return out;
+  }();
+  const Correlation trend =
+      spearman(column_of(decentralized, [](const SummaryRow& r) { return static_cast<double>(r.workers); }),
+               member_of(decentralized, &SummaryRow::final_test_accuracy));
+  o.evidence += fmt::format("; decentralized accuracy against workers: {}", format_correlation(trend, "rho"));
+  if ((accuracy_falls || gap_widens) && efficiency_falls) {
+    o.verdict = Verdict::holds;
+  } else if (!accuracy_falls && !gap_widens && !efficiency_falls && threshold_pp == kMaterialPp) {
+    o.verdict = Verdict::does_not_hold;
+  }
+  return o;
+}
+
+Observation correlation_observation(const SweepAnalysis& a, std::string claim, std::string_view quantity,
+                                    bool expect_positive, AccuracyCorrelation ScaleAnalysis::*member) {
+  Observation o;
+  o.claim = std::move(claim);
+  o.rule = fmt::format(
+      "At the largest scale: holds if Spearman's rho between final accuracy and {0} is {1} with p < {2:g}; "
+      "does "
+      "not hold if rho has the other sign with p < {2:g}, or if p >= {2:g} with at least {3} runs; otherwise "
+      "inconclusive",
+      quantity, expect_positive ? "positive" : "negative", kSignificance, kEnoughRuns);
+  std::vector<std::string> parts;
+  for (auto it = a.per_scale.rbegin(); it != a.per_scale.rend(); ++it) {
+    const AccuracyCorrelation& c = (*it).*member;
+    parts.push_back(fmt::format("{} workers: {}, Pearson on {} {}", it->workers,
+                                format_correlation(c.spearman, "rho"), c.pearson_on,
+                                format_correlation(c.pearson, "r")));
+  }
+  o.evidence = fmt::format("{}", fmt::join(parts, "; "));
+  if (!a.per_scale.empty()) {
+    o.verdict = correlation_verdict((a.per_scale.back().*member).spearman, expect_positive);
+  }
+  return o;
+}
+
+AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
+  AdaComparison c;
+  c.label = ada.label;
+  c.workers = ada.workers;
+  c.accuracy = ada.final_accuracy.mean;
+  c.iterations_to_target = ada.iterations_to_target.mean;
+  c.simulated_time_to_target_s = ada.simulated_time_to_target_s.mean;
+  const GroupStats* centralized = nullptr;
+  const GroupStats* best_static = nullptr;
+  const GroupStats* fastest_static = nullptr;
+  for (const auto& g : a.groups) {
+    if (g.workers != ada.workers) {
+      continue;
+    }
+    if (g.centralized() && centralized == nullptr) {
+      centralized = &g;
+    }
+    if (static_decentralized(g)) {
+      if (best_static == nullptr || g.final_accuracy.mean > best_static->final_accuracy.mean) {
+        best_static = &g;
+      }
+      if (std::isfinite(g.iterations_to_target.mean) &&
+          (fastest_static == nullptr ||
+           g.iterations_to_target.mean < fastest_static->iterations_to_target.mean)) {
+        fastest_static = &g;
+      }
+    }
+  }
+  if (centralized != nullptr) {
+    c.vs_centralized_pp = 100.0 * (ada.final_accuracy.mean - centralized->final_accuracy.mean);
+    c.centralized_iterations_to_target = centralized->iterations_to_target.mean;
+    c.centralized_simulated_time_to_target_s = centralized->simulated_time_to_target_s.mean;
+    if (centralized->bytes_per_gpu.mean > 0.0) {
+      c.bytes_per_gpu_vs_centralized = ada.bytes_per_gpu.mean / centralized->bytes_per_gpu.mean;
+    }
+  }
+  if (best_static != nullptr) {
+    c.best_static_label = best_static->label;
+    c.vs_best_static_pp = 100.0 * (ada.final_accuracy.mean - best_static->final_accuracy.mean);
+  }
+  if (fastest_static != nullptr) {
+    c.fastest_static_label = fastest_static->label;
+    c.best_static_iterations_to_target = fastest_static->iterations_to_target.mean;
+  }
+  return c;
+}
+
+}  // namespace
+
+SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
+  SweepAnalysis a;
+  for (const auto& run : rows) {
+    if (run.done()) {
+      ++a.done;
+      a.runs.push_back(run);
+    } else if (run.status == "failed") {
+      ++a.failed;
+    } else {
+      ++a.pending;
+    }
+  }
+  if (a.runs.empty()) {
+    throw AnalysisError(
+        fmt::format("no run is done yet ({} pending, {} failed): nothing to analyze", a.pending, a.failed));
+  }
+  std::set<int> scales;
+  std::vector<std::string> centralized, middle, adaptive;
+  for (const auto& run : a.runs) {
+    scales.insert(run.workers);
+    auto& bucket = run.centralized() ? centralized : run.adaptive() ? adaptive : middle;
+    if (std::find(bucket.begin(), bucket.end(), run.label) == bucket.end()) {
+      bucket.push_back(run.label);
+    }
+  }
+  a.scales.assign(scales.begin(), scales.end());
+  for (auto* bucket : {&centralized, &middle, &adaptive}) {
+    for (const auto& label : *bucket) {
+      if (std::find(a.labels.begin(), a.labels.end(), label) == a.labels.end()) {
+        a.labels.push_back(label);
+      }
+    }
+  }
+  for (int workers : a.scales) {
+    for (const auto& label : a.labels) {
+      std::vector<const SummaryRow*> members;
+      for (const auto& run : a.runs) {
+        if (run.workers == workers && run.label == label) {
+          members.push_back(&run);
+        }
+      }
+      if (!members.empty()) {
+        a.groups.push_back(group_stats(members));
+      }
+    }
+    a.per_scale.push_back(analyze_scale(a.runs, workers));
+  }
+  a.observations[0] = scalability_observation(a);
+  a.observations[1] = correlation_observation(
+      a, "Accuracy is correlated with the number of connections in the communication graph", "edges", true,
+      &ScaleAnalysis::edges);
+  a.observations[2] = correlation_observation(
+      a, "Accuracy is very sensitive to the variance of parameter tensors across replicas",
+      "norm_variance_mean (higher variance, lower accuracy)", false, &ScaleAnalysis::norm_variance_mean);
+  for (const auto& g : a.groups) {
+    if (g.adaptive()) {
+      a.ada.push_back(compare_ada(a, g));
+    }
+  }
+  return a;
+}
+
+}  // namespace dbench::analysis

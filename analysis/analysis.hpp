@@ -1,0 +1,127 @@
+// The study's analysis of a sweep's summary.csv: per-scale tables, correlations of accuracy with connectivity
+// and parameter variance, and verdicts on the study's three observations. Plain values; no Torch, no Eigen.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/statistics.hpp"
+#include "results/summary_csv.hpp"
+
+namespace dbench::analysis {
+
+/// A sweep that cannot be analyzed (no run is done yet); the message says why.
+class AnalysisError : public std::runtime_error {
+ public:
+  /// Wraps a complete, user-facing message.
+  explicit AnalysisError(const std::string& message) : std::runtime_error(message) {}
+};
+
+/// The runs of one label at one scale, averaged over seeds.
+struct GroupStats {
+  std::string label;
+  std::string algorithm;
+  std::string graph;
+  int workers = 0;
+  std::size_t runs = 0;            ///< done runs (seeds) in the group
+  std::size_t reached_target = 0;  ///< runs whose accuracy reached target_accuracy
+  double target_accuracy = kUndefined;
+  Spread final_accuracy;
+  Spread best_accuracy;
+  Spread iterations_to_target;  ///< over the runs that reached the target
+  Spread simulated_time_to_target_s;
+  Spread bytes_per_gpu;
+  Spread bytes_per_gpu_per_iteration;
+  Spread edges;
+  Spread spectral_gap;
+  Spread norm_variance_mean;
+  Spread norm_variance_final;
+  Spread consensus_distance_mean;
+  Spread samples_per_second;
+  Spread scaling_efficiency;
+  Spread seconds_per_iteration;
+
+  /// Whether the group all-reduces gradients.
+  bool centralized() const { return algorithm == "centralized"; }
+  /// Whether the group runs Ada.
+  bool adaptive() const { return graph == "ada"; }
+};
+
+/// Correlations of final test accuracy with one quantity over the done runs of one scale.
+struct AccuracyCorrelation {
+  std::string quantity;    ///< the summary.csv column, e.g. "edges"
+  std::string pearson_on;  ///< what Pearson's r was computed on, e.g. "log10(edges)"
+  Correlation pearson;
+  Correlation spearman;
+};
+
+/// The study's correlations at one scale (one value of workers).
+struct ScaleAnalysis {
+  int workers = 0;
+  std::size_t runs = 0;       ///< done runs at this scale
+  AccuracyCorrelation edges;  ///< Pearson on log10(edges): edge counts span orders of magnitude
+  AccuracyCorrelation norm_variance_mean;
+  AccuracyCorrelation norm_variance_final;
+  AccuracyCorrelation spectral_gap;
+  LineFit accuracy_vs_log10_edges;         ///< final accuracy = intercept + slope * log10(edges)
+  LineFit accuracy_vs_norm_variance_mean;  ///< final accuracy = intercept + slope * norm_variance_mean
+};
+
+/// Verdict of a stated rule applied to a sweep's numbers.
+enum class Verdict { holds, does_not_hold, inconclusive };
+
+/// "holds", "does not hold" or "inconclusive here".
+std::string_view verdict_name(Verdict verdict);
+
+/// One of the study's observations checked against a sweep.
+struct Observation {
+  std::string claim;  ///< the observation, as the study states it
+  std::string rule;   ///< how the verdict is decided from the numbers
+  Verdict verdict = Verdict::inconclusive;
+  std::string evidence;  ///< the numbers the verdict rests on
+};
+
+/// Ada against centralized training and the static graphs at one scale.
+struct AdaComparison {
+  std::string label;  ///< the Ada group's label
+  int workers = 0;
+  double accuracy = kUndefined;              ///< Ada's mean final accuracy
+  double vs_centralized_pp = kUndefined;     ///< Ada minus centralized, percentage points
+  std::string best_static_label;             ///< the most accurate static (non-Ada) decentralized group
+  double vs_best_static_pp = kUndefined;     ///< Ada minus that group, percentage points
+  double iterations_to_target = kUndefined;  ///< Ada's mean over seeds that reached the target
+  double centralized_iterations_to_target = kUndefined;
+  double best_static_iterations_to_target = kUndefined;  ///< fewest among static decentralized groups
+  std::string fastest_static_label;                      ///< the group with those fewest iterations
+  double bytes_per_gpu_vs_centralized = kUndefined;      ///< ratio of total bytes sent per GPU
+  double simulated_time_to_target_s = kUndefined;
+  double centralized_simulated_time_to_target_s = kUndefined;
+  /// Whether Ada's accuracy is within 1 percentage point of centralized training's (or above it).
+  bool matches_centralized() const { return vs_centralized_pp > -1.0; }
+};
+
+/// Everything the sweep report states, computed from summary.csv alone.
+struct SweepAnalysis {
+  std::size_t done = 0;
+  std::size_t failed = 0;
+  std::size_t pending = 0;
+  std::vector<results::SummaryRow> runs;  ///< the done runs
+  std::vector<int> scales;                ///< distinct workers values, ascending
+  std::vector<std::string> labels;  ///< centralized labels first, Ada last, the rest in order of appearance
+  std::vector<GroupStats> groups;   ///< by scale, then in the order of `labels`
+  std::vector<ScaleAnalysis> per_scale;  ///< one per scale, ascending
+  std::array<Observation, 3> observations;
+  std::vector<AdaComparison> ada;  ///< one per Ada label and scale (NaN where a comparison group is missing)
+};
+
+/// Analyzes the rows of a summary.csv. Throws AnalysisError when no run is done.
+SweepAnalysis analyze_sweep(const std::vector<results::SummaryRow>& rows);
+
+/// The done runs among `runs` at `workers` (all scales when workers is 0).
+std::vector<const results::SummaryRow*> runs_at(const std::vector<results::SummaryRow>& runs, int workers);
+
+}  // namespace dbench::analysis

@@ -1,0 +1,157 @@
+// The report's plots drawn by one gnuplot process from generated data files and a generated script, then
+// made fit to inline in an HTML page.
+#include "report/report_plots.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <system_error>
+
+#include "report/gnuplot.hpp"
+#include "report/report.hpp"
+#include "report/report_document.hpp"
+
+namespace dbench::report {
+namespace fs = std::filesystem;
+namespace {
+
+// Values below this fraction of a plot's largest are rounding noise (e.g. the norm variance of replicas that
+// stay identical under all-reduce), which would stretch a log axis over 30 decades.
+constexpr double kLogFloor = 1e-12;
+
+// A gnuplot SVG file as an element of an HTML page: no XML prologue, ids made unique per plot (every
+// gnuplot SVG defines the same point symbols), class="plot" for the render check, the plot's title.
+std::string inline_svg(const std::string& svg, std::size_t index, const std::string& title) {
+  const auto start = svg.find("<svg");
+  if (start == std::string::npos) {
+    throw ReportError("gnuplot wrote an SVG file without an <svg> element");
+  }
+  std::string out = svg.substr(start);
+  const std::string prefix = fmt::format("p{}-", index);
+  for (const std::string_view pattern : {"id=\"", "id='", "href=\"#", "href='#", "url(#"}) {
+    for (auto at = out.find(pattern); at != std::string::npos; at = out.find(pattern, at + pattern.size())) {
+      out.insert(at + pattern.size(), prefix);
+    }
+  }
+  out.replace(0, 4, fmt::format("<svg class=\"plot\" role=\"img\" aria-label=\"{}\"", html_escape(title)));
+  if (const auto t = out.find("<title>Gnuplot</title>"); t != std::string::npos) {
+    out.replace(t, 22, fmt::format("<title>{}</title>", html_escape(title)));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<double, double>> zip(const std::vector<double>& x, const std::vector<double>& y,
+                                           double y_scale) {
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    points.emplace_back(x[i], y[i] * y_scale);
+  }
+  return points;
+}
+
+void drop_rounding_noise(std::vector<Series>& series) {
+  double largest = 0.0;
+  for (const auto& s : series) {
+    for (const auto& p : s.points) {
+      if (std::isfinite(p.second)) {
+        largest = std::max(largest, p.second);
+      }
+    }
+  }
+  for (auto& s : series) {
+    std::erase_if(s.points, [&](const auto& p) { return !(p.second > largest * kLogFloor); });
+  }
+}
+
+bool Plots::add(PlotSpec spec) {
+  for (auto& s : spec.series) {
+    std::erase_if(s.points, [&](const auto& p) {
+      return !std::isfinite(p.first) || !std::isfinite(p.second) || (spec.log_x && p.first <= 0.0) ||
+             (spec.log_y && p.second <= 0.0);
+    });
+  }
+  std::erase_if(spec.series, [](const Series& s) { return s.points.empty(); });
+  if (spec.series.empty()) {
+    return false;
+  }
+  specs_.push_back(std::move(spec));
+  return true;
+}
+
+bool Plots::has(std::string_view name) const {
+  return std::any_of(specs_.begin(), specs_.end(), [&](const PlotSpec& s) { return s.name == name; });
+}
+
+std::map<std::string, std::string> Plots::render(const fs::path& work, const fs::path& plots_dir) const {
+  std::map<std::string, std::string> svgs;
+  if (specs_.empty()) {
+    return svgs;
+  }
+  std::string script;
+  for (const auto& spec : specs_) {
+    const fs::path data = work / (spec.name + ".dat");
+    std::string rows;
+    for (const auto& s : spec.series) {
+      for (const auto& [x, y] : s.points) {
+        rows += fmt::format("{:.17g} {:.17g}\n", x, y);
+      }
+      rows += "\n\n";  // two blank lines end a gnuplot data block (`index`)
+    }
+    write_text(data, rows);
+    script += fmt::format(
+        "reset\nset terminal svg size 760,460 dynamic font 'sans,11' background rgb 'white'\n"
+        "set termoption noenhanced\nset output {}\nset title {}\nset xlabel {}\nset ylabel {}\n"
+        "set grid\nset key below\nset offsets 0, 0, graph 0.05, graph 0.05\n",
+        gnuplot_string((plots_dir / (spec.name + ".svg")).string()), gnuplot_label(spec.title),
+        gnuplot_label(spec.xlabel), gnuplot_label(spec.ylabel));
+    if (spec.log_x) {
+      script += "set logscale x\n";
+    }
+    if (spec.log_y) {
+      script += "set logscale y\nset format y '%.0e'\n";
+    }
+    if (spec.xrange.first < spec.xrange.second) {
+      script += fmt::format("set xrange [{:.17g}:{:.17g}]\n", spec.xrange.first, spec.xrange.second);
+    }
+    if (!spec.xtics.empty()) {
+      script += fmt::format("set xtics ({})\n", fmt::join(spec.xtics, ", "));
+    }
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < spec.series.size(); ++i) {
+      const Series& s = spec.series[i];
+      std::string style = fmt::format("with {} lw 2", s.style);
+      if (s.style != "lines") {
+        style += " pt 7 ps 0.7";
+      }
+      if (s.dashed) {
+        style += " dt 2";
+      }
+      parts.push_back(fmt::format("{} index {} using 1:2 {} lc rgb {} title {}",
+                                  gnuplot_string(data.string()), i, style, gnuplot_string(s.color),
+                                  gnuplot_label(s.title)));
+    }
+    script += fmt::format("plot {}\nunset output\n", fmt::join(parts, ", \\\n     "));
+  }
+  const fs::path script_path = work / "plots.gp";
+  write_text(script_path, script);
+  try {
+    run_gnuplot(script_path, work / "gnuplot.log");
+  } catch (const GnuplotError& e) {
+    throw ReportError(e.what());
+  }
+  for (std::size_t i = 0; i < specs_.size(); ++i) {
+    const fs::path svg = plots_dir / (specs_[i].name + ".svg");
+    std::error_code ec;
+    if (!fs::exists(svg, ec) || fs::file_size(svg, ec) == 0) {
+      throw ReportError(
+          fmt::format("gnuplot did not write {} (script {})", svg.string(), script_path.string()));
+    }
+    svgs[specs_[i].name] = inline_svg(read_text(svg), i, specs_[i].title);
+  }
+  return svgs;
+}
+
+}  // namespace dbench::report

@@ -1,0 +1,71 @@
+// The report's plots: specs collected while the document is built, drawn at the end by one gnuplot process
+// into SVG files. Internal to the report.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dbench::report {
+
+/// One line or set of points in a plot.
+struct Series {
+  std::string title;
+  std::vector<std::pair<double, double>> points;
+  std::string style = "linespoints";  // gnuplot's `with`
+  std::string color;                  // "#rrggbb"
+  bool dashed = false;
+};
+
+/// A plot: its file name, labels, axes and series.
+struct PlotSpec {
+  std::string name;  // file stem under plots/
+  std::string title;
+  std::string xlabel;
+  std::string ylabel;
+  bool log_x = false;
+  bool log_y = false;
+  std::vector<Series> series{};
+  std::vector<double> xtics{};                 // where x tics go; empty: gnuplot's choice
+  std::pair<double, double> xrange{0.0, 0.0};  // empty (lo >= hi): gnuplot's autoscale
+};
+
+/// Colour-blind-safe colours (Okabe-Ito first), one per label in the order the report lists labels.
+inline constexpr std::array<std::string_view, 12> kPalette = {"#000000", "#E69F00", "#56B4E9", "#009E73",
+                                                              "#D55E00", "#0072B2", "#CC79A7", "#999999",
+                                                              "#882255", "#44AA99", "#117733", "#AA4499"};
+
+/// The points (x[i], y[i] * y_scale) for every i that both have.
+std::vector<std::pair<double, double>> zip(const std::vector<double>& x, const std::vector<double>& y,
+                                           double y_scale = 1.0);
+
+/// Drops the points that are rounding noise next to the largest value of `series`, for a log axis.
+void drop_rounding_noise(std::vector<Series>& series);
+
+/// The plots of one report, in the order they were added.
+class Plots {
+ public:
+  /// Adds a plot after dropping the points it cannot draw (non-finite, or not positive on a log axis) and the
+  /// series left empty; returns false (and adds nothing) when no point is left.
+  bool add(PlotSpec spec);
+
+  /// Whether a plot named `name` was added.
+  bool has(std::string_view name) const;
+
+  /// The plots added, in order.
+  const std::vector<PlotSpec>& specs() const { return specs_; }
+
+  /// Draws every plot into `plots_dir` with gnuplot (data and script in `work`); returns each plot's SVG
+  /// text. Throws ReportError when gnuplot is missing or fails.
+  std::map<std::string, std::string> render(const std::filesystem::path& work,
+                                            const std::filesystem::path& plots_dir) const;
+
+ private:
+  std::vector<PlotSpec> specs_;
+};
+
+}  // namespace dbench::report

@@ -1,0 +1,67 @@
+// A sweep's summary.csv read into typed rows, one per run (the columns every summary.csv starts with are the
+// sweep's contract).
+#pragma once
+
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "results/csv.hpp"
+
+namespace dbench::results {
+
+/// Quiet NaN, the value of a number that a summary.csv row leaves empty.
+inline constexpr double kEmpty = std::numeric_limits<double>::quiet_NaN();
+
+/// One row of a sweep's summary.csv. Numbers are NaN where the field is empty (e.g. a pending run, or a
+/// target that was never reached).
+struct SummaryRow {
+  std::string run;        ///< folder name under runs/
+  std::string status;     ///< done | failed | pending
+  std::string label;      ///< the group a run belongs to, e.g. "ring" or "ada"; seeds are averaged per label
+  std::string algorithm;  ///< centralized | dpsgd
+  std::string graph;      ///< graph kind or policy
+  int workers = 0;
+  double seed = kEmpty;
+  double final_test_accuracy = kEmpty;
+  double best_test_accuracy = kEmpty;
+  double final_test_loss = kEmpty;
+  double iterations = kEmpty;
+  double edges = kEmpty;  ///< mean undirected edges of the graphs used (centralized: complete graph)
+  double mean_degree = kEmpty;
+  double spectral_gap = kEmpty;
+  double norm_variance_mean = kEmpty;  ///< cross-replica variance of tensor norms, mean over evaluations
+  double norm_variance_final = kEmpty;
+  double consensus_distance_mean = kEmpty;
+  double consensus_distance_final = kEmpty;
+  double target_accuracy = kEmpty;
+  double iterations_to_target = kEmpty;
+  double simulated_time_to_target_s = kEmpty;
+  double seconds_per_iteration = kEmpty;
+  double samples_per_second = kEmpty;
+  double scaling_efficiency = kEmpty;
+  double bytes_per_gpu_per_iteration = kEmpty;
+  double bytes_per_gpu = kEmpty;
+  double simulated_seconds = kEmpty;
+  double wall_seconds = kEmpty;
+  std::vector<std::pair<std::string, std::string>> axes;  ///< the grid axes' columns after the contract's
+
+  /// Whether the run finished (only done runs carry numbers).
+  bool done() const { return status == "done"; }
+  /// Whether the run all-reduces gradients instead of gossiping.
+  bool centralized() const { return algorithm == "centralized"; }
+  /// Whether the run used Ada, the adaptive graph policy.
+  bool adaptive() const { return graph == "ada"; }
+};
+
+/// The columns every summary.csv starts with, in order (the sweep's contract).
+std::span<const std::string_view> required_summary_columns();
+
+/// Parses a sweep's summary.csv. Throws CsvError naming `source` and a missing column, an unknown
+/// status or a field that is not a number.
+std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_view source);
+
+}  // namespace dbench::results

@@ -1,0 +1,331 @@
+// Statistics checked against closed forms and hand-computed values; the study's verdicts on synthetic sweeps
+// whose answer is known by construction.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.hpp"
+
+namespace {
+
+using namespace dbench::analysis;
+using namespace dbench::results;
+
+std::string header() {
+  std::string line;
+  for (std::string_view column : required_summary_columns()) {
+    line += line.empty() ? "" : ",";
+    line += column;
+  }
+  return line + ",lr\n";
+}
+
+struct Row {
+  std::string label;
+  std::string algorithm = "dpsgd";
+  std::string graph;
+  int workers = 16;
+  int seed = 1;
+  double accuracy = 0.0;
+  double edges = 0.0;
+  double norm_variance = 0.0;
+  double efficiency = 1.0;
+  double iterations_to_target = 100.0;
+  double bytes_per_gpu = 1e9;
+  std::string status = "done";
+};
+
+std::string csv_row(const Row& r) {
+  const std::string id = fmt::format("{}-w{}-s{}", r.label, r.workers, r.seed);
+  const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string(); };
+  if (r.status != "done") {
+    return fmt::format("{},{},{},{},{},{},{},,,,,,,,,,,,,,,,,,,,,,0.1\n", id, r.status, r.label, r.algorithm,
+                       r.graph, r.workers, r.seed);
+  }
+  // run,status,label,algorithm,graph,workers,seed,final,best,loss,iterations,edges,mean_degree,spectral_gap,
+  // nv_mean,nv_final,cd_mean,cd_final,target,it_to_target,time_to_target,s_per_it,samples_s,efficiency,
+  // bytes_per_it,bytes,simulated_s,wall_s, lr
+  return fmt::format(
+      "{},done,\"{}\",{},{},{},{},{},{},0.5,200,{},{},0.5,{},{},0.1,0.1,0.8,{},{},0.01,{},{},{},{},2.0,1.0,0."
+      "1\n",
+      id, r.label, r.algorithm, r.graph, r.workers, r.seed, r.accuracy, r.accuracy, r.edges,
+      2.0 * r.edges / r.workers, r.norm_variance, r.norm_variance, number(r.iterations_to_target),
+      number(r.iterations_to_target * 0.01), 1000.0 * r.workers * r.efficiency, r.efficiency,
+      r.bytes_per_gpu / 200.0, r.bytes_per_gpu);
+}
+
+// Four labels at two scales, three seeds each: accuracy rises with edges and falls with norm variance, the
+// decentralized graphs lose accuracy at the larger scale and scaling efficiency falls.
+std::string study_like_sweep() {
+  std::string csv = header();
+  struct Label {
+    std::string name, algorithm, graph;
+    double accuracy16, accuracy64, norm_variance, efficiency16, efficiency64, bytes;
+  };
+  const std::vector<Label> labels = {
+      {"centralized", "centralized", "allreduce", 0.90, 0.88, 0.0, 0.95, 0.80, 4e9},
+      {"ring", "dpsgd", "ring", 0.85, 0.78, 0.05, 0.97, 0.90, 1e9},
+      {"exponential", "dpsgd", "exponential", 0.88, 0.84, 0.01, 0.96, 0.85, 2e9},
+      {"ada", "dpsgd", "ada", 0.89, 0.875, 0.005, 0.96, 0.84, 2.5e9},
+  };
+  for (const int workers : {16, 64}) {
+    const double n = workers;
+    for (const auto& l : labels) {
+      for (int seed = 1; seed <= 3; ++seed) {
+        Row r;
+        r.label = l.name;
+        r.algorithm = l.algorithm;
+        r.graph = l.graph;
+        r.workers = workers;
+        r.seed = seed;
+        r.accuracy = (workers == 16 ? l.accuracy16 : l.accuracy64) + 0.001 * (seed - 2);
+        r.edges = l.graph == "ring"          ? n
+                  : l.graph == "exponential" ? n * std::log2(n)
+                  : l.graph == "ada"         ? 2.0 * n * std::log2(n)
+                                             : n * (n - 1) / 2;
+        r.norm_variance = l.norm_variance * (1.0 + 0.01 * seed);
+        r.efficiency = workers == 16 ? l.efficiency16 : l.efficiency64;
+        r.iterations_to_target = l.graph == "ring" ? 150 : l.graph == "exponential" ? 120 : 100;
+        r.bytes_per_gpu = l.bytes;
+        csv += csv_row(r);
+      }
+    }
+  }
+  Row pending;
+  pending.label = "torus";
+  pending.graph = "torus";
+  pending.status = "pending";
+  csv += csv_row(pending);
+  return csv;
+}
+
+}  // namespace
+
+TEST_CASE("analysis::statistics: Student's t p-values match closed forms and a table value") {
+  // df = 1 is the Cauchy distribution: P(|T| >= t) = 1 - 2 atan(t) / pi.
+  for (const double t : {0.1, 1.0, 3.0, 12.7}) {
+    CAPTURE(t);
+    CHECK(student_t_two_sided_p(t, 1.0) ==
+          doctest::Approx(1.0 - 2.0 * std::atan(t) / std::numbers::pi).epsilon(1e-10));
+    CHECK(student_t_two_sided_p(-t, 1.0) == doctest::Approx(student_t_two_sided_p(t, 1.0)).epsilon(1e-12));
+  }
+  // df = 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2).
+  for (const double t : {0.5, 2.0, 4.303, 40.0}) {
+    CAPTURE(t);
+    CHECK(student_t_two_sided_p(t, 2.0) == doctest::Approx(1.0 - t / std::sqrt(2.0 + t * t)).epsilon(1e-10));
+  }
+  // Tables: t_{0.975, 10} = 2.228 and t_{0.995, 30} = 2.750.
+  CHECK(student_t_two_sided_p(2.228, 10.0) == doctest::Approx(0.05).epsilon(0.002));
+  CHECK(student_t_two_sided_p(2.750, 30.0) == doctest::Approx(0.01).epsilon(0.003));
+  CHECK(student_t_two_sided_p(0.0, 7.0) == doctest::Approx(1.0));
+  CHECK(student_t_two_sided_p(INFINITY, 7.0) == 0.0);
+  CHECK(std::isnan(student_t_two_sided_p(1.0, 0.0)));
+}
+
+TEST_CASE("analysis::statistics: the regularized incomplete beta matches its closed forms") {
+  for (const double x : {0.0, 0.05, 0.3, 0.5, 0.77, 0.999, 1.0}) {
+    CAPTURE(x);
+    CHECK(regularized_incomplete_beta(1.0, 1.0, x) == doctest::Approx(x));
+    CHECK(regularized_incomplete_beta(3.0, 1.0, x) == doctest::Approx(std::pow(x, 3.0)));
+    CHECK(regularized_incomplete_beta(1.0, 2.5, x) == doctest::Approx(1.0 - std::pow(1.0 - x, 2.5)));
+    // I_x(a, b) = 1 - I_{1-x}(b, a).
+    CHECK(regularized_incomplete_beta(2.5, 7.0, x) ==
+          doctest::Approx(1.0 - regularized_incomplete_beta(7.0, 2.5, 1.0 - x)).epsilon(1e-12));
+  }
+  CHECK(std::isnan(regularized_incomplete_beta(0.0, 1.0, 0.5)));
+  CHECK(std::isnan(regularized_incomplete_beta(1.0, 1.0, 1.5)));
+}
+
+TEST_CASE("analysis::statistics: Pearson, Spearman and the line fit on hand-computed data") {
+  const std::vector<double> x = {1, 2, 3, 4, 5};
+  const std::vector<double> y = {2, 4, 5, 4, 5};
+  // sxy = 6, sxx = 10, syy = 6: r = 6 / sqrt(60), slope 0.6, intercept 4 - 0.6 * 3.
+  const Correlation r = pearson(x, y);
+  CHECK(r.coefficient == doctest::Approx(std::sqrt(0.6)));
+  CHECK(r.n == 5);
+  const double t = std::sqrt(0.6) * std::sqrt(3.0 / 0.4);
+  CHECK(r.p_value == doctest::Approx(student_t_two_sided_p(t, 3.0)));
+  const LineFit fit = fit_line(x, y);
+  CHECK(fit.slope == doctest::Approx(0.6));
+  CHECK(fit.intercept == doctest::Approx(2.2));
+  CHECK(fit.r_squared == doctest::Approx(0.6));
+
+  // Perfectly monotone but not linear: rho = 1 and p = 0, r below 1.
+  const std::vector<double> cubes = {1, 8, 27, 64, 125};
+  CHECK(spearman(x, cubes).coefficient == doctest::Approx(1.0));
+  CHECK(spearman(x, cubes).p_value == 0.0);
+  CHECK(pearson(x, cubes).coefficient < 0.99);
+  const std::vector<double> falling = {10, 9, 8, 7, 6};
+  CHECK(pearson(x, falling).coefficient == doctest::Approx(-1.0));
+  CHECK(pearson(x, falling).p_value == 0.0);
+
+  // Ties: x ranks 1, 2.5, 2.5, 4 and y ranks 1, 3, 2, 4 give rho = 4.5 / sqrt(4.5 * 5) = 3 / sqrt(10);
+  // t = sqrt(18) with 2 degrees of freedom, so p = 1 - sqrt(18) / sqrt(20).
+  const std::vector<double> tied_x = {1, 2, 2, 3};
+  const std::vector<double> tied_y = {10, 30, 20, 40};
+  CHECK(average_ranks(tied_x) == std::vector<double>{1.0, 2.5, 2.5, 4.0});
+  const Correlation rho = spearman(tied_x, tied_y);
+  CHECK(rho.coefficient == doctest::Approx(3.0 / std::sqrt(10.0)));
+  CHECK(rho.p_value == doctest::Approx(1.0 - std::sqrt(18.0 / 20.0)));
+  CHECK(average_ranks(std::vector<double>{5, 5, 5}) == std::vector<double>{2.0, 2.0, 2.0});
+}
+
+TEST_CASE("analysis::statistics: degenerate inputs give NaN and a reason, never a crash") {
+  const std::vector<double> two = {1, 2};
+  const Correlation short_pair = pearson(two, two);
+  CHECK(std::isnan(short_pair.coefficient));
+  CHECK(std::isnan(short_pair.p_value));
+  CHECK(short_pair.reason.find("at least 3") != std::string::npos);
+  const std::vector<double> flat = {3, 3, 3, 3};
+  const std::vector<double> rising = {1, 2, 3, 4};
+  CHECK(pearson(flat, rising).reason.find("constant") != std::string::npos);
+  CHECK(!spearman(rising, flat).defined());
+  CHECK(!fit_line(flat, rising).defined());
+  CHECK(!pearson(std::vector<double>{}, std::vector<double>{}).defined());
+  // Non-finite pairs are left out: three finite pairs remain.
+  const std::vector<double> x = {1, NAN, 2, 3, INFINITY};
+  const std::vector<double> y = {1, 5, 2, 3, 4};
+  CHECK(pearson(x, y).n == 3);
+  CHECK(pearson(x, y).coefficient == doctest::Approx(1.0));
+  const Spread s = spread(std::vector<double>{1, 2, 3, NAN});
+  CHECK(s.n == 3);
+  CHECK(s.mean == doctest::Approx(2.0));
+  CHECK(s.stddev == doctest::Approx(1.0));
+  CHECK(std::isnan(spread(std::vector<double>{4}).stddev));
+}
+
+TEST_CASE("analysis::analysis: summary.csv rows, their grid axes and the errors that name a column") {
+  const auto runs = parse_summary_csv(study_like_sweep(), "summary.csv");
+  REQUIRE(runs.size() == 25);
+  CHECK(runs.front().label == "centralized");
+  CHECK(runs.front().workers == 16);
+  CHECK(runs.front().final_test_accuracy == doctest::Approx(0.899));
+  REQUIRE(runs.front().axes.size() == 1);
+  CHECK(runs.front().axes[0] == std::pair<std::string, std::string>{"lr", "0.1"});
+  CHECK(!runs.back().done());
+  CHECK(std::isnan(runs.back().final_test_accuracy));
+
+  std::string missing = study_like_sweep();
+  missing.replace(missing.find(",edges,"), 7, ",edgez,");
+  CHECK_THROWS_WITH_AS(parse_summary_csv(missing, "summary.csv"), doctest::Contains("'edges'"), CsvError);
+  std::string garbled = study_like_sweep();
+  garbled.replace(garbled.find("0.899"), 5, "0.8x9");
+  CHECK_THROWS_WITH_AS(parse_summary_csv(garbled, "summary.csv"), doctest::Contains("final_test_accuracy"),
+                       CsvError);
+  CHECK_THROWS_WITH_AS(analyze_sweep(parse_summary_csv(header(), "summary.csv")),
+                       doctest::Contains("no run is done"), AnalysisError);
+}
+
+TEST_CASE("analysis::analysis: a sweep built to agree with the study gets three 'holds' and Ada's numbers") {
+  const SweepAnalysis a = analyze_sweep(parse_summary_csv(study_like_sweep(), "summary.csv"));
+  CHECK(a.done == 24);
+  CHECK(a.pending == 1);
+  CHECK(a.scales == std::vector<int>{16, 64});
+  CHECK(a.labels == std::vector<std::string>{"centralized", "ring", "exponential", "ada"});
+  REQUIRE(a.groups.size() == 8);
+  const GroupStats& ring16 = a.groups[1];
+  CHECK(ring16.label == "ring");
+  CHECK(ring16.runs == 3);
+  CHECK(ring16.final_accuracy.mean == doctest::Approx(0.85));
+  CHECK(ring16.final_accuracy.stddev == doctest::Approx(0.001));
+  CHECK(ring16.reached_target == 3);
+
+  REQUIRE(a.per_scale.size() == 2);
+  const ScaleAnalysis& large = a.per_scale.back();
+  CHECK(large.runs == 12);
+  CHECK(large.edges.pearson_on == "log10(edges)");
+  CHECK(large.edges.spearman.coefficient > 0.8);
+  CHECK(large.edges.spearman.p_value < 0.01);
+  CHECK(large.norm_variance_mean.spearman.coefficient < -0.8);
+  CHECK(large.accuracy_vs_log10_edges.slope > 0.0);
+
+  for (const auto& o : a.observations) {
+    CAPTURE(o.claim);
+    CAPTURE(o.evidence);
+    CHECK(o.verdict == Verdict::holds);
+    CHECK(!o.rule.empty());
+  }
+  REQUIRE(a.ada.size() == 2);
+  const AdaComparison& ada = a.ada.back();
+  CHECK(ada.workers == 64);
+  CHECK(ada.vs_centralized_pp == doctest::Approx(-0.5));
+  CHECK(ada.matches_centralized());
+  CHECK(ada.best_static_label == "exponential");
+  CHECK(ada.vs_best_static_pp == doctest::Approx(3.5));
+  CHECK(ada.iterations_to_target == doctest::Approx(100.0));
+  CHECK(ada.best_static_iterations_to_target == doctest::Approx(120.0));
+  CHECK(ada.bytes_per_gpu_vs_centralized == doctest::Approx(2.5 / 4.0));
+}
+
+TEST_CASE("analysis::analysis: contrary and thin evidence give 'does not hold' and 'inconclusive here'") {
+  // One scale, accuracy falling with edges and rising with variance, 24 runs.
+  std::string csv = header();
+  for (int k = 0; k < 24; ++k) {
+    Row r;
+    r.label = fmt::format("g{}", k % 4);
+    r.graph = "ring";
+    r.seed = k / 4;
+    r.edges = 16.0 * (1 + k % 4);
+    r.accuracy = 0.9 - 0.01 * (k % 4) + 0.0001 * k;
+    r.norm_variance = 0.01 * (4 - k % 4);  // falls as accuracy falls
+    csv += csv_row(r);
+  }
+  const SweepAnalysis a = analyze_sweep(parse_summary_csv(csv, "summary.csv"));
+  CHECK(a.observations[0].verdict == Verdict::inconclusive);
+  CHECK(a.observations[0].evidence.find("one scale") != std::string::npos);
+  CHECK(a.observations[1].verdict == Verdict::does_not_hold);
+  CHECK(a.observations[2].verdict == Verdict::does_not_hold);
+  CHECK(a.ada.empty());
+  CHECK(verdict_name(Verdict::inconclusive) == "inconclusive here");
+
+  // Three runs with the same graph: correlations are undefined, so nothing can be decided.
+  std::string flat = header();
+  for (int seed = 1; seed <= 3; ++seed) {
+    Row r;
+    r.label = "ring";
+    r.graph = "ring";
+    r.seed = seed;
+    r.edges = 16;
+    r.accuracy = 0.8 + 0.01 * seed;
+    flat += csv_row(r);
+  }
+
+  // Two scales where nothing changes: with seeds that agree, observation 1 does not hold; with seeds 6 pp
+  // apart, a 1 pp change could not show, so it is inconclusive.
+  const auto unchanged = [](double seed_offset) {
+    std::string rows = header();
+    for (const int workers : {16, 64}) {
+      for (const char* label : {"centralized", "ring"}) {
+        for (int seed = 1; seed <= 2; ++seed) {
+          Row r;
+          r.label = label;
+          r.algorithm = r.label == "centralized" ? "centralized" : "dpsgd";
+          r.graph = r.label == "centralized" ? "allreduce" : "ring";
+          r.workers = workers;
+          r.seed = seed;
+          r.edges = r.label == "centralized" ? workers * (workers - 1) / 2.0 : workers;
+          r.accuracy = 0.8 + (seed == 1 ? -seed_offset : seed_offset);
+          r.efficiency = 0.95;
+          rows += csv_row(r);
+        }
+      }
+    }
+    return analyze_sweep(parse_summary_csv(rows, "summary.csv")).observations[0];
+  };
+  const Observation steady = unchanged(0.001);
+  CAPTURE(steady.evidence);
+  CHECK(steady.verdict == Verdict::does_not_hold);
+  const Observation noisy = unchanged(0.03);
+  CAPTURE(noisy.evidence);
+  CHECK(noisy.verdict == Verdict::inconclusive);
+  CHECK(noisy.evidence.find("threshold 8.49 pp") != std::string::npos);
+
+  const SweepAnalysis thin = analyze_sweep(parse_summary_csv(flat, "summary.csv"));
+  CHECK(thin.observations[1].verdict == Verdict::inconclusive);
+  CHECK(thin.observations[1].evidence.find("constant") != std::string::npos);
+  CHECK(!thin.per_scale[0].accuracy_vs_log10_edges.defined());
+}

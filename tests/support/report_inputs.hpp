@@ -1,0 +1,59 @@
+// Inputs for report tests: summary.csv's header, and text built to run commands if it ever reached gnuplot.
+#pragma once
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "results/summary_csv.hpp"
+
+namespace dbench::testing {
+
+/// summary.csv's header: the contract's columns and one grid axis.
+inline std::string summary_header() {
+  std::string header;
+  for (std::string_view column : results::required_summary_columns()) {
+    header += header.empty() ? "" : ",";
+    header += column;
+  }
+  return header + ",train.workers\n";
+}
+
+/// Text built to run commands if it reached gnuplot's parser as it is: every byte from 1 to 255 (newlines,
+/// quotes, backquotes, `@`, `\` among them) around the payloads of each route into a gnuplot script.
+inline std::string hostile_text(const std::filesystem::path& canary) {
+  const std::string c = canary.string();
+  std::string text = fmt::format(
+      "x\n!touch {0}-shell\n# ' \" `touch {0}-backquote` @x system(\"touch {0}-system\")"
+      "' . system('touch {0}-system2') . '\n",
+      c);
+  for (int b = 1; b < 256; ++b) {
+    text.push_back(static_cast<char>(b));
+  }
+  return text;
+}
+
+/// `text` as one CSV field (quoted; quotes doubled).
+inline std::string csv_field(const std::string& text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  }
+  return out + "\"";
+}
+
+/// The files a gnuplot command would have made from the canary's payloads.
+inline std::vector<std::filesystem::path> canaries_made(const std::filesystem::path& canary) {
+  std::vector<std::filesystem::path> made;
+  for (const auto& entry : std::filesystem::directory_iterator(canary.parent_path())) {
+    if (entry.path().filename().string().starts_with(canary.filename().string())) {
+      made.push_back(entry.path());
+    }
+  }
+  return made;
+}
+
+}  // namespace dbench::testing
