@@ -17,11 +17,7 @@
 #include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
-using dbench::experiments::ConfigError;
-using dbench::experiments::ExperimentConfig;
-using dbench::experiments::load_config;
-using dbench::experiments::load_config_file;
-using dbench::experiments::to_toml;
+using namespace dbench::experiments;
 
 namespace {
 

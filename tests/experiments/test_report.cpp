@@ -23,17 +23,9 @@
 
 namespace {
 
-using dbench::testing::read_file;
-using dbench::testing::write_file;
+using namespace dbench::testing;
 
 namespace fs = std::filesystem;
-using dbench::testing::canaries_made;
-using dbench::testing::CommandResult;
-using dbench::testing::hostile_text;
-using dbench::testing::run_command;
-using dbench::testing::run_dbench;
-using dbench::testing::summary_header;
-using dbench::testing::TempDir;
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());

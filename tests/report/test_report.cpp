@@ -15,12 +15,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using dbench::testing::canaries_made;
-using dbench::testing::csv_field;
-using dbench::testing::hostile_text;
-using dbench::testing::summary_header;
-using dbench::testing::TempDir;
-using dbench::testing::write_file;
+using namespace dbench::testing;
 
 }  // namespace
 

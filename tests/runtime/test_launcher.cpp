@@ -16,12 +16,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using dbench::testing::BackgroundDbench;
-using dbench::testing::entries_starting;
-using dbench::testing::processes_with;
-using dbench::testing::read_file;
-using dbench::testing::TempDir;
-using dbench::testing::wait_until;
+using namespace dbench::testing;
 
 /// `train --local 2` on synthetic data into `out`, long enough to be stopped midway.
 std::vector<std::string> long_train(const fs::path& out) {
