@@ -94,7 +94,10 @@ TEST_CASE("sim::timing: a gossip round on a homogeneous star takes the slowest G
   }
 }
 
-TEST_CASE("sim::timing: the fast path is within 1% of full fidelity for every preset and algorithm") {
+// Cases labelled large-sim sweep 256 to 1008 simulated GPUs. Under the sanitizers they take minutes each
+// while the smaller cases here reach the same code, so .ci/run leaves them out of the sanitizer build's run.
+TEST_CASE("sim::timing: the fast path is within 1% of full fidelity for every preset and algorithm" *
+          doctest::test_suite("large-sim")) {
   const auto profile = resnet50();
   const std::int64_t bytes = profile.parameter_bytes();
   for (const std::string preset : {"frontier", "summit", "dgx-h100"}) {
@@ -519,31 +522,38 @@ void check_auto_is_fastest(const std::string& preset, int wanted) {
 
 }  // namespace
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier, 256 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier at 256 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("frontier", 256);
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier, 1008 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier at 1008 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("frontier", 1008);
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit, 256 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit at 256 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("summit", 256);
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit, 1008 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit at 1008 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("summit", 1008);
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100, 256 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100 at 256 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("dgx-h100", 256);
 }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100, 1008 GPUs)") {
+TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100 at 1008 GPUs)" *
+          doctest::test_suite("large-sim")) {
   check_auto_is_fastest("dgx-h100", 1008);
 }
 
-TEST_CASE("sim::time_schedule: with auto, 25 MB buckets never make ResNet-50 slower than one all-reduce") {
+TEST_CASE("sim::time_schedule: under auto 25 MB buckets never make ResNet-50 slower than one all-reduce" *
+          doctest::test_suite("large-sim")) {
   const auto profile = resnet50();
   for (const std::string preset : {"frontier", "summit", "dgx-h100"}) {
     for (const int wanted : {256, 1008}) {
