@@ -534,11 +534,26 @@ void run_sweep(const SweepOptions& options) {
   }
   results::write_file_atomically(out / "summary.csv", summary_csv(sweep, runs, summaries, statuses));
   results::write_file_atomically(out / "sweep.toml", sweep.text);
+  const std::size_t pending = runs.size() - done - failed.size();
   fmt::print("summary: {} ({} done, {} failed, {} pending)\n", (out / "summary.csv").string(), done,
-             failed.size(), runs.size() - done - failed.size());
+             failed.size(), pending);
+  // The report of a sharded sweep is the merge's: shards that end together would otherwise both write it,
+  // and one that ends first would show the others' runs as pending.
+  if (shard.count > 1) {
+    const std::string merge = fmt::format("dbench sweep {} --out {}", options.sweep, out.string());
+    if (pending > 0) {
+      fmt::print(
+          "shard {}/{}: {} of the grid's runs are not finished here yet; once every shard has ended, "
+          "merge them into summary.csv and the report with: {}\n",
+          shard.index_1, shard.count, pending, merge);
+    } else {
+      fmt::print("shard {}/{}: every run of the grid is finished; write the report with: {}\n", shard.index_1,
+                 shard.count, merge);
+    }
+  }
   std::fflush(stdout);
 
-  if (!options.no_report) {
+  if (!options.no_report && shard.count == 1) {
     try {
       const report::ReportResult written = report::write_report(out);
       for (const auto& left_out : written.left_out) {

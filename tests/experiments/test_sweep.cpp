@@ -281,16 +281,24 @@ TEST_CASE("experiments::sweep: a rerun skips finished runs and runs only what is
   }
 }
 
-TEST_CASE("experiments::sweep: shards 1/2 and 2/2 partition the grid and summary.csv lists every run") {
+TEST_CASE(
+    "experiments::sweep: shards 1/2 and 2/2 partition the grid; summary.csv lists every run and a shard "
+    "names the merge") {
   const TempDir temp;
   const fs::path sweep = temp.path() / "shards.toml";
   write_file(sweep,
              sweep_text("shards", "algorithm = [\"ring\"]\n\"train.workers\" = [8]\nseed = [1, 2, 3]\n"));
   const fs::path out = temp.path() / "out";
 
-  const auto first = run_dbench(sweep_command(sweep, out, "-j 2 --no-report --shard 1/2"));
+  const auto first = run_dbench(sweep_command(sweep, out, "-j 2 --shard 1/2"));
   CAPTURE(first.output);
   REQUIRE(first.status == 0);
+  // The other shard's run is pending; the report is the merge's, and the shard says how to run it.
+  CHECK(first.output.find(fmt::format("shard 1/2: 1 of the grid's runs are not finished here yet; once every "
+                                      "shard has ended, merge them into summary.csv and the report with: "
+                                      "dbench sweep {} --out {}",
+                                      sweep.string(), out.string())) != std::string::npos);
+  CHECK_FALSE(fs::exists(out / "report.html"));
   CHECK(fs::exists(out / "runs" / "ring_w8_s1"));
   CHECK_FALSE(fs::exists(out / "runs" / "ring_w8_s2"));
   CHECK(fs::exists(out / "runs" / "ring_w8_s3"));
@@ -302,15 +310,26 @@ TEST_CASE("experiments::sweep: shards 1/2 and 2/2 partition the grid and summary
   CHECK(csv.rows[1].at("workers") == "8");
   CHECK(csv.rows[2].at("status") == "done");
 
-  const auto second = run_dbench(sweep_command(sweep, out, "--no-report --shard 2/2"));
+  const auto second = run_dbench(sweep_command(sweep, out, "--shard 2/2"));
   CAPTURE(second.output);
   REQUIRE(second.status == 0);
   CHECK(second.output.find("0 finished earlier, 1 to run") != std::string::npos);
+  CHECK(second.output.find(fmt::format("shard 2/2: every run of the grid is finished; write the report with: "
+                                       "dbench sweep {} --out {}",
+                                       sweep.string(), out.string())) != std::string::npos);
   csv = read_csv(out / "summary.csv");
   REQUIRE(csv.rows.size() == 3);
   for (const auto& row : csv.rows) {
     CHECK(row.at("status") == "done");
   }
+  CHECK_FALSE(fs::exists(out / "report.html"));
+
+  // The merge runs nothing again and writes the report.
+  const auto merge = run_dbench(sweep_command(sweep, out, ""));
+  CAPTURE(merge.output);
+  REQUIRE(merge.status == 0);
+  CHECK(merge.output.find("3 finished earlier, 0 to run") != std::string::npos);
+  CHECK(fs::exists(out / "report.html"));
 }
 
 TEST_CASE("experiments::sweep: -j 2 gives the same summary as -j 1") {
