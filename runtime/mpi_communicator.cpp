@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -55,6 +57,13 @@ std::string rank_list(const std::vector<int>& ranks) {
 }  // namespace
 
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) : uncaught_at_start_(std::uncaught_exceptions()) {
+  // Said once, by the step's first task, before MPI_Init has a chance to fail or hang.
+  if (const std::string hint = srun_without_pmix(); !hint.empty()) {
+    const char* task = std::getenv("SLURM_PROCID");
+    if (task == nullptr || std::string_view(task) == "0") {
+      std::fprintf(stderr, "%s\n", hint.c_str());
+    }
+  }
   int provided = MPI_THREAD_SINGLE;
   DBENCH_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
   threads_allowed_ = provided >= MPI_THREAD_SERIALIZED;
@@ -75,6 +84,24 @@ MpiEnvironment::~MpiEnvironment() {
   }
   // A destructor cannot throw: a failing finalize is reported, and changes nothing else at the very end.
   DBENCH_MPI_CHECK_NOTHROW(MPI_Finalize());
+}
+
+std::string MpiEnvironment::srun_without_pmix() {
+#if defined(OMPI_MAJOR_VERSION)
+  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
+  if (tasks == nullptr || std::getenv("SLURM_PROCID") == nullptr || std::getenv("PMIX_RANK") != nullptr ||
+      std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+    return {};  // not an srun step, or one whose tasks found their world
+  }
+  const char* plugin = std::getenv("SLURM_MPI_TYPE");
+  return std::string("dbench: srun started these ") + tasks +
+         " tasks with --mpi=" + (plugin != nullptr && *plugin != '\0' ? plugin : "none") +
+         ", but this Open MPI joins a world only through PMIx: run srun --mpi=pmix (srun --mpi=list shows "
+         "this "
+         "Slurm's plugins), or mpirun inside the allocation";
+#else
+  return {};
+#endif
 }
 
 bool MpiEnvironment::launched_by_mpi() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "runtime/communicator.hpp"
 
@@ -22,6 +23,10 @@ class MpiEnvironment {
 
   /// True when this process was started by an MPI launcher (mpirun, srun) with a world to join.
   static bool launched_by_mpi();
+  /// Under srun, when the step's tasks were started without PMIx (`--mpi=none`, the usual site default, or
+  /// `--mpi=pmi2`): one line saying so and what to run instead, because Open MPI as Debian builds it speaks
+  /// only PMIx and would fail in MPI_Init with its own message. Empty otherwise, and always with other MPIs.
+  static std::string srun_without_pmix();
   /// Leaves MPI without finalizing (after a peer was lost): the process should exit soon.
   void abandon() noexcept { abandoned_ = true; }
   /// Rank in MPI_COMM_WORLD.

@@ -1,13 +1,18 @@
 // `dbench train --local` and its workers: a stop signal or a killed launcher leaves no process and no staged
 // results behind, and neither does a failed run.
 #include <doctest/doctest.h>
+#include <mpi.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "runtime/mpi_communicator.hpp"
 #include "support/files.hpp"
 #include "support/processes.hpp"
 #include "support/run_dbench.hpp"
@@ -82,4 +87,62 @@ TEST_CASE("runtime::launcher: a failed --local run leaves no staging directory b
   CHECK(failed.status != 0);
   CHECK(entries_starting(dir.path(), ".failed.tmp-").empty());
   CHECK(!fs::exists(out));
+}
+
+namespace {
+
+/// Sets or unsets environment variables for its lifetime and restores them after.
+class ScopedEnvironment {
+ public:
+  void set(const char* name, const char* value) {
+    remember(name);
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+
+ private:
+  void remember(const char* name) {
+    const char* old = std::getenv(name);
+    saved_.emplace_back(name, old == nullptr ? std::nullopt : std::optional<std::string>(old));
+  }
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+}  // namespace
+
+TEST_CASE("runtime::launcher: srun without PMIx is named with the command that works") {
+  ScopedEnvironment env;
+  env.set("SLURM_STEP_NUM_TASKS", "4");
+  env.set("SLURM_PROCID", "0");
+  env.set("PMIX_RANK", nullptr);
+  env.set("OMPI_COMM_WORLD_SIZE", nullptr);
+  for (const char* plugin : {"none", "pmi2"}) {
+    env.set("SLURM_MPI_TYPE", plugin);
+    const std::string hint = dbench::runtime::MpiEnvironment::srun_without_pmix();
+    CAPTURE(hint);
+#if defined(OMPI_MAJOR_VERSION)
+    CHECK(hint.find(std::string("4 tasks with --mpi=") + plugin) != std::string::npos);
+    CHECK(hint.find("srun --mpi=pmix") != std::string::npos);
+    CHECK(hint.find("srun --mpi=list") != std::string::npos);
+#else
+    CHECK(hint.empty());  // other MPIs may well start under PMI-2 or Slurm's PMI-1
+#endif
+  }
+  env.set("PMIX_RANK", "0");  // srun --mpi=pmix
+  CHECK(dbench::runtime::MpiEnvironment::srun_without_pmix().empty());
+  env.set("PMIX_RANK", nullptr);
+  env.set("SLURM_STEP_NUM_TASKS", nullptr);  // not an srun step
+  CHECK(dbench::runtime::MpiEnvironment::srun_without_pmix().empty());
 }
