@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages DBench needs (only the missing ones, so re-running is cheap), then configures
-# and builds. Usage: ./setup.sh [--asan] [--no-build] [--build-dir DIR]
+# and builds. Usage: ./setup.sh [--asan] [--slurm] [--no-build] [--build-dir DIR]
 #   --asan        also build build-asan/: AddressSanitizer + UBSan, the parts that do not link LibTorch
+#   --slurm       also install Slurm (slurmctld, slurmd, srun) and munge for the cluster test, tests/slurm
 #   --no-build    install packages only
 set -euo pipefail
 cd "$(dirname "$0")"
 
 build_dir=build
 asan=0
+slurm=0
 build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --asan) asan=1 ;;
+    --slurm) slurm=1 ;;
     --no-build) build=0 ;;
     --build-dir) build_dir="$2"; shift ;;
     -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
@@ -33,6 +36,10 @@ packages=(
   chromium                            # headless browser of the report render test (tests/experiments/test_report.cpp)
   dataset-fashion-mnist               # the real data set of the quickstart and the tests
 )
+if [ "$slurm" = 1 ]; then
+  # The cluster test starts its own one-node Slurm from these (it configures and stops them itself).
+  packages+=(slurmctld slurmd slurm-client munge python3)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
