@@ -9,7 +9,7 @@
 #
 # Checks, with the commands as the README writes them:
 #   1. `srun --mpi=pmix -O -n 4 dbench train` writes the same metrics.csv, schedule.csv and replica_norms.csv
-#      as `dbench train --local 4`, byte for byte; so does experiments/slurm/train.sbatch under sbatch.
+#      as `dbench train --local 4`, byte for byte; so do mpirun inside salloc and experiments/slurm/train.sbatch.
 #   2. A task with --cpus-per-task=1 runs `dbench simulate` and `dbench sweep` on one thread.
 #   3. A 2-task job array of experiments/slurm/sweep_shard.sbatch, then experiments/slurm/sweep_merge.sbatch
 #      as a dependent job, gives the summary.csv of an unsharded `dbench sweep` (wall_seconds aside).
@@ -197,6 +197,10 @@ echo "== srun --mpi=pmix -O -n 4 dbench train CONFIG --out srun"
 timeout 300 srun --mpi=pmix -O -n 4 dbench train "$CONFIG" --out srun || fail "srun train exited $?"
 echo "== dbench train CONFIG --local 4 --out local"
 timeout 300 dbench train "$CONFIG" --local 4 --out local --quiet || fail "train --local 4 exited $?"
+echo "== salloc -N 1 -n 4 -O mpirun -n 4 dbench train CONFIG --out mpirun"
+# Open MPI refuses root unless told; a user's job never runs as root.
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 300 \
+  salloc -N 1 -n 4 -O mpirun -n 4 dbench train "$CONFIG" --out mpirun --quiet || fail "salloc mpirun exited $?"
 echo "== sbatch --parsable -N 1 -n 4 -O experiments/slurm/train.sbatch CONFIG sbatch"
 train_job=$(sbatch --parsable -N 1 -n 4 -O "$src/experiments/slurm/train.sbatch" "$CONFIG" sbatch)
 wait_for_job "$train_job" 300 || fail "the train.sbatch job $train_job did not end within 5 minutes"
@@ -205,7 +209,7 @@ if [[ "$state" != "COMPLETED " ]]; then
   fail "the train.sbatch job ended $state"
   cat "dbench-train-$train_job.out"
 fi
-for run in srun sbatch; do
+for run in srun mpirun sbatch; do
   for file in metrics.csv schedule.csv replica_norms.csv; do
     if cmp -s "local/$file" "$run/$file"; then
       echo "  $run/$file = local/$file ($(wc -l <"local/$file") lines)"
@@ -216,9 +220,8 @@ for run in srun sbatch; do
 done
 
 # ---- 2. threads follow the allocation
-echo "== srun -n 1 --cpus-per-task=1 dbench simulate CONFIG"
-threads_line=$(timeout 300 srun -n 1 --cpus-per-task=1 dbench simulate "$CONFIG" --set train.iterations=10 \
-  --out simulate 2>&1 | grep -o ', [0-9]* threads*$' | head -n 1)
+echo "== srun -n 1 --cpus-per-task=1 dbench simulate CONFIG --out simulate"
+threads_line=$(timeout 300 srun -n 1 --cpus-per-task=1 dbench simulate "$CONFIG" --out simulate 2>&1 | grep -o ', [0-9]* threads*$' | head -n 1)
 if [[ "$threads_line" == ", 1 thread" ]]; then
   echo "  simulate ran on 1 thread"
 else
@@ -243,7 +246,9 @@ SWEEP=sweep.toml
 echo "== jid=\$(sbatch --parsable --array=1-2 --cpus-per-task=1 experiments/slurm/sweep_shard.sbatch SWEEP sharded)"
 jid=$(sbatch --parsable --array=1-2 --cpus-per-task=1 "$src/experiments/slurm/sweep_shard.sbatch" "$SWEEP" sharded)
 echo "== sbatch --dependency=afterok:\$jid experiments/slurm/sweep_merge.sbatch SWEEP sharded"
-merge=$(sbatch --parsable --dependency=afterok:"$jid" "$src/experiments/slurm/sweep_merge.sbatch" "$SWEEP" sharded)
+merge=$(sbatch --dependency=afterok:"$jid" "$src/experiments/slurm/sweep_merge.sbatch" "$SWEEP" sharded |
+  sed -n 's/^Submitted batch job \([0-9]*\)$/\1/p')
+[[ -n "$merge" ]] || fail "sbatch did not submit the merge job"
 echo "== dbench sweep SWEEP --out whole (unsharded, meanwhile)"
 timeout 600 dbench sweep "$SWEEP" --out whole --no-report --quiet >/dev/null || fail "unsharded sweep exited $?"
 if ! wait_for_job "$merge" 600; then
