@@ -99,10 +99,15 @@ void visit_fields(Config& c, Visitor& v) {
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");
-  v.field("platform", "timing_model", p.timing_model, one_of(kModels), "mlp | lenet | resnet20 | resnet50");
+  v.field("platform", "timing_model", p.timing_model, timing_model_or_file(),
+          "mlp | lenet | resnet20 | resnet50 | a profile file (.toml or .json)");
   v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");
   v.field("platform", "gpus_per_node", p.gpus_per_node, at_least(0), "0: the preset's");
   v.field("platform", "gpu_flops_per_s", p.gpu_flops_per_s, at_least(0.0), "0: the preset's");
+  v.field("platform", "gpu_flops_per_s_bf16", p.gpu_flops_per_s_bf16, at_least(0.0),
+          "for a bf16 timing model; 0: gpu_flops_per_s");
+  v.field("platform", "gpu_flops_per_s_fp16", p.gpu_flops_per_s_fp16, at_least(0.0),
+          "for an fp16 timing model; 0: gpu_flops_per_s");
   v.field("platform", "intra_node_bandwidth_Bps", p.intra_node_bandwidth_Bps, at_least(0.0),
           "0: the preset's");
   v.field("platform", "intra_node_latency_s", p.intra_node_latency_s, at_least(0.0), "0: the preset's");

@@ -142,6 +142,9 @@ struct PlatformConfig {
   int gpus_per_node = 0;
   /// Effective compute rate of one GPU in FLOP/s; 0 keeps the preset's value (required > 0 for custom).
   double gpu_flops_per_s = 0.0;
+  /// The rate for a timing model that computes in bf16 / fp16; 0 keeps the preset's (gpu_flops_per_s).
+  double gpu_flops_per_s_bf16 = 0.0;
+  double gpu_flops_per_s_fp16 = 0.0;
   /// Bandwidth between GPUs of one node in bytes/s; 0 keeps the preset's value (required > 0 for custom).
   double intra_node_bandwidth_Bps = 0.0;
   /// Latency between GPUs of one node in seconds; 0 keeps the preset's value (required > 0 for custom).

@@ -10,6 +10,8 @@
 
 #include "experiments/config.hpp"
 #include "experiments/config_text.hpp"
+#include "models/model_profile.hpp"
+#include "models/profile_file.hpp"
 #include "sim/platform.hpp"
 
 namespace dbench::experiments {
@@ -206,6 +208,22 @@ std::span<const std::string_view> preset_names() {
 }
 
 }  // namespace
+
+Check<std::string> timing_model_or_file() {
+  return [](const std::string& v) {
+    const auto models = models::known_models();
+    if (std::find(models.begin(), models.end(), v) != models.end() || models::is_profile_path(v)) {
+      return std::string();
+    }
+    std::string reason =
+        fmt::format("must be one of {}, or a model profile file ending in .toml or .json; got {}",
+                    join(models), toml_string(v));
+    if (const auto guess = closest_name(v, models)) {
+      reason += fmt::format(" (did you mean '{}'?)", *guess);
+    }
+    return reason;
+  };
+}
 
 Check<std::string> preset_or_file() {
   return [](const std::string& v) {

@@ -60,6 +60,8 @@ Check<std::vector<int>> mlp_widths();
 Check<std::string> empty_or_one_of(std::span<const std::string_view> allowed);
 /// A simulator preset, "custom", or a calibration file path (.toml or .json).
 Check<std::string> preset_or_file();
+/// platform.timing_model: a built-in model's name, or a model profile file (.toml or .json).
+Check<std::string> timing_model_or_file();
 
 /// Collects every problem so that one run reports all of them, each prefixed with where it came from.
 class Problems {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <variant>
 
+#include "models/profile_file.hpp"
+
 namespace dbench::experiments {
 namespace {
 
@@ -32,8 +34,10 @@ constexpr std::array<PlatformOverride<int>, 4> kPlatformCounts{{
     {"nodes_per_switch", &PlatformConfig::nodes_per_switch, &sim::PlatformSpec::nodes_per_switch},
     {"stragglers", &PlatformConfig::stragglers, &sim::PlatformSpec::stragglers},
 }};
-constexpr std::array<PlatformOverride<double>, 21> kPlatformNumbers{{
+constexpr std::array<PlatformOverride<double>, 23> kPlatformNumbers{{
     {"gpu_flops_per_s", &PlatformConfig::gpu_flops_per_s, &sim::PlatformSpec::gpu_flops_per_s},
+    {"gpu_flops_per_s_bf16", &PlatformConfig::gpu_flops_per_s_bf16, &sim::PlatformSpec::gpu_flops_per_s_bf16},
+    {"gpu_flops_per_s_fp16", &PlatformConfig::gpu_flops_per_s_fp16, &sim::PlatformSpec::gpu_flops_per_s_fp16},
     {"intra_node_bandwidth_Bps", &PlatformConfig::intra_node_bandwidth_Bps,
      &sim::PlatformSpec::intra_node_bandwidth_Bps},
     {"intra_node_latency_s", &PlatformConfig::intra_node_latency_s, &sim::PlatformSpec::intra_node_latency_s},
@@ -200,6 +204,9 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
 }
 
 models::ModelProfile timing_profile(const ExperimentConfig& config) {
+  if (models::is_profile_path(config.platform.timing_model)) {
+    return models::read_profile_file(config.platform.timing_model);
+  }
   return models::model_profile(models::timing_spec(config.platform.timing_model, config.train.mlp_hidden));
 }
 

@@ -16,6 +16,7 @@ namespace dbench::models {
 namespace {
 
 constexpr std::array<std::string_view, 4> kKnownModels = {"mlp", "lenet", "resnet20", "resnet50"};
+constexpr std::array<std::string_view, 3> kPrecisionNames = {"fp32", "bf16", "fp16"};
 
 /// Activation shape of one sample as it flows through the network.
 struct Shape {
@@ -191,7 +192,23 @@ std::int64_t ModelProfile::parameter_count() const {
 }
 
 std::int64_t ModelProfile::parameter_bytes() const {
-  return parameter_count() * static_cast<std::int64_t>(sizeof(float));
+  std::int64_t total = 0;
+  for (const auto& t : tensors) {
+    total += t.elements * precision_bytes(t.precision);
+  }
+  return total;
+}
+
+std::string_view precision_name(Precision precision) {
+  return kPrecisionNames[static_cast<std::size_t>(precision)];
+}
+
+int precision_bytes(Precision precision) {
+  return precision == Precision::fp32 ? 4 : 2;
+}
+
+std::span<const std::string_view> precision_names() {
+  return kPrecisionNames;
 }
 
 std::span<const std::string_view> known_models() {

@@ -24,6 +24,16 @@ struct ModelSpec {
   std::vector<int> mlp_hidden = {64};
 };
 
+/// A number format of parameters and of compute: fp32, or one of the 16-bit formats of mixed precision.
+enum class Precision { fp32, bf16, fp16 };
+
+/// "fp32", "bf16" or "fp16".
+std::string_view precision_name(Precision precision);
+/// Bytes of one element: 4 for fp32, 2 for bf16 and fp16.
+int precision_bytes(Precision precision);
+/// The precisions by name, in enum order.
+std::span<const std::string_view> precision_names();
+
 /// One parameter tensor, named as the LibTorch module's named_parameters() names it.
 struct TensorInfo {
   /// Dotted name, e.g. "layer1.0.conv1.weight".
@@ -32,6 +42,8 @@ struct TensorInfo {
   std::vector<std::int64_t> shape;
   /// Product of the shape.
   std::int64_t elements = 0;
+  /// How the tensor is stored and sent: a bf16 tensor moves half the bytes of an fp32 one.
+  Precision precision = Precision::fp32;
 };
 
 /// A model's trainable tensors and compute cost, without building or running the model.
@@ -49,10 +61,13 @@ struct ModelProfile {
   double forward_flops_per_sample = 0.0;
   /// Backward FLOPs for one sample (2 x forward by convention).
   double backward_flops_per_sample = 0.0;
+  /// The precision the GPU computes in; it selects the platform's compute rate for it.
+  Precision compute_precision = Precision::fp32;
 
   /// Total number of trainable scalars.
   std::int64_t parameter_count() const;
-  /// Bytes of the trainable parameters in fp32 (what one replica sends per full exchange).
+  /// Bytes of the trainable parameters, each tensor in its own precision (what one replica sends per full
+  /// exchange).
   std::int64_t parameter_bytes() const;
 };
 

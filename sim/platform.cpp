@@ -226,6 +226,8 @@ void validate(const PlatformSpec& p, int gpus) {
   require_positive(p.switch_bandwidth_Bps, "switch_bandwidth_Bps");
   require_non_negative(p.switch_latency_s, "switch_latency_s");
   require_positive(p.gpu_flops_per_s, "gpu_flops_per_s");
+  require_non_negative(p.gpu_flops_per_s_bf16, "gpu_flops_per_s_bf16");
+  require_non_negative(p.gpu_flops_per_s_fp16, "gpu_flops_per_s_fp16");
   require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
   require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
   require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
@@ -278,15 +280,23 @@ double rate_from_throughput(double train_flops_per_sample, double samples_per_s,
   return static_cast<double>(batch) * train_flops_per_sample / (iteration_s - overhead_s);
 }
 
+double compute_rate(const PlatformSpec& platform, models::Precision precision) {
+  const double own = precision == models::Precision::bf16   ? platform.gpu_flops_per_s_bf16
+                     : precision == models::Precision::fp16 ? platform.gpu_flops_per_s_fp16
+                                                            : 0.0;
+  return own > 0.0 ? own : platform.gpu_flops_per_s;
+}
+
 double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform) {
   const double flops = static_cast<double>(batch_per_gpu) *
                        (profile.forward_flops_per_sample + profile.backward_flops_per_sample);
-  return flops / platform.gpu_flops_per_s + platform.iteration_overhead_s;
+  return flops / compute_rate(platform, profile.compute_precision) + platform.iteration_overhead_s;
 }
 
 double backward_seconds(const models::ModelProfile& profile, int batch_per_gpu,
                         const PlatformSpec& platform) {
-  return static_cast<double>(batch_per_gpu) * profile.backward_flops_per_sample / platform.gpu_flops_per_s;
+  return static_cast<double>(batch_per_gpu) * profile.backward_flops_per_sample /
+         compute_rate(platform, profile.compute_precision);
 }
 
 }  // namespace dbench::sim

@@ -83,6 +83,10 @@ struct PlatformSpec {
   double collnet_efficiency = 0.0;
   /// Effective training rate of one GPU (achieved, not peak), in the FLOP convention of ModelProfile.
   double gpu_flops_per_s = 0.0;
+  /// The same rate for a model that computes in bf16 (ModelProfile::compute_precision); 0: gpu_flops_per_s.
+  double gpu_flops_per_s_bf16 = 0.0;
+  /// The same rate for a model that computes in fp16; 0: gpu_flops_per_s.
+  double gpu_flops_per_s_fp16 = 0.0;
   /// Fixed cost of an iteration besides the model's FLOPs (kernel launches, optimizer step, data loading).
   double iteration_overhead_s = 0.0;
   /// A GPU's compute in a multi-GPU job is this many times its compute alone (data loading and host
@@ -146,6 +150,10 @@ double rate_from_throughput(double train_flops_per_sample, double samples_per_s,
 /// Seconds of one training iteration's compute (forward + backward) on one GPU:
 /// batch * (forward + backward FLOPs per sample) / gpu_flops_per_s + iteration_overhead_s.
 double compute_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform);
+
+/// A GPU's effective rate for a model computing in `precision`: gpu_flops_per_s, or the precision's own rate
+/// where the platform gives one.
+double compute_rate(const PlatformSpec& platform, models::Precision precision);
 
 /// Seconds of the backward pass alone (the window in which bucketed gradients can be all-reduced).
 double backward_seconds(const models::ModelProfile& profile, int batch_per_gpu, const PlatformSpec& platform);

@@ -11,6 +11,8 @@
 
 #include "experiments/config.hpp"
 #include "experiments/timing_setup.hpp"
+#include "models/model_profile.hpp"
+#include "models/profile_file.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
@@ -237,4 +239,67 @@ TEST_CASE(
       nlohmann::json::parse(read_file(out / "summary.json"))["seconds_per_iteration"].get<double>();
   CHECK(slower > faster);
   fs::remove_all(out);
+}
+
+TEST_CASE("experiments::timing_profile: platform.timing_model names a profile file; bf16 halves the bytes") {
+  const fs::path dir = temp_path("profile");
+  fs::create_directories(dir);
+  const auto resnet50 = dbench::models::model_profile(dbench::models::timing_spec("resnet50"));
+  // The same model in bf16: every tensor, and its compute.
+  auto half = resnet50;
+  half.name = "resnet50-bf16";
+  half.compute_precision = dbench::models::Precision::bf16;
+  for (auto& t : half.tensors) {
+    t.precision = dbench::models::Precision::bf16;
+  }
+  dbench::testing::write_file(dir / "fp32.toml", dbench::models::profile_file_text(resnet50));
+  dbench::testing::write_file(dir / "bf16.toml", dbench::models::profile_file_text(half));
+
+  const auto config = [&](const std::string& file, const std::string& extra) {
+    return ex::load_config("[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100\"\ntiming_model = \"" +
+                           (dir / file).string() + "\"\n" + extra);
+  };
+  const auto fp32 = ex::timing_spec(config("fp32.toml", ""));
+  const auto bf16 = ex::timing_spec(config("bf16.toml", "gpu_flops_per_s_bf16 = 4e14\n"));
+  CHECK(fp32.profile.parameter_bytes() == resnet50.parameter_bytes());
+  CHECK(bf16.profile.parameter_bytes() * 2 == resnet50.parameter_bytes());
+  CHECK(bf16.profile.compute_precision == dbench::models::Precision::bf16);
+  const double overhead = fp32.platform.iteration_overhead_s;
+  CHECK(sim::compute_seconds(bf16.profile, 32, bf16.platform) - overhead ==
+        doctest::Approx(32.0 * 3.0 * resnet50.forward_flops_per_sample / 4e14));
+  CHECK(sim::compute_seconds(fp32.profile, 32, fp32.platform) ==
+        doctest::Approx(sim::compute_seconds(resnet50, 32, sim::platform_preset("dgx-h100"))));
+
+  // End to end: the file's model is what simulate times, and its bf16 all-reduce sends half the bytes.
+  const auto run = [&](const std::string& file, const std::string& name) {
+    const fs::path out = dir / name;
+    const auto result = dbench::testing::run_dbench(
+        "simulate --timing-only -q --set train.workers=16 --set train.iterations=3 --set "
+        "algorithm.kind=centralized "
+        "--set platform.timing_model=\"" +
+        (dir / file).string() + "\" --out \"" + out.string() + "\"");
+    CAPTURE(result.output);
+    REQUIRE(result.status == 0);
+    return nlohmann::json::parse(read_file(out / "summary.json"));
+  };
+  const auto full = run("fp32.toml", "out32");
+  const auto halved = run("bf16.toml", "out16");
+  CHECK(halved["bytes_per_gpu_per_iteration"].get<double>() * 2 ==
+        doctest::Approx(full["bytes_per_gpu_per_iteration"].get<double>()));
+  CHECK(full["timing_model"] == (dir / "fp32.toml").string());
+
+  // A bad profile is refused at load, naming the config key, the file and its field.
+  dbench::testing::write_file(dir / "bad.toml", "name = \"b\"\nforward_flops_per_sample = -1.0\n");
+  std::string message;
+  try {
+    config("bad.toml", "");
+  } catch (const ex::ConfigError& e) {
+    message = e.what();
+  }
+  CAPTURE(message);
+  CHECK(message.find("platform.timing_model") != std::string::npos);
+  CHECK(message.find("bad.toml: forward_flops_per_sample: must be finite and > 0") != std::string::npos);
+  CHECK(config_error("[platform]\ntiming_model = \"resnet-50\"\n").find("did you mean 'resnet50'") !=
+        std::string::npos);
+  fs::remove_all(dir);
 }

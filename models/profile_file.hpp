@@ -1,0 +1,25 @@
+// Model profiles from files: a user's own model, timed wherever a built-in name works
+// (`platform.timing_model = "path/to/profile.toml"`). The format is documented in the README ("Your own
+// model") and written back by profile_file_text.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "models/model_profile.hpp"
+
+namespace dbench::models {
+
+/// Whether platform.timing_model names a profile file rather than a built-in model: it ends in .toml or
+/// .json.
+bool is_profile_path(std::string_view timing_model);
+
+/// Reads a profile file (TOML, or JSON when the name ends in .json). Throws ModelError naming the file and
+/// the field for a missing or unknown field, a wrong type, a zero, negative or non-finite size or FLOP count,
+/// a duplicate tensor name, an unknown data type, or a file that cannot be read or parsed.
+ModelProfile read_profile_file(const std::filesystem::path& path);
+
+/// The profile as a TOML profile file; read_profile_file gives the same profile back.
+std::string profile_file_text(const ModelProfile& profile);
+
+}  // namespace dbench::models
