@@ -71,7 +71,8 @@ class ProfileBuilder {
 
   /// Attention scores Q K^T and the weighted values over `tokens` tokens, summed over heads of total width
   /// `width`: each is one width-long dot product per (query, key) pair. A causal mask leaves
-  /// tokens (tokens + 1) / 2 pairs, the ones fused causal kernels compute.
+  /// tokens (tokens + 1) / 2 pairs: fused causal kernels skip the masked ones, and the count then matches
+  /// Kaplan et al.'s 2 n_ctx d_attn FLOPs per token and layer.
   void attention(std::int64_t tokens, std::int64_t width, AttentionMask mask);
 
   /// Pooling's output shape (no parameters, not counted as compute); `after` names the layer it follows.
