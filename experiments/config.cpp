@@ -22,13 +22,13 @@
 #include "experiments/config_checks.hpp"
 #include "experiments/config_rules.hpp"
 #include "experiments/config_text.hpp"
+#include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
 
 namespace dbench::experiments {
 namespace {
 
-constexpr std::array<std::string_view, 4> kModels = {"mlp", "lenet", "resnet20", "resnet50"};
 constexpr std::array<std::string_view, 4> kDatasets = {"fashion-mnist", "cifar10", "synthetic",
                                                        "imagenet-folder"};
 constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dpsgd"};
@@ -44,7 +44,7 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("", "seed", c.seed, seed_range(), "");
 
   auto& t = c.train;
-  v.field("train", "model", t.model, one_of(kModels), "mlp | lenet | resnet20 | resnet50");
+  v.field("train", "model", t.model, one_of(models::known_models()), "mlp | lenet | resnet20 | resnet50");
   v.field("train", "dataset", t.dataset, one_of(kDatasets),
           "fashion-mnist | cifar10 | synthetic | imagenet-folder");
   v.field("train", "data_dir", t.data_dir, any_string(), "empty: the data set's default location");
@@ -100,7 +100,7 @@ void visit_fields(Config& c, Visitor& v) {
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");
   v.field("platform", "timing_model", p.timing_model, timing_model_or_file(),
-          "mlp | lenet | resnet20 | resnet50 | a profile file (.toml or .json)");
+          "mlp | lenet | resnet20 | resnet50 | a zoo model | a profile file (.toml or .json)");
   v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");
   v.field("platform", "gpus_per_node", p.gpus_per_node, at_least(0), "0: the preset's");
   v.field("platform", "gpu_flops_per_s", p.gpu_flops_per_s, at_least(0.0), "0: the preset's");

@@ -11,6 +11,7 @@
 #include "experiments/config.hpp"
 #include "experiments/config_text.hpp"
 #include "models/model_profile.hpp"
+#include "models/model_zoo.hpp"
 #include "models/profile_file.hpp"
 #include "sim/platform.hpp"
 
@@ -211,7 +212,7 @@ std::span<const std::string_view> preset_names() {
 
 Check<std::string> timing_model_or_file() {
   return [](const std::string& v) {
-    const auto models = models::known_models();
+    const auto models = models::timing_models();
     if (std::find(models.begin(), models.end(), v) != models.end() || models::is_profile_path(v)) {
       return std::string();
     }

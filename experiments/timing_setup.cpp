@@ -11,6 +11,7 @@
 #include <string_view>
 #include <variant>
 
+#include "models/model_zoo.hpp"
 #include "models/profile_file.hpp"
 
 namespace dbench::experiments {
@@ -207,7 +208,7 @@ models::ModelProfile timing_profile(const ExperimentConfig& config) {
   if (models::is_profile_path(config.platform.timing_model)) {
     return models::read_profile_file(config.platform.timing_model);
   }
-  return models::model_profile(models::timing_spec(config.platform.timing_model, config.train.mlp_hidden));
+  return models::timing_profile(config.platform.timing_model, config.train.mlp_hidden);
 }
 
 sim::TimingOptions timing_options(const ExperimentConfig& config) {

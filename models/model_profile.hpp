@@ -48,12 +48,12 @@ struct TensorInfo {
 
 /// A model's trainable tensors and compute cost, without building or running the model.
 ///
-/// FLOP convention: a multiply-accumulate counts as 2 FLOPs; only convolutions and fully connected layers
-/// are counted (bias additions, BatchNorm, activations and pooling are left out, as in the published
-/// "4.1 GMACs" figure for ResNet-50); backward = 2 x forward (gradients with respect to inputs and to
-/// weights).
+/// FLOP convention: a multiply-accumulate counts as 2 FLOPs; only convolutions, fully connected layers and
+/// (in transformers) the attention products are counted (bias additions, normalization, embeddings,
+/// activations, softmax and pooling are left out, as in the published "4.1 GMACs" figure for ResNet-50);
+/// backward = 2 x forward (gradients with respect to inputs and to weights).
 struct ModelProfile {
-  /// The model name from ModelSpec.
+  /// The model name from ModelSpec, or the zoo model's name (model_zoo.hpp).
   std::string name;
   /// Trainable parameters in named_parameters() order; BatchNorm running statistics are buffers, not listed.
   std::vector<TensorInfo> tensors;
