@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "models/model_profile.hpp"
+#include "models/model_zoo.hpp"
+#include "models/profile_file.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
 #include "topology/generators.hpp"
@@ -37,6 +39,7 @@ namespace topology = dbench::topology;
 
 struct Options {
   std::string preset = "frontier";
+  std::string model = "resnet50";  // platform.timing_model: a built-in or zoo name, or a profile file
   int gpus = 1008;
   int iterations = 1000;
   bool full = true;
@@ -111,6 +114,8 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--preset") {
       o.preset = next();
+    } else if (a == "--model") {
+      o.model = next();
     } else if (a == "--gpus") {
       o.gpus = std::stoi(next());
     } else if (a == "--iterations") {
@@ -120,8 +125,10 @@ Options parse(int argc, char** argv) {
     } else if (a == "--no-full") {
       o.full = false;
     } else {
-      fmt::print(stderr,
-                 "usage: bench_timing [--preset P] [--gpus N] [--iterations I] [--jitter CV] [--no-full]\n");
+      fmt::print(
+          stderr,
+          "usage: bench_timing [--preset P] [--model NAME|PROFILE] [--gpus N] [--iterations I] [--jitter CV] "
+          "[--no-full]\n");
       std::exit(2);
     }
   }
@@ -154,13 +161,14 @@ int main(int argc, char** argv) {
       {"torus gossip", {"algorithm.graph=torus"}, "torus"},
       {"ring gossip", {"algorithm.graph=ring"}, "ring"},
   };
-  const auto profile = dbench::models::model_profile(dbench::models::timing_spec("resnet50"));
+  const auto profile = dbench::models::is_profile_path(o.model) ? dbench::models::read_profile_file(o.model)
+                                                                : dbench::models::timing_profile(o.model);
   const sim::PlatformSpec platform = sim::platform_preset(o.preset);
 
   fmt::print(
-      "dbench simulate --timing-only: {} GPUs on {}, ResNet-50 at batch 32, {} iterations, compute jitter CV "
+      "dbench simulate --timing-only: {} GPUs on {}, {} at batch 32, {} iterations, compute jitter CV "
       "{}\n",
-      o.gpus, o.preset, o.iterations, o.jitter);
+      o.gpus, o.preset, profile.name, o.iterations, o.jitter);
   const double wall_limit_s = o.gpus > 4096 ? 60.0 : 10.0;
   fmt::print(
       "reference: full fidelity (every message, one actor per GPU) over one period of the schedule\n\n");
@@ -177,8 +185,9 @@ int main(int argc, char** argv) {
     }
     for (const auto& s :
          {fmt::format("train.workers={}", o.gpus), fmt::format("train.iterations={}", o.iterations),
-          fmt::format("platform.preset={}", o.preset),
-          fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
+          fmt::format("platform.preset={}", o.preset), fmt::format("platform.timing_model={}", o.model),
+          // The reference below times the MLP profile without hidden layers; so does dbench simulate here.
+          std::string("train.mlp_hidden=[]"), fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
       args.push_back("--set");
       args.push_back(s);
     }
