@@ -12,7 +12,6 @@
 #include "experiments/config_text.hpp"
 #include "models/model_profile.hpp"
 #include "models/model_zoo.hpp"
-#include "models/profile_file.hpp"
 #include "sim/platform.hpp"
 
 namespace dbench::experiments {
@@ -208,40 +207,30 @@ std::span<const std::string_view> preset_names() {
   return names;
 }
 
-}  // namespace
-
-Check<std::string> timing_model_or_file() {
-  return [](const std::string& v) {
-    const auto models = models::timing_models();
-    if (std::find(models.begin(), models.end(), v) != models.end() || models::is_profile_path(v)) {
+/// One of `names` (spans of static lists), or a path ending in .toml or .json to a file of `file_kind`.
+Check<std::string> name_or_file(std::span<const std::string_view> names, std::string_view file_kind) {
+  return [names, file_kind](const std::string& v) {
+    if (std::find(names.begin(), names.end(), v) != names.end() || v.ends_with(".toml") ||
+        v.ends_with(".json")) {
       return std::string();
     }
-    std::string reason =
-        fmt::format("must be one of {}, or a model profile file ending in .toml or .json; got {}",
-                    join(models), toml_string(v));
-    if (const auto guess = closest_name(v, models)) {
+    std::string reason = fmt::format("must be one of {}, or a {} path ending in .toml or .json; got {}",
+                                     join(names), file_kind, toml_string(v));
+    if (const auto guess = closest_name(v, names)) {
       reason += fmt::format(" (did you mean '{}'?)", *guess);
     }
     return reason;
   };
 }
 
+}  // namespace
+
+Check<std::string> timing_model_or_file() {
+  return name_or_file(models::timing_models(), "model profile file");
+}
+
 Check<std::string> preset_or_file() {
-  return [](const std::string& v) {
-    const auto presets = preset_names();
-    const bool is_preset = std::find(presets.begin(), presets.end(), v) != presets.end();
-    const bool is_file = v.ends_with(".toml") || v.ends_with(".json");
-    if (is_preset || is_file) {
-      return std::string();
-    }
-    std::string reason =
-        fmt::format("must be one of {}, or a calibration file path ending in .toml or .json; got {}",
-                    join(presets), toml_string(v));
-    if (const auto guess = closest_name(v, presets)) {
-      reason += fmt::format(" (did you mean '{}'?)", *guess);
-    }
-    return reason;
-  };
+  return name_or_file(preset_names(), "calibration file");
 }
 
 void Problems::note_override(const std::string& key, const std::string& text) {
