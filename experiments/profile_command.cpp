@@ -76,9 +76,7 @@ void print_report(std::FILE* to, const models::TorchScriptProfile& result, const
                100.0 * op.flops / profile.forward_flops_per_sample);
   }
   fmt::print(to, "not counted:{}\n",
-             result.uncounted.empty() ? " none of the convolutions, products or custom "
-                                        "operators that usually carry FLOPs"
-                                      : "");
+             result.uncounted.empty() ? " none (no other convolution, product or custom operator ran)" : "");
   for (const auto& op : result.uncounted) {
     fmt::print(to, "  {:<40}{:>6} calls\n", op.name, op.calls);
   }

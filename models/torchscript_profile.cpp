@@ -34,16 +34,19 @@ constexpr std::array<std::string_view, 6> kConvolutions = {"aten::conv1d",      
 constexpr std::array<std::string_view, 3> kTransposedConvolutions = {
     "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d"};
 // Products whose inner dimension is the last one of the input at the given index.
-constexpr std::array<std::pair<std::string_view, std::size_t>, 10> kProducts = {
+constexpr std::array<std::pair<std::string_view, std::size_t>, 13> kProducts = {
     {{"aten::linear", 1},
      {"aten::addmm", 1},
+     {"aten::addmm_", 1},
      {"aten::_addmm_activation", 1},
      {"aten::mm", 0},
      {"aten::matmul", 0},
      {"aten::bmm", 0},
      {"aten::baddbmm", 1},
+     {"aten::baddbmm_", 1},
      {"aten::mv", 0},
      {"aten::addmv", 1},
+     {"aten::addmv_", 1},
      {"aten::dot", 0}}};
 // Attention and the index of its is_causal flag (1.13's private op also has need_attn_weights before it).
 constexpr std::array<std::pair<std::string_view, std::size_t>, 2> kAttention = {
@@ -157,6 +160,9 @@ struct Call : at::ObserverContext {
   std::size_t returns = 1;
   std::string label;
   std::optional<MacRule> rule;
+  /// For an operator that usually carries FLOPs but has no rule: how many calls had been counted when it
+  /// started. It is listed as not counted only if none of the operators it ran could be counted.
+  std::optional<std::int64_t> counted_before;
 };
 
 /// Counts the operators of one forward pass as RecordFunction reports them, outermost counted call only.
@@ -184,7 +190,7 @@ class FlopCounter {
       call->label = name == outermost_ ? std::string(name) : fmt::format("{} in {}", name, outermost_);
       ++counted_depth_;
     } else if (likely_carries_flops(name)) {
-      ++uncounted_[std::string(name)];
+      call->counted_before = counted_calls_;
     }
     return call;
   }
@@ -192,6 +198,9 @@ class FlopCounter {
   void leave(const at::RecordFunction& fn, at::ObserverContext* context) {
     --depth_;
     auto* call = static_cast<Call*>(context);
+    if (call != nullptr && call->counted_before == counted_calls_) {
+      ++uncounted_[std::string(fn.name())];
+    }
     if (call == nullptr || !call->counted_family) {
       return;
     }
@@ -206,6 +215,7 @@ class FlopCounter {
     const double elements = has_output ? static_cast<double>(outputs[first].toTensor().numel()) : 0.0;
     auto& count = counted_[call->label];
     count.calls += 1;
+    ++counted_calls_;
     count.flops += 2.0 * (call->rule->fixed + call->rule->per_output * elements);
   }
 
@@ -234,6 +244,7 @@ class FlopCounter {
   };
   int depth_ = 0;
   int counted_depth_ = 0;
+  std::int64_t counted_calls_ = 0;
   std::string outermost_;
   std::map<std::string, Count> counted_;
   std::map<std::string, std::int64_t> uncounted_;

@@ -206,3 +206,39 @@ TEST_CASE("models::torchscript_profile: dbench profile writes a profile file tha
   CHECK(bad.status != 0);
   CHECK(bad.output.find("--input") != std::string::npos);
 }
+
+TEST_CASE("models::torchscript_profile: token ids go through an embedding and einsum counts its products") {
+  const TempDir dir;
+  const auto module = scripted("Tokens", {{"emb", {{"weight", {100, 32}}}}, {"head", {{"weight", {10, 32}}}}},
+                               R"(
+def forward(self, x):
+    h = torch.embedding(self.emb.weight, x)
+    return torch.einsum("bti,oi->bto", [h, self.head.weight])
+)");
+  const auto result =
+      models::torchscript_profile(saved(module, dir, "tokens.pt"), {8}, {"tokens", models::InputType::kLong});
+  CHECK(result.profile.parameter_count() == 100 * 32 + 10 * 32);
+  // The embedding is a lookup; the head is 8 tokens x 32 x 10 multiply-accumulates.
+  CHECK(result.profile.forward_flops_per_sample == doctest::Approx(2.0 * 8 * 32 * 10));
+  REQUIRE(result.counted.size() == 1);
+  CHECK(result.counted.front().name.find("in aten::einsum") != std::string::npos);
+}
+
+TEST_CASE("models::torchscript_profile: an operator without a rule is counted through the products it runs") {
+  const TempDir dir;
+  const auto module =
+      scripted("Tbc", {{"c", {{"weight", {3, 4, 4}}, {"bias", {4}}}}, {"fc", {{"weight", {2, 4}}}}},
+               R"(
+def forward(self, x):
+    y = torch.conv_tbc(x, self.c.weight, self.c.bias, 1) + torch.cummax(x, 0)[0]
+    return torch.linear(y, self.fc.weight)
+)");
+  // The input is 1 x 8 x 4: conv_tbc reads it as 1 time step of 8 sequences with 4 channels, padded by 1 on
+  // each side, so only the kernel's middle tap meets data; cummax is no matrix product.
+  const auto result = models::torchscript_profile(saved(module, dir, "tbc.pt"), {8, 4}, {"tbc"});
+  CHECK(result.uncounted.empty());
+  const auto* inner = find(result.counted, "aten::addmm_ in aten::conv_tbc");
+  REQUIRE(inner != nullptr);
+  CHECK(result.counted.size() == 2);
+  CHECK(find(result.counted, "aten::linear")->flops == doctest::Approx(2.0 * 8 * 4 * 2));
+}
