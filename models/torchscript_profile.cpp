@@ -312,12 +312,9 @@ torch::jit::Module load(const std::filesystem::path& file) {
   }
   try {
     return torch::jit::load(file.string(), torch::kCPU);
-  } catch (const c10::Error& e) {
-    throw ModelError(fmt::format("cannot load TorchScript module '{}': {}", file.string(),
-                                 first_line(e.what_without_backtrace())));
   } catch (const std::exception& e) {
     throw ModelError(
-        fmt::format("cannot load TorchScript module '{}': {}", file.string(), first_line(e.what())));
+        fmt::format("cannot load TorchScript module '{}': {}", file.string(), first_line(reason(e))));
   }
 }
 
