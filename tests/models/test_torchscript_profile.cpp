@@ -242,3 +242,21 @@ def forward(self, x):
   CHECK(result.counted.size() == 2);
   CHECK(find(result.counted, "aten::linear")->flops == doctest::Approx(2.0 * 8 * 4 * 2));
 }
+
+TEST_CASE("models::torchscript_profile: scaled dot-product attention counts both products once") {
+  const TempDir dir;
+  const auto module = scripted("Attention", {}, R"(
+def forward(self, x):
+    full = torch._scaled_dot_product_attention(x, x, x)[0]
+    causal = torch._scaled_dot_product_attention(x, x, x, None, 0.0, False, True)[0]
+    return full + causal
+)");
+  // 4 heads of 16 over 16 tokens: Q K^T and the weighted values, 16 MACs each per (query, key) pair; causal
+  // attention counts the 16 x 17 / 2 unmasked pairs, as the zoo's GPT-2 does.
+  const auto result = models::torchscript_profile(saved(module, dir, "attention.pt"), {4, 16, 16}, {"a"});
+  const double head = 2.0 * 16 + 2.0 * 16;
+  CHECK(result.profile.forward_flops_per_sample == doctest::Approx(4 * head * (16 * 16 + 16 * 17 / 2)));
+  REQUIRE(result.counted.size() == 1);
+  CHECK(result.counted.front().name == "aten::_scaled_dot_product_attention");
+  CHECK(result.counted.front().calls == 2);
+}
