@@ -48,4 +48,7 @@ void add_calibrate_command(CLI::App& app);
 /// Adds `dbench validate`: a config run by the runtime and by the calibrated simulator, compared per case.
 void add_validate_command(CLI::App& app);
 
+/// Adds `dbench profile`: a TorchScript module's parameters and counted forward FLOPs as a profile file.
+void add_profile_command(CLI::App& app);
+
 }  // namespace dbench::experiments

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   dbench::experiments::add_report_command(app);
   dbench::experiments::add_calibrate_command(app);
   dbench::experiments::add_validate_command(app);
+  dbench::experiments::add_profile_command(app);
   try {
     // CLI11 would only say that a subcommand is required; name the unknown one and the known ones instead.
     const auto subcommands = app.get_subcommands({});
