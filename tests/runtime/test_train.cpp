@@ -95,6 +95,7 @@ void check_train_matches_simulate(const TempDir& dir, const std::string& text, i
   }
 }
 
+#if defined(DBENCH_HAVE_TORCH)
 /// The values of metrics.csv's column `name`, one per row.
 std::vector<double> metrics_column(const fs::path& file, const std::string& name) {
   std::istringstream in(dbench::testing::read_file(file));
@@ -124,6 +125,7 @@ std::vector<double> metrics_column(const fs::path& file, const std::string& name
   }
   return values;
 }
+#endif
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
