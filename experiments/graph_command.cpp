@@ -17,6 +17,7 @@
 #include <string>
 
 #include "experiments/commands.hpp"
+#include "experiments/config_checks.hpp"
 #include "results/atomic_file.hpp"
 #include "topology/analysis.hpp"
 #include "topology/export.hpp"
@@ -213,15 +214,6 @@ void run(const GraphOptions& options) {
   }
 }
 
-std::string kinds_list() {
-  std::string list;
-  for (const auto k : topo::known_graph_kinds()) {
-    list += list.empty() ? "" : ", ";
-    list += k;
-  }
-  return list;
-}
-
 }  // namespace
 
 void add_graph_command(CLI::App& app) {
@@ -233,7 +225,7 @@ void add_graph_command(CLI::App& app) {
       "spectral gap 1 - |lambda_2(W)|. For a time-varying family (one-peer-exponential, hyper-hypercube, "
       "simple-base, base) the gap is the per-iteration effective gap 1 - c^(1/period), with c = "
       "||W_{period-1}...W_0 - J||_2 the contraction of one period (c = 0: exact consensus).");
-  cmd->add_option("--kind", options->kind, "graph kind: " + kinds_list())->required();
+  cmd->add_option("--kind", options->kind, "graph kind: " + join(topo::known_graph_kinds()))->required();
   cmd->add_option("--nodes", options->nodes, "number of nodes n (at least 2)")->required()->type_name("INT");
   cmd->add_option("--shape", options->shape,
                   "torus shape ROWSxCOLS (default: the most square factorisation of n)");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiments/commands.hpp"
+#include "experiments/config_checks.hpp"
 #include "models/model_profile.hpp"
 
 #if defined(DBENCH_HAVE_TORCH)
@@ -120,14 +121,6 @@ void run(const ProfileOptions& o) {
 
 #endif
 
-std::string precision_list() {
-  std::string list;
-  for (const auto name : models::precision_names()) {
-    list += (list.empty() ? "" : ", ") + std::string(name);
-  }
-  return list;
-}
-
 }  // namespace
 
 void add_profile_command(CLI::App& app) {
@@ -153,7 +146,7 @@ void add_profile_command(CLI::App& app) {
       ->type_name("FILE");
   cmd->add_option("--name", options->name, "the profile's name (default: the module file's stem)");
   cmd->add_option("--precision", options->precision,
-                  "the precision of every tensor and of the compute: " + precision_list())
+                  "the precision of every tensor and of the compute: " + join(models::precision_names()))
       ->check(CLI::IsMember(
           std::vector<std::string>(models::precision_names().begin(), models::precision_names().end())))
       ->capture_default_str();
