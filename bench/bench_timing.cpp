@@ -161,8 +161,8 @@ int main(int argc, char** argv) {
       {"torus gossip", {"algorithm.graph=torus"}, "torus"},
       {"ring gossip", {"algorithm.graph=ring"}, "ring"},
   };
-  const auto profile = dbench::models::is_profile_path(o.model) ? dbench::models::read_profile_file(o.model)
-                                                                : dbench::models::timing_profile(o.model);
+  const auto profile = dbench::models::names_file(o.model) ? dbench::models::read_profile_file(o.model)
+                                                           : dbench::models::timing_profile(o.model);
   const sim::PlatformSpec platform = sim::platform_preset(o.preset);
 
   fmt::print(

@@ -12,6 +12,7 @@
 #include "experiments/config_text.hpp"
 #include "models/model_profile.hpp"
 #include "models/model_zoo.hpp"
+#include "models/profile_file.hpp"
 #include "sim/platform.hpp"
 
 namespace dbench::experiments {
@@ -210,8 +211,7 @@ std::span<const std::string_view> preset_names() {
 /// One of `names` (spans of static lists), or a path ending in .toml or .json to a file of `file_kind`.
 Check<std::string> name_or_file(std::span<const std::string_view> names, std::string_view file_kind) {
   return [names, file_kind](const std::string& v) {
-    if (std::find(names.begin(), names.end(), v) != names.end() || v.ends_with(".toml") ||
-        v.ends_with(".json")) {
+    if (std::find(names.begin(), names.end(), v) != names.end() || models::names_file(v)) {
       return std::string();
     }
     std::string reason = fmt::format("must be one of {}, or a {} path ending in .toml or .json; got {}",

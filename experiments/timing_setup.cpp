@@ -174,7 +174,7 @@ sim::PlatformSpec read_calibration(const std::filesystem::path& path) {
 sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
   const PlatformConfig& c = config.platform;
   sim::PlatformSpec p;
-  if (c.preset.ends_with(".toml") || c.preset.ends_with(".json")) {
+  if (models::names_file(c.preset)) {
     p = read_calibration(c.preset);
   } else if (c.preset == "custom") {
     p.nodes_per_switch = 16;
@@ -205,7 +205,7 @@ sim::PlatformSpec platform_spec(const ExperimentConfig& config) {
 }
 
 models::ModelProfile timing_profile(const ExperimentConfig& config) {
-  if (models::is_profile_path(config.platform.timing_model)) {
+  if (models::names_file(config.platform.timing_model)) {
     return models::read_profile_file(config.platform.timing_model);
   }
   return models::timing_profile(config.platform.timing_model, config.train.mlp_hidden);

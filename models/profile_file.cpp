@@ -193,8 +193,8 @@ Json parse(const std::filesystem::path& path) {
 
 }  // namespace
 
-bool is_profile_path(std::string_view timing_model) {
-  return timing_model.ends_with(".toml") || timing_model.ends_with(".json");
+bool names_file(std::string_view value) {
+  return value.ends_with(".toml") || value.ends_with(".json");
 }
 
 ModelProfile read_profile_file(const std::filesystem::path& path) {

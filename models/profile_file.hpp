@@ -10,9 +10,9 @@
 
 namespace dbench::models {
 
-/// Whether platform.timing_model names a profile file rather than a built-in model: it ends in .toml or
-/// .json.
-bool is_profile_path(std::string_view timing_model);
+/// Whether a key that takes a built-in name or a file (platform.timing_model, platform.preset) names a
+/// file: the value ends in .toml or .json.
+bool names_file(std::string_view value);
 
 /// Reads a profile file (TOML, or JSON when the name ends in .json). Throws ModelError naming the file and
 /// the field for a missing or unknown field, a wrong type, a zero, negative or non-finite size or FLOP count,

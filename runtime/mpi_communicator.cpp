@@ -94,11 +94,10 @@ std::string MpiEnvironment::srun_without_pmix() {
     return {};  // not an srun step, or one whose tasks found their world
   }
   const char* plugin = std::getenv("SLURM_MPI_TYPE");
-  return std::string("dbench: srun started these ") + tasks +
-         " tasks with --mpi=" + (plugin != nullptr && *plugin != '\0' ? plugin : "none") +
-         ", but this Open MPI joins a world only through PMIx: run srun --mpi=pmix (srun --mpi=list shows "
-         "this "
-         "Slurm's plugins), or mpirun inside the allocation";
+  const std::string used = plugin != nullptr && *plugin != '\0' ? plugin : "none";
+  return std::string("dbench: srun started these ") + tasks + " tasks with --mpi=" + used +
+         ", but this Open MPI joins a world only through PMIx: run srun --mpi=pmix "
+         "(srun --mpi=list shows this Slurm's plugins), or mpirun inside the allocation";
 #else
   return {};
 #endif
