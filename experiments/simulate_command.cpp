@@ -112,8 +112,9 @@ std::string accuracy_time_csv(const std::vector<core::MetricsRow>& rows, const s
   return out;
 }
 
-void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const sim::PlatformSpec& platform,
+void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const sim::TimingSpec& spec,
                 const ExperimentConfig& config, const std::string& fidelity) {
+  const sim::PlatformSpec& platform = spec.platform;
   summary["seconds_per_iteration"] = timing.seconds_per_iteration;
   summary["samples_per_second"] = timing.samples_per_second;
   summary["scaling_efficiency"] = timing.scaling_efficiency;
@@ -123,6 +124,8 @@ void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const 
   summary["platform"] = platform.name;
   summary["fabric"] = sim::fabric_name(platform.fabric);
   summary["timing_model"] = config.platform.timing_model;
+  // The timed model's size, from its profile, so that a sweep's report plots against it without the model.
+  summary["timing_model_parameters"] = spec.profile.parameter_count();
   summary["timing_batch_per_gpu"] = config.platform.timing_batch_per_gpu;
   summary["allreduce"] = config.platform.allreduce;
   // What each all-reduce ran, by its size in bytes per GPU (the gradient, a bucket, the parameters):
@@ -185,8 +188,9 @@ void run_simulate(const SimulateOptions& options) {
     if (options.per_gpu_trace) {
       dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));
     }
+    summary["timing_only"] = true;
     summary["final_test_accuracy"] = nullptr;
-    add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
+    add_timing(summary, timing, timing_spec, config, options.fidelity);
     summary["wall_seconds"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     dir.write_text("summary.json", summary.dump(2) + "\n");
@@ -233,7 +237,7 @@ void run_simulate(const SimulateOptions& options) {
     dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));
   }
   add_training_summary(summary, config, result, recorder.gossip_messages());
-  add_timing(summary, timing, timing_spec.platform, config, options.fidelity);
+  add_timing(summary, timing, timing_spec, config, options.fidelity);
   summary["wall_seconds"] = result.wall_seconds;
   summary["numerics_wall_seconds_per_iteration"] =
       result.wall_seconds / static_cast<double>(result.iterations);

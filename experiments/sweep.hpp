@@ -36,6 +36,7 @@ struct SweepConfig {
   std::string name;               ///< names the default output directory results/<name>
   std::string description;        ///< free text
   double target_accuracy = 0.80;  ///< for iterations_to_target and simulated_time_to_target_s
+  bool timing_only = false;       ///< each run is `dbench simulate --timing-only`: no training, no accuracy
   std::filesystem::path base;     ///< experiment config every run starts from; empty: the embedded defaults
   std::vector<std::pair<std::string, SweepValue>> set;  ///< [set]: key and value, applied to every run
   std::vector<SweepAxis> grid;  ///< in the order written; the first axis varies slowest
@@ -88,11 +89,12 @@ struct RunCheck {
 };
 
 /// Checks `run_dir` against `config`: a config.toml equal to it and a complete summary.json (see
-/// read_summary_json); a missing, unreadable, malformed or incomplete file is a reason to recompute.
-RunCheck check_run(const std::filesystem::path& run_dir, const ExperimentConfig& config);
+/// read_summary_json) of the same kind of run, timing only or trained; a missing, unreadable, malformed or
+/// incomplete file, or a run of the other kind, is a reason to recompute.
+RunCheck check_run(const std::filesystem::path& run_dir, const ExperimentConfig& config, bool timing_only);
 
 /// Whether `run_dir` holds a finished run of `config` (check_run's verdict).
-bool run_finished(const std::filesystem::path& run_dir, const ExperimentConfig& config);
+bool run_finished(const std::filesystem::path& run_dir, const ExperimentConfig& config, bool timing_only);
 
 /// The summary.csv columns every sweep writes first, in order; one column per grid axis follows them.
 std::span<const std::string_view> summary_columns();
@@ -143,14 +145,17 @@ struct RunSummary {
   std::optional<double> bytes_per_gpu;  ///< sum of trace.csv bytes_sent
   std::optional<double> simulated_seconds;
   std::optional<double> wall_seconds;
+  std::string timing_model;                ///< platform.timing_model
+  std::string platform;                    ///< the simulated platform's name (summary.json's platform)
+  std::optional<std::int64_t> parameters;  ///< the timing model's parameter count (from its profile)
 };
 
 /// The identifying cells of a run that has not finished: algorithm, graph, workers and seed, no results.
 RunSummary pending_summary(const ExperimentConfig& config);
 
 /// Reads a finished run's directory (config.toml, summary.json, metrics.csv, schedule.csv, trace.csv,
-/// accuracy_time.csv) into its summary row; throws std::runtime_error (SummaryJsonError for summary.json)
-/// naming the file at fault.
+/// accuracy_time.csv; a timing-only run has no metrics.csv nor accuracy_time.csv) into its summary row;
+/// throws std::runtime_error (SummaryJsonError for summary.json) naming the file at fault.
 RunSummary summarize_run(const std::filesystem::path& run_dir, double target_accuracy,
                          GraphStatsCache& cache);
 

@@ -117,7 +117,9 @@ void append_to_log(const fs::path& log, std::string_view line) {
 // stopped (SIGTERM, then SIGKILL) with their half-written staging directories removed.
 class Children {
  public:
-  Children(const fs::path& out, unsigned threads) : out_(out), threads_(threads) {}
+  /// `timing_only`: every run is `dbench simulate --timing-only`.
+  Children(const fs::path& out, unsigned threads, bool timing_only)
+      : out_(out), threads_(threads), timing_only_(timing_only) {}
   ~Children() { stop_all(); }
   Children(const Children&) = delete;
   Children& operator=(const Children&) = delete;
@@ -131,6 +133,9 @@ class Children {
     const std::string threads = std::to_string(threads_);
     std::vector<std::string> args = {"dbench",         "simulate", config.string(), "--out",
                                      run_dir.string(), "--quiet",  "--threads",     threads};
+    if (timing_only_) {
+      args.emplace_back("--timing-only");
+    }
     std::string command;
     for (const auto& arg : args) {
       command += command.empty() ? "" : " ";
@@ -248,6 +253,7 @@ class Children {
 
   fs::path out_;
   unsigned threads_;
+  bool timing_only_;
   std::vector<Child> running_;
 };
 
@@ -387,8 +393,10 @@ void run_sweep(const SweepOptions& options) {
       shard.count > 1 ? fmt::format(" (shard {}/{}: {} runs)", shard.index_1, shard.count, selected.size())
                       : "";
 
+  const std::string timing_text = sweep.timing_only ? " (timing only)" : "";
+
   if (options.dry_run) {
-    fmt::print("sweep {}: {} runs{}, base {}; out {}\n", sweep.name, runs.size(), shard_text,
+    fmt::print("sweep {}: {} runs{}{}, base {}; out {}\n", sweep.name, runs.size(), timing_text, shard_text,
                sweep.base.empty() ? std::string("<defaults>") : sweep.base.string(), out.string());
     const std::size_t axes_from = 1 + sweep.set.size();
     if (!sweep.set.empty()) {
@@ -399,7 +407,7 @@ void run_sweep(const SweepOptions& options) {
       width = std::max(width, runs[r].id.size());
     }
     for (const std::size_t r : selected) {
-      const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config);
+      const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
       fmt::print("{:<{}}  {}{}\n", runs[r].id, width,
                  overrides_text(runs[r], axes_from, runs[r].overrides.size()),
                  check.finished         ? "  (finished)"
@@ -426,7 +434,7 @@ void run_sweep(const SweepOptions& options) {
   std::vector<std::string> recompute_reasons(runs.size());
   std::size_t finished_before = 0;
   for (const std::size_t r : selected) {
-    const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config);
+    const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
     if (check.finished) {
       ++finished_before;
       append_to_log(out / "logs" / (runs[r].id + ".log"),
@@ -449,8 +457,8 @@ void run_sweep(const SweepOptions& options) {
                    [&runs](std::size_t a, std::size_t b) { return runs[a].cost() > runs[b].cost(); });
   if (!options.quiet) {
     fmt::print(stderr,
-               "sweep {}: {} runs{}, {} finished earlier, {} to run; -j {}, {} thread{} each; out {}\n",
-               sweep.name, runs.size(), shard_text, finished_before, queue.size(), jobs, threads,
+               "sweep {}: {} runs{}{}, {} finished earlier, {} to run; -j {}, {} thread{} each; out {}\n",
+               sweep.name, runs.size(), timing_text, shard_text, finished_before, queue.size(), jobs, threads,
                threads == 1 ? "" : "s", out.string());
   }
 
@@ -458,7 +466,7 @@ void run_sweep(const SweepOptions& options) {
   {
     Progress progress(selected.size(), finished_before, terminal, options.quiet, jobs);
     const BlockedSignals signals;
-    Children children(out, threads);
+    Children children(out, threads, sweep.timing_only);
     std::size_t next = 0;
     double queued_cost = 0.0;
     for (const std::size_t r : queue) {
@@ -489,7 +497,8 @@ void run_sweep(const SweepOptions& options) {
         const double seconds = std::chrono::duration<double>(Clock::now() - child.started).count();
         std::string failure = exit_reason(status);
         if (failure.empty()) {
-          if (const RunCheck check = check_run(out / "runs" / run.id, run.config); !check.finished) {
+          if (const RunCheck check = check_run(out / "runs" / run.id, run.config, sweep.timing_only);
+              !check.finished) {
             failure = fmt::format("exited without a finished results directory: {}",
                                   check.reason.empty() ? "none was written" : check.reason);
           }
@@ -514,7 +523,7 @@ void run_sweep(const SweepOptions& options) {
   std::size_t done = 0;
   for (const auto& run : runs) {
     const fs::path run_dir = out / "runs" / run.id;
-    if (run_finished(run_dir, run.config)) {
+    if (run_finished(run_dir, run.config, sweep.timing_only)) {
       try {
         summaries.push_back(summarize_run(run_dir, sweep.target_accuracy, cache));
         statuses.push_back(RunStatus::done);

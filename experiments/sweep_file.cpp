@@ -19,8 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::array<std::string_view, 6> kSweepKeys = {"name", "description", "target_accuracy",
-                                                        "base", "set",         "grid"};
+constexpr std::array<std::string_view, 7> kSweepKeys = {
+    "name", "description", "target_accuracy", "timing_only", "base", "set", "grid"};
 
 // "integer 5", "string \"abc\"": what a user wrote, for type errors.
 std::string describe(const SweepValue& value, const toml::node& node) {
@@ -222,7 +222,7 @@ SweepConfig parse_sweep(std::string_view toml_text, std::string_view source_name
     if (experiment_key) {
       reason += "; experiment config keys go in [set] (every run) or [grid] (an axis)";
     } else {
-      reason += "; a sweep has name, description, target_accuracy, base, [set] and [grid]";
+      reason += "; a sweep has name, description, target_accuracy, timing_only, base, [set] and [grid]";
     }
     throw ConfigError(fmt::format("{}{}: {}", where(source_name, node), key, reason));
   }
@@ -257,6 +257,20 @@ SweepConfig parse_sweep(std::string_view toml_text, std::string_view source_name
           fmt::format("{}target_accuracy: expected a number in [0, 1]", where(source_name, *node)));
     }
     sweep.target_accuracy = *value;
+  }
+  if (const toml::node* node = root.get("timing_only")) {
+    const auto* flag = node->as_boolean();
+    if (flag == nullptr) {
+      throw ConfigError(fmt::format("{}timing_only: expected true or false", where(source_name, *node)));
+    }
+    sweep.timing_only = flag->get();
+    // A target is an accuracy to reach; a timing-only run trains nothing, so one would silently mean nothing.
+    if (const toml::node* target = root.get("target_accuracy"); target != nullptr && sweep.timing_only) {
+      throw ConfigError(
+          fmt::format("{}target_accuracy: a timing-only sweep (timing_only = true) measures no accuracy; "
+                      "drop one of the two",
+                      where(source_name, *target)));
+    }
   }
   std::string base;
   if (string_field("base", base)) {

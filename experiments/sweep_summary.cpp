@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 
@@ -89,7 +90,7 @@ std::string csv_number(const std::optional<std::int64_t>& value) {
 
 }  // namespace
 
-RunCheck check_run(const fs::path& run_dir, const ExperimentConfig& config) {
+RunCheck check_run(const fs::path& run_dir, const ExperimentConfig& config, bool timing_only) {
   std::error_code ec;
   if (!fs::exists(run_dir, ec)) {
     return {};
@@ -110,15 +111,21 @@ RunCheck check_run(const fs::path& run_dir, const ExperimentConfig& config) {
     return {false, fmt::format("no summary.json in {}", run_dir.string())};
   }
   try {
-    results::read_summary_json(summary);
+    // The config is the same for both kinds of run; only summary.json tells a timing-only run from a trained
+    // one, and a sweep that asks for one must not keep the other.
+    if (results::read_summary_json(summary).timing_only != timing_only) {
+      return {false,
+              fmt::format("{} is from a {} run, the sweep asks for a {} one", summary.string(),
+                          timing_only ? "trained" : "timing-only", timing_only ? "timing-only" : "trained")};
+    }
   } catch (const results::SummaryJsonError& e) {
     return {false, e.what()};
   }
   return {true, {}};
 }
 
-bool run_finished(const fs::path& run_dir, const ExperimentConfig& config) {
-  return check_run(run_dir, config).finished;
+bool run_finished(const fs::path& run_dir, const ExperimentConfig& config, bool timing_only) {
+  return check_run(run_dir, config, timing_only).finished;
 }
 
 std::span<const std::string_view> summary_columns() {
@@ -179,10 +186,12 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   s.algorithm = config.algorithm.kind;
   s.workers = config.train.workers;
   s.seed = config.seed;
-  s.target_accuracy = target_accuracy;
 
   const results::SummaryJson summary = results::read_summary_json(run_dir / "summary.json");
   s.graph = summary.graph;
+  if (!summary.timing_only) {
+    s.target_accuracy = target_accuracy;  // a timing-only run has no accuracy to reach it with
+  }
   s.final_test_accuracy = summary.final_test_accuracy;
   s.best_test_accuracy = summary.best_test_accuracy;
   s.final_test_loss = summary.final_test_loss;
@@ -193,10 +202,16 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   s.bytes_per_gpu_per_iteration = summary.bytes_per_gpu_per_iteration;
   s.simulated_seconds = summary.simulated_seconds;
   s.wall_seconds = summary.wall_seconds;
+  s.timing_model = summary.timing_model.value_or(config.platform.timing_model);
+  s.platform = summary.platform.value_or("");
+  s.parameters = summary.timing_model_parameters;
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
-  const RunCsv metrics(run_dir / "metrics.csv");
-  if (metrics.rows() > 0) {
+  // A timing-only run has no replicas, hence no metrics.csv.
+  const std::optional<RunCsv> metrics_file =
+      summary.timing_only ? std::nullopt : std::optional<RunCsv>(std::in_place, run_dir / "metrics.csv");
+  if (metrics_file && metrics_file->rows() > 0) {
+    const RunCsv& metrics = *metrics_file;
     const std::size_t iteration = metrics.column("iteration");
     const std::size_t accuracy = metrics.column("test_accuracy");
     const std::size_t variance = metrics.column("norm_variance");
@@ -368,6 +383,9 @@ std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs
         csv_number(s.bytes_per_gpu),
         csv_number(s.simulated_seconds),
         csv_number(s.wall_seconds),
+        csv_cell(s.timing_model),
+        csv_cell(s.platform),
+        csv_number(s.parameters),
     };
     std::string line;
     for (const auto& cell : cells) {

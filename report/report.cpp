@@ -16,6 +16,7 @@
 #include "report/report_sweep.hpp"
 #include "results/results_dir.hpp"
 #include "results/results_tree.hpp"
+#include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 
 namespace dbench::report {
@@ -41,8 +42,8 @@ Document run_report(const results::ResultsTree& tree, Plots& plots) {
       "iteration "
       "({}), {} samples/s.",
       simulated ? "Simulated run" : "Run", dir.string(), text("model"), summary.algorithm, summary.graph,
-      summary.workers, summary.iterations, percent(summary.final_test_accuracy),
-      percent(summary.best_test_accuracy), number(summary.seconds_per_iteration),
+      summary.workers, summary.iterations, percent(summary.final_test_accuracy.value_or(results::kEmpty)),
+      percent(summary.best_test_accuracy.value_or(results::kEmpty)), number(summary.seconds_per_iteration),
       simulated ? fmt::format("simulated on {}", text("platform")) : std::string("measured"),
       number(summary.samples_per_second)));
 

@@ -17,6 +17,7 @@
 #include "analysis/analysis.hpp"
 #include "report/report_curves.hpp"
 #include "report/report_plots.hpp"
+#include "report/report_timing.hpp"
 #include "results/results_tree.hpp"
 
 namespace dbench::report {
@@ -481,6 +482,19 @@ class SweepReport {
 SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   const fs::path summary = tree.shown("summary.csv");
   const auto rows = results::parse_summary_csv(tree.read("summary.csv"), summary.string());
+  if (timing_only_sweep(rows)) {
+    std::vector<LeftOut> left_out;
+    std::optional<std::string> sweep_toml;
+    try {
+      if (tree.exists("sweep.toml")) {
+        sweep_toml = tree.read("sweep.toml");
+      }
+    } catch (const ResultsTreeError& e) {
+      left_out.push_back({"sweep.toml", e.what()});
+    }
+    return {timing_sweep_report(tree.root().filename().string(), rows, sweep_toml, plots),
+            std::move(left_out)};
+  }
   SweepAnalysis analyzed;
   try {
     analyzed = analysis::analyze_sweep(rows);

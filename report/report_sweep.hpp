@@ -21,7 +21,8 @@ struct SweepDocument {
   std::vector<LeftOut> left_out;
 };
 
-/// The report of the sweep in `tree` (summary.csv, runs/), its plots added to `plots`. A done run whose
+/// The report of the sweep in `tree` (summary.csv, runs/), its plots added to `plots`; a timing-only sweep's
+/// is timing_sweep_report's (report_timing.hpp), the others the study's. A done run whose
 /// files cannot be read is left out of the curves and listed. Throws ReportError naming summary.csv when its
 /// analysis fails, and results::ResultsTreeError or results::CsvError when summary.csv cannot be read or
 /// parsed.

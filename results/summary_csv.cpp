@@ -13,7 +13,7 @@
 namespace dbench::results {
 
 std::span<const std::string_view> required_summary_columns() {
-  static constexpr std::array<std::string_view, 28> kColumns = {
+  static constexpr std::array<std::string_view, 31> kColumns = {
       "run",
       "status",
       "label",
@@ -42,6 +42,9 @@ std::span<const std::string_view> required_summary_columns() {
       "bytes_per_gpu",
       "simulated_seconds",
       "wall_seconds",
+      "timing_model",
+      "platform",
+      "parameters",
   };
   return kColumns;
 }
@@ -54,7 +57,7 @@ struct NumberColumn {
   double SummaryRow::*member;
 };
 
-constexpr std::array<NumberColumn, 21> kNumberColumns = {{
+constexpr std::array<NumberColumn, 22> kNumberColumns = {{
     {"seed", &SummaryRow::seed},
     {"final_test_accuracy", &SummaryRow::final_test_accuracy},
     {"best_test_accuracy", &SummaryRow::best_test_accuracy},
@@ -76,6 +79,7 @@ constexpr std::array<NumberColumn, 21> kNumberColumns = {{
     {"bytes_per_gpu_per_iteration", &SummaryRow::bytes_per_gpu_per_iteration},
     {"bytes_per_gpu", &SummaryRow::bytes_per_gpu},
     {"simulated_seconds", &SummaryRow::simulated_seconds},
+    {"parameters", &SummaryRow::parameters},
 }};
 
 double parse_number(const std::string& field, std::string_view source, std::size_t line,
@@ -122,6 +126,8 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
     run.label = row[text_column("label")];
     run.algorithm = row[text_column("algorithm")];
     run.graph = row[text_column("graph")];
+    run.timing_model = row[text_column("timing_model")];
+    run.platform = row[text_column("platform")];
     if (run.status != "done" && run.status != "failed" && run.status != "pending") {
       throw CsvError(
           fmt::format("{}: line {}: status '{}' is not done, failed or pending", source, line, run.status));

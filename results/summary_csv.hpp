@@ -2,6 +2,7 @@
 // sweep's contract).
 #pragma once
 
+#include <cmath>
 #include <limits>
 #include <span>
 #include <string>
@@ -47,12 +48,17 @@ struct SummaryRow {
   double bytes_per_gpu = kEmpty;
   double simulated_seconds = kEmpty;
   double wall_seconds = kEmpty;
+  std::string timing_model;    ///< platform.timing_model: the model whose time and efficiency are simulated
+  std::string platform;        ///< the simulated platform's name (a preset's, or a calibration file's base)
+  double parameters = kEmpty;  ///< the timing model's parameter count, from its profile
   std::vector<std::pair<std::string, std::string>> axes;  ///< the grid axes' columns after the contract's
 
   /// Whether the run finished (only done runs carry numbers).
   bool done() const { return status == "done"; }
   /// Whether the run all-reduces gradients instead of gossiping.
   bool centralized() const { return algorithm == "centralized"; }
+  /// Whether the run trained nothing and was only timed (a done run without an accuracy).
+  bool timing_only() const { return done() && std::isnan(final_test_accuracy); }
   /// Whether the run used Ada, the adaptive graph policy.
   bool adaptive() const { return graph == "ada"; }
 };

@@ -76,6 +76,36 @@ class Keys {
     return optional_number(key, value);
   }
 
+  /// A string, or empty when the key is absent: a key only one engine writes.
+  std::optional<std::string> optional_text(const char* key) const {
+    return object_.contains(key) ? std::optional(text(key)) : std::nullopt;
+  }
+
+  /// A whole number >= `minimum`, or empty when the key is absent: a key only one engine writes.
+  std::optional<std::int64_t> optional_whole(const char* key, std::int64_t minimum) const {
+    return object_.contains(key) ? std::optional(whole(key, minimum)) : std::nullopt;
+  }
+
+  /// Whether the key is true; false when it is absent. Anything but a boolean is an error.
+  bool flag(const char* key) const {
+    const auto it = object_.find(key);
+    if (it == object_.end()) {
+      return false;
+    }
+    if (!it->is_boolean()) {
+      throw wrong(key, *it, "true or false");
+    }
+    return it->get<bool>();
+  }
+
+  /// Checks that the key is absent or null: a value a timing-only run cannot have measured.
+  void null_or_absent(const char* key, std::string_view why) const {
+    const auto it = object_.find(key);
+    if (it != object_.end() && !it->is_null()) {
+      throw wrong(key, *it, fmt::format("null ({})", why));
+    }
+  }
+
   /// As number_or_null, and empty when the key is absent: a key only one engine writes.
   std::optional<double> optional(const char* key) const {
     const auto it = object_.find(key);
@@ -121,15 +151,26 @@ SummaryJson parse_summary_json(std::string_view text, std::string_view source) {
   s.graph = keys.text("graph");
   s.workers = keys.whole("workers", 1);
   s.iterations = keys.whole("iterations", 0);
-  s.final_test_accuracy = keys.fraction("final_test_accuracy");
-  s.best_test_accuracy = keys.fraction("best_test_accuracy");
-  s.final_test_loss = keys.number_or_null("final_test_loss");
+  s.timing_only = keys.flag("timing_only");
+  if (s.timing_only) {
+    // A timing-only run trains nothing: an accuracy here would be a file from another kind of run.
+    for (const char* key : {"final_test_accuracy", "best_test_accuracy", "final_test_loss"}) {
+      keys.null_or_absent(key, "a timing-only run measures no accuracy");
+    }
+  } else {
+    s.final_test_accuracy = keys.fraction("final_test_accuracy");
+    s.best_test_accuracy = keys.fraction("best_test_accuracy");
+    s.final_test_loss = keys.number_or_null("final_test_loss");
+  }
   s.seconds_per_iteration = keys.finite("seconds_per_iteration");
   s.samples_per_second = keys.finite("samples_per_second");
   s.wall_seconds = keys.finite("wall_seconds");
   s.scaling_efficiency = keys.optional("scaling_efficiency");
   s.bytes_per_gpu_per_iteration = keys.optional("bytes_per_gpu_per_iteration");
   s.simulated_seconds = keys.optional("simulated_seconds");
+  s.platform = keys.optional_text("platform");
+  s.timing_model = keys.optional_text("timing_model");
+  s.timing_model_parameters = keys.optional_whole("timing_model_parameters", 1);
   return s;
 }
 

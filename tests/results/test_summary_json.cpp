@@ -93,3 +93,36 @@ TEST_CASE("results::summary_json: a missing file or a directory is an error nami
   CHECK_THROWS_WITH_AS(rs::read_summary_json(temp.path() / "summary.json"),
                        doctest::Contains("summary.json: not a regular file"), rs::SummaryJsonError);
 }
+
+TEST_CASE("results::summary_json: a timing-only summary has no accuracy, and says so to be accepted") {
+  auto timed = complete();
+  timed["timing_only"] = true;
+  timed["final_test_accuracy"] = nullptr;
+  timed.erase("best_test_accuracy");
+  timed.erase("final_test_loss");
+  timed["timing_model"] = "resnet50";
+  timed["platform"] = "frontier";
+  timed["timing_model_parameters"] = 25557032;
+  const auto s = rs::parse_summary_json(timed.dump(), "summary.json");
+  CHECK(s.timing_only);
+  CHECK_FALSE(s.final_test_accuracy.has_value());
+  CHECK_FALSE(s.best_test_accuracy.has_value());
+  CHECK(*s.timing_model_parameters == 25557032);
+  CHECK(*s.timing_model == "resnet50");
+  CHECK(*s.platform == "frontier");
+  CHECK_FALSE(rs::parse_summary_json(complete().dump(), "summary.json").timing_only);
+
+  // A null accuracy without the flag is still incomplete; an accuracy with it is another kind of run.
+  auto unflagged = timed;
+  unflagged.erase("timing_only");
+  CHECK(error_of(unflagged.dump()).find("key 'final_test_accuracy' is null") != std::string::npos);
+  auto trained = timed;
+  trained["best_test_accuracy"] = 0.5;
+  CHECK(error_of(trained.dump()).find("key 'best_test_accuracy' is 0.5, not null") != std::string::npos);
+  auto flag = timed;
+  flag["timing_only"] = "yes";
+  CHECK(error_of(flag.dump()).find("key 'timing_only' is a string, not true or false") != std::string::npos);
+  auto size = timed;
+  size["timing_model_parameters"] = 0;
+  CHECK(error_of(size.dump()).find("timing_model_parameters") != std::string::npos);
+}

@@ -1,0 +1,174 @@
+// dbench sweep with timing_only = true: each run is `simulate --timing-only`, summary.csv leaves the accuracy
+// empty and carries the timed model's size, the report plots scaling efficiency against it, and resume,
+// shards and merge work as for a trained sweep.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiments/config.hpp"
+#include "experiments/sweep.hpp"
+#include "models/model_zoo.hpp"
+#include "results/summary_csv.hpp"
+#include "support/files.hpp"
+#include "support/run_dbench.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ex = dbench::experiments;
+using dbench::testing::read_file;
+using dbench::testing::run_dbench;
+using dbench::testing::TempDir;
+using dbench::testing::write_file;
+
+// 2 models x 2 communications on 8 GPUs, 3 iterations: a second or two of timing in all.
+constexpr const char* kTinyTimingSweep = R"(name = "timed"
+timing_only = true
+[set]
+"train.workers" = 8
+"train.iterations" = 3
+"platform.preset" = "frontier"
+[grid]
+"platform.timing_model" = ["resnet20", "resnet50"]
+algorithm = ["centralized", "ring"]
+)";
+
+const std::vector<std::string> kIds = {"timing_model-resnet20_centralized", "timing_model-resnet20_ring",
+                                       "timing_model-resnet50_centralized", "timing_model-resnet50_ring"};
+
+std::string sweep_command(const fs::path& sweep, const fs::path& out, const std::string& arguments) {
+  return fmt::format("sweep \"{}\" --out \"{}\" {}", sweep.string(), out.string(), arguments);
+}
+
+std::vector<dbench::results::SummaryRow> summary_rows(const fs::path& out) {
+  return dbench::results::parse_summary_csv(read_file(out / "summary.csv"), "summary.csv");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "experiments::sweep: a timing-only sweep leaves accuracy empty, carries the model's size and plots "
+    "efficiency against it") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "timed.toml";
+  write_file(sweep, kTinyTimingSweep);
+  const fs::path out = temp.path() / "out";
+  const auto result = run_dbench(sweep_command(sweep, out, "-j 2"));
+  CAPTURE(result.output);
+  REQUIRE(result.status == 0);
+  CHECK(result.output.find("4 runs (timing only)") != std::string::npos);
+
+  const auto rows = summary_rows(out);
+  REQUIRE(rows.size() == kIds.size());
+  // The raw cells: empty, not zero.
+  const std::string csv = read_file(out / "summary.csv");
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const auto& row = rows[r];
+    CAPTURE(row.run);
+    CHECK(row.run == kIds[r]);
+    CHECK(row.status == "done");
+    CHECK(row.timing_only());
+    const std::string model = r < 2 ? "resnet20" : "resnet50";
+    CHECK(row.timing_model == model);
+    CHECK(row.platform == "frontier");
+    CHECK(row.parameters == static_cast<double>(dbench::models::timing_profile(model).parameter_count()));
+    for (const double empty :
+         {row.final_test_accuracy, row.best_test_accuracy, row.final_test_loss, row.target_accuracy,
+          row.iterations_to_target, row.norm_variance_mean, row.consensus_distance_final}) {
+      CHECK(std::isnan(empty));
+    }
+    CHECK(row.iterations == 3);
+    CHECK(row.scaling_efficiency > 0.0);
+    CHECK(row.scaling_efficiency <= 1.0);
+    CHECK(row.edges == (r % 2 == 0 ? 28.0 : 8.0));  // all-reduce: the complete graph; a ring: n edges
+    const auto summary = nlohmann::json::parse(read_file(out / "runs" / row.run / "summary.json"));
+    CHECK(summary.at("timing_only") == true);
+    CHECK(summary.at("scaling_efficiency").get<double>() == row.scaling_efficiency);
+    CHECK(summary.at("timing_model_parameters").get<double>() == row.parameters);
+    CHECK_FALSE(fs::exists(out / "runs" / row.run / "metrics.csv"));
+    const std::string line_start = row.run + ",done,";
+    const auto at = csv.find(line_start);
+    REQUIRE(at != std::string::npos);
+    CHECK(csv.substr(at, csv.find('\n', at) - at).find(",,,,") != std::string::npos);
+  }
+
+  // The report: efficiency against size, one line per communication; no accuracy, no verdicts.
+  const std::string markdown = read_file(out / "report.md");
+  CHECK(markdown.find("(timing only)") != std::string::npos);
+  CHECK(markdown.find("plots/efficiency-size-1.svg") != std::string::npos);
+  CHECK(fs::exists(out / "plots" / "efficiency-size-1.svg"));
+  CHECK(markdown.find("frontier, 8 GPUs") != std::string::npos);
+  CHECK(markdown.find("| model | parameters | all-reduce | ring |") != std::string::npos);
+  CHECK(markdown.find(fmt::format("| resnet50 | {} |", rows[2].parameters)) != std::string::npos);
+  CHECK(markdown.find("observations") == std::string::npos);
+  CHECK(markdown.find("accuracy (%)") == std::string::npos);
+  const std::string svg = read_file(out / "plots" / "efficiency-size-1.svg");
+  CHECK(svg.find("all-reduce") != std::string::npos);
+  CHECK(svg.find("ring") != std::string::npos);
+
+  // Resume: nothing runs again; a trained sweep of the same grid would not keep these runs.
+  const auto rerun = run_dbench(sweep_command(sweep, out, "-j 2 --no-report"));
+  CAPTURE(rerun.output);
+  REQUIRE(rerun.status == 0);
+  CHECK(rerun.output.find("4 finished earlier, 0 to run") != std::string::npos);
+  const auto config = ex::load_config_file(out / "runs" / kIds[0] / "config.toml");
+  CHECK(ex::check_run(out / "runs" / kIds[0], config, true).finished);
+  const ex::RunCheck trained = ex::check_run(out / "runs" / kIds[0], config, false);
+  CHECK_FALSE(trained.finished);
+  CHECK(trained.reason.find("timing-only run") != std::string::npos);
+}
+
+TEST_CASE("experiments::sweep: a timing-only sweep's shards merge into the unsharded summary") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "timed.toml";
+  write_file(sweep, kTinyTimingSweep);
+  const fs::path out = temp.path() / "sharded";
+  for (const char* shard : {"1/2", "2/2"}) {
+    const auto result = run_dbench(sweep_command(sweep, out, fmt::format("--shard {}", shard)));
+    CAPTURE(result.output);
+    REQUIRE(result.status == 0);
+  }
+  const auto merge = run_dbench(sweep_command(sweep, out, ""));
+  CAPTURE(merge.output);
+  REQUIRE(merge.status == 0);
+  CHECK(merge.output.find("4 finished earlier, 0 to run") != std::string::npos);
+  const auto rows = summary_rows(out);
+  REQUIRE(rows.size() == kIds.size());
+  for (const auto& row : rows) {
+    CHECK(row.timing_only());
+    CHECK(row.parameters > 0.0);
+  }
+  CHECK(read_file(out / "report.md").find("plots/efficiency-size-1.svg") != std::string::npos);
+}
+
+TEST_CASE("experiments::sweep: timing_only is checked like every sweep key") {
+  const TempDir temp;
+  const std::string grid = "[grid]\n\"train.workers\" = [8]\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"timing_only = \"yes\"\n" + grid, "bad.toml:1:15: timing_only: expected true or false"},
+      {"timing_onyl = true\n" + grid, "did you mean 'timing_only'"},
+      {"timing_only = true\ntarget_accuracy = 0.9\n" + grid,
+       "bad.toml:2:19: target_accuracy: a timing-only sweep (timing_only = true) measures no accuracy"},
+  };
+  for (const auto& [text, expected] : cases) {
+    CAPTURE(text);
+    std::string message;
+    try {
+      ex::expand_sweep(ex::parse_sweep(text, "bad.toml", temp.path()));
+    } catch (const ex::ConfigError& e) {
+      message = e.what();
+    }
+    CAPTURE(message);
+    CHECK(message.find(expected) != std::string::npos);
+  }
+  CHECK(ex::parse_sweep("timing_only = true\n" + grid, "ok.toml", temp.path()).timing_only);
+  CHECK_FALSE(ex::parse_sweep("timing_only = false\ntarget_accuracy = 0.9\n" + grid, "ok.toml", temp.path())
+                  .timing_only);
+  CHECK_FALSE(ex::parse_sweep(grid, "ok.toml", temp.path()).timing_only);
+}
