@@ -1,5 +1,6 @@
 // `dbench sweep SWEEP.toml`: every run of a grid as its own `dbench simulate` process (a crash stays in its
-// run, and SimGrid is one per process), J at a time, resumable, then summary.csv and the report.
+// run, and SimGrid is one per process), J at a time, resumable, then summary.csv and the report. A
+// timing-only sweep's runs are this process forked rather than the program started again (see fork_run).
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "core/parallel.hpp"
+#include "experiments/command_line.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/sweep.hpp"
 #include "report/report.hpp"
@@ -113,6 +115,46 @@ void append_to_log(const fs::path& log, std::string_view line) {
   out << line << '\n';
 }
 
+// Starts `args` (a dbench command line) as a fork of this process that runs it directly, its output on
+// `log_fd`. A timing-only run then skips the program's start: loading LibTorch's libraries costs about 0.4 s
+// of CPU, as much as the whole simulation of a ring at 1008 GPUs, and a zoo sweep has a hundred such runs.
+// Forking without exec is sound here because the run needs nothing another thread could hold: the sweep's
+// only other thread is OpenBLAS's idle pool (which OpenBLAS shuts down around a fork), a timing-only run
+// calls no BLAS and no LibTorch, and it builds its own SimGrid engine, which the sweep never starts.
+pid_t fork_run(std::vector<std::string>& args, int log_fd) {
+  std::vector<char*> argv;
+  for (auto& arg : args) {
+    argv.push_back(arg.data());
+  }
+  argv.push_back(nullptr);
+  const std::string launcher = std::to_string(::getpid());
+  std::fflush(nullptr);  // nothing buffered here is written twice
+  const pid_t pid = ::fork();
+  if (pid != 0) {
+    return pid;  // the parent, or -1 with errno set
+  }
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  ::dup2(null_fd, 0);
+  ::dup2(log_fd, 1);
+  ::dup2(log_fd, 2);
+  // As an exec'd run starts: the sweep's pid to watch (LauncherWatch), default dispositions, nothing blocked.
+  ::setenv(runtime::kLauncherPidVariable, launcher.c_str(), 1);
+  for (const int number : {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE}) {
+    ::signal(number, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  int status = 1;
+  try {
+    status = run_command_line(static_cast<int>(args.size()), argv.data());
+  } catch (...) {
+    std::fputs("dbench: error: unexpected exception\n", stderr);
+  }
+  std::fflush(nullptr);
+  ::_exit(status);
+}
+
 // The children of one sweep: spawned with their output in logs/, reaped, and on an interruption or an error
 // stopped (SIGTERM, then SIGKILL) with their half-written staging directories removed.
 class Children {
@@ -150,6 +192,16 @@ class Children {
       header += fmt::format("dbench sweep: recomputing: {}\n", recompute_reason);
     }
     [[maybe_unused]] const auto written = ::write(fd, header.data(), header.size());
+    if (timing_only_) {
+      const pid_t pid = fork_run(args, fd);
+      const int error = errno;
+      ::close(fd);
+      if (pid < 0) {
+        throw std::runtime_error(fmt::format("cannot start {}: {}", command, std::strerror(error)));
+      }
+      running_.push_back({pid, run.index, Clock::now()});
+      return;
+    }
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);

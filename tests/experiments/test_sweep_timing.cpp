@@ -3,6 +3,8 @@
 // shards and merge work as for a trained sweep.
 #include <doctest/doctest.h>
 #include <fmt/core.h>
+#include <fmt/format.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <map>
@@ -15,6 +17,7 @@
 #include "models/model_zoo.hpp"
 #include "results/summary_csv.hpp"
 #include "support/files.hpp"
+#include "support/processes.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -171,4 +174,64 @@ TEST_CASE("experiments::sweep: timing_only is checked like every sweep key") {
   CHECK_FALSE(ex::parse_sweep("timing_only = false\ntarget_accuracy = 0.9\n" + grid, "ok.toml", temp.path())
                   .timing_only);
   CHECK_FALSE(ex::parse_sweep(grid, "ok.toml", temp.path()).timing_only);
+}
+
+TEST_CASE("experiments::sweep: a timing-only run that fails leaves its error in its log, the others finish") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "fails.toml";
+  // The second run's schedule cannot fit in memory: simulate refuses it, after the sweep has started it.
+  write_file(sweep, R"(name = "fails"
+timing_only = true
+[set]
+"train.workers" = 8
+"platform.preset" = "frontier"
+"platform.timing_model" = "resnet20"
+"algorithm.kind" = "dpsgd"
+"algorithm.graph" = "ring"
+[grid]
+"train.iterations" = [3, 2147483647]
+)");
+  const fs::path out = temp.path() / "out";
+  const auto result = run_dbench(sweep_command(sweep, out, "-j 2"));
+  CAPTURE(result.output);
+  CHECK(result.status == 1);
+  CHECK(result.output.find("1 of 2 runs failed: iterations-2147483647") != std::string::npos);
+  const std::string log = read_file(out / "logs" / "iterations-2147483647.log");
+  CHECK(log.find("dbench: error: train.iterations: this run needs about") != std::string::npos);
+  CHECK(log.find("dbench sweep: failed (exit status 1)") != std::string::npos);
+  const auto rows = summary_rows(out);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].status == "done");
+  CHECK(rows[1].status == "failed");
+}
+
+TEST_CASE("experiments::sweep: timing-only runs do not outlive a sweep killed outright") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "long.toml";
+  // Two runs of several seconds each: 10,080 concurrent transfers, and auto's candidate all-reduces.
+  write_file(sweep, R"(name = "long"
+timing_only = true
+[set]
+"train.workers" = 1008
+"train.iterations" = 3
+"platform.preset" = "summit"
+"platform.timing_model" = "bert_base"
+[grid]
+algorithm = ["exponential", "centralized"]
+)");
+  const fs::path out = temp.path() / "killed";
+  // A timing-only run is the sweep forked: it carries the sweep's command line, --out included.
+  dbench::testing::BackgroundDbench background(
+      {"sweep", sweep.string(), "--out", out.string(), "-j", "2", "-q"}, temp.path() / "sweep.log",
+      out.string());
+  const auto processes = [&] { return dbench::testing::processes_with(out.string()); };
+  REQUIRE(dbench::testing::wait_until(60, [&] { return processes().size() == 3; }));
+  ::kill(background.pid(), SIGKILL);
+  CHECK(dbench::testing::wait_until(10, [&] { return processes().empty(); }));
+  std::vector<std::string> staged;
+  for (const auto& entry : fs::directory_iterator(out / "runs")) {
+    staged.push_back(entry.path().filename().string());
+  }
+  CAPTURE(fmt::format("{}", fmt::join(staged, ", ")));
+  CHECK(staged.empty());
 }
