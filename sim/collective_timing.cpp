@@ -75,7 +75,70 @@ namespace {
 // bytes always cost more than the bulk protocol's handshakes.
 constexpr double kLowLatencyMaxBytes = 4.0 * 1024 * 1024;
 
+// SimGrid's coarsest event precision (SimulatedMachine: a thousandth of the shortest transfer, at most 10
+// us).
+constexpr double kCoarsestPrecision_s = 1e-5;
+
+// What a message of `bytes` from GPU `from` to GPU `to` takes at least, whatever shares its links: the
+// latency of the GPU ports on its route, and across nodes of the NIC links (added to SimGrid's time, not
+// simulated; the fabric's links are left out), and its bytes at the rate of the narrowest of those links,
+// which SimGrid's max-min sharing never exceeds in the network model SimulatedMachine sets (CM02, no
+// bandwidth factor, no TCP window). The bandwidth term counts half, less the coarsest event precision:
+// SimGrid may end a transfer up to its precision early and rounds sizes to whole bytes.
+double message_lower_bound_s(const PlatformSpec& p, int from, int to, double bytes) {
+  double latency = 2.0 * p.intra_node_latency_s;
+  double rate = p.intra_node_bandwidth_Bps * p.intra_node_efficiency;
+  if (from / p.gpus_per_node != to / p.gpus_per_node) {
+    latency += 2.0 * p.nic_latency_s;
+    rate = std::min(rate, p.nic_bandwidth_Bps * p.network_efficiency * p.nics_per_node / nic_links(p));
+  }
+  return latency + std::max(0.0, 0.5 * bytes / rate - kCoarsestPrecision_s);
+}
+
+// Whether a SimGrid option could change the network model the lower bounds assume.
+bool sets_simgrid_config(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.starts_with("--cfg"); });
+}
+
 }  // namespace
+
+TreePlan CommSimulator::tree_plan_for(double s, double overhead_s) const {
+  return tree_plan(gpus_, s, tree_chunks(platform_, gpus_, s, overhead_s),
+                   std::min(platform_.gpus_per_node, gpus_), detail::tree_channels(platform_, gpus_));
+}
+
+HierarchicalPlan CommSimulator::hierarchical_plan_for(double s, double overhead_s, bool in_network) const {
+  return hierarchical_plan(platform_, gpus_, s,
+                           hierarchical_chunks(platform_, gpus_, s, overhead_s, in_network), in_network);
+}
+
+void CommSimulator::tree_step(const TreePlan& plan, int step, std::vector<Message>& out) const {
+  for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) {
+    const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
+    for (int v = 0; v < gpus_; ++v) {
+      if (plan.up_active(t, v, step)) {
+        out.push_back({v, parent[static_cast<std::size_t>(v)], plan.chunk_bytes});
+      }
+      if (plan.down_active(t, v, step)) {
+        out.push_back({parent[static_cast<std::size_t>(v)], v, plan.chunk_bytes});
+      }
+    }
+  }
+}
+
+void CommSimulator::hierarchical_step(const HierarchicalPlan& plan, int step,
+                                      std::vector<Message>& out) const {
+  const double intra = plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0;
+  const double inter = plan.nodes > 1 ? plan.inter_bytes(step) : 0.0;
+  for (int i = 0; i < gpus_; ++i) {
+    if (intra > 0.0) {
+      out.push_back({i, plan.intra_next(i), intra});
+    }
+    if (inter > 0.0) {
+      out.push_back({i, plan.inter_next(i), inter});
+    }
+  }
+}
 
 CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice choice) {
   const std::string key = fmt::format("{}/{}", choice.name(), bytes);
@@ -159,48 +222,25 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
     case AllReduceAlgorithm::collnet: {
       // Steps with the same bytes in each ring move the same messages (CollNet's inter-node step is a
       // message to the next node, as an inter-node ring step is).
-      const bool in_network = algorithm == AllReduceAlgorithm::collnet;
-      const HierarchicalPlan plan = hierarchical_plan(
-          platform_, n, s, hierarchical_chunks(platform_, n, s, overhead, in_network), in_network);
+      const HierarchicalPlan plan =
+          hierarchical_plan_for(s, overhead, algorithm == AllReduceAlgorithm::collnet);
       const auto intra = [&](int step) { return plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0; };
       const auto inter = [&](int step) { return plan.nodes > 1 ? plan.inter_bytes(step) : 0.0; };
       replay(
           plan.steps(),
           [&](int step) { return fmt::format("hierarchical-step/{}/{}", intra(step), inter(step)); },
-          [&](int step, std::vector<Message>& m) {
-            for (int i = 0; i < n; ++i) {
-              if (intra(step) > 0.0) {
-                m.push_back({i, plan.intra_next(i), intra(step)});
-              }
-              if (inter(step) > 0.0) {
-                m.push_back({i, plan.inter_next(i), inter(step)});
-              }
-            }
-          });
+          [&](int step, std::vector<Message>& m) { hierarchical_step(plan, step, m); });
       timing.seconds = *std::max_element(ready.begin(), ready.end());
       timing.messages = detail::hierarchical_messages(plan);
       break;
     }
     case AllReduceAlgorithm::tree: {
       // A step's messages are set by which heights send up and which depths receive from above.
-      const TreePlan plan =
-          tree_plan(n, s, tree_chunks(platform_, n, s, overhead), g, detail::tree_channels(platform_, n));
+      const TreePlan plan = tree_plan_for(s, overhead);
       replay(
           plan.steps(),
           [&](int step) { return fmt::format("tree-step/{}/{}", plan.chunk_bytes, plan.step_key(step)); },
-          [&](int step, std::vector<Message>& m) {
-            for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) {
-              const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
-              for (int v = 0; v < n; ++v) {
-                if (plan.up_active(t, v, step)) {
-                  m.push_back({v, parent[static_cast<std::size_t>(v)], plan.chunk_bytes});
-                }
-                if (plan.down_active(t, v, step)) {
-                  m.push_back({parent[static_cast<std::size_t>(v)], v, plan.chunk_bytes});
-                }
-              }
-            }
-          });
+          [&](int step, std::vector<Message>& m) { tree_step(plan, step, m); });
       timing.seconds = *std::max_element(ready.begin(), ready.end());
       timing.messages = 2LL * plan.chunks * (n - 1) * static_cast<std::int64_t>(plan.trees.size());
       break;
@@ -228,6 +268,106 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
   timing.gpu_seconds.assign(static_cast<std::size_t>(n), timing.seconds);
   timing.collective = true;
   return timing;
+}
+
+double CommSimulator::allreduce_lower_bound(std::int64_t bytes, AllReduceChoice choice) const {
+  const int n = gpus_;
+  const int g = std::min(platform_.gpus_per_node, n);
+  const double data = static_cast<double>(bytes);
+  const double s = data * detail::wire_factor(choice.protocol);
+  const double overhead = detail::step_overhead_s(platform_, choice.protocol);
+  const auto bound = [&](const Message& m) {
+    return message_lower_bound_s(platform_, m.from, m.to, m.bytes);
+  };
+  // A step the fast path times as its slowest message takes at least the slowest message's bound.
+  const auto slowest = [&](const std::vector<Message>& messages) {
+    double longest = 0.0;
+    for (const Message& m : messages) {
+      longest = std::max(longest, bound(m));
+    }
+    return longest;
+  };
+  std::vector<Message> messages;
+  double seconds = 0.0;
+  switch (choice.algorithm) {
+    case AllReduceAlgorithm::ring: {
+      const int channels = allreduce_channels(platform_, n);
+      const double chunk = s / (static_cast<double>(n) * channels);
+      for (int c = 0; c < channels; ++c) {
+        for (int i = 0; i < n; ++i) {
+          messages.push_back({i, detail::ring_next(i, n, g, c, channels), chunk});
+        }
+      }
+      seconds = 2.0 * (n - 1) * (slowest(messages) + overhead);
+      break;
+    }
+    case AllReduceAlgorithm::nvls: {
+      const double each = detail::nvls_message_bytes(platform_, n, data);
+      for (int i = 0; i < n; ++i) {
+        messages.push_back({i, detail::ring_next(i, n, g, 0, 1), each});
+      }
+      seconds = slowest(messages) + detail::kNvlsSteps * overhead;
+      break;
+    }
+    case AllReduceAlgorithm::hierarchical:
+    case AllReduceAlgorithm::collnet: {
+      // Every GPU sends one message of the same size in each ring that moves data in a step, and all of a
+      // ring's messages stay in a node or all cross nodes: the replay keeps every GPU's clock equal, and each
+      // step adds at least its slowest message's bound.
+      const HierarchicalPlan plan =
+          hierarchical_plan_for(s, overhead, choice.algorithm == AllReduceAlgorithm::collnet);
+      for (int step = 0; step < plan.steps(); ++step) {
+        messages.clear();
+        hierarchical_step(plan, step, messages);
+        if (!messages.empty()) {
+          seconds += slowest(messages) + overhead;
+        }
+      }
+      break;
+    }
+    case AllReduceAlgorithm::tree: {
+      // The fast path's replay with every message at its bound: maxima and sums of smaller durations.
+      const TreePlan plan = tree_plan_for(s, overhead);
+      std::vector<double> ready(static_cast<std::size_t>(n), 0.0);
+      std::vector<double> done;
+      for (int step = 0; step < plan.steps(); ++step) {
+        messages.clear();
+        tree_step(plan, step, messages);
+        done = ready;
+        for (const Message& m : messages) {
+          const auto from = static_cast<std::size_t>(m.from);
+          const auto to = static_cast<std::size_t>(m.to);
+          const double end = std::max(ready[from], ready[to]) + bound(m) + overhead;
+          done[from] = std::max(done[from], end);
+          done[to] = std::max(done[to], end);
+        }
+        ready.swap(done);
+      }
+      seconds = *std::max_element(ready.begin(), ready.end());
+      break;
+    }
+    case AllReduceAlgorithm::automatic:
+      throw PlatformError("platform.allreduce", "auto must be resolved to an algorithm before it is bounded");
+  }
+  return seconds + platform_.collective_latency_s;
+}
+
+void CommSimulator::simulate_together(std::int64_t bytes, std::span<const AllReduceChoice> choices) {
+  if (choices.size() < 2) {
+    return;  // fast_allreduce() simulates one alone
+  }
+  PatternBatch batch;
+  collecting_ = &batch;
+  try {
+    for (const AllReduceChoice& choice : choices) {
+      fast_allreduce(bytes, choice);
+    }
+  } catch (...) {
+    collecting_ = nullptr;
+    throw;
+  }
+  collecting_ = nullptr;
+  simulate_patterns(std::move(batch.keys), batch.lists);
 }
 
 AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
@@ -266,28 +406,39 @@ AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
       }
     }
   }
-  // Every candidate's patterns first, in one SimGrid run: at 16,384 GPUs building the platform costs more
+  // Branch and bound: the candidate with the lowest lower bound is simulated first, then, in one SimGrid run,
+  // those whose bound does not exceed its time; a candidate whose bound does cannot be the fastest. Without
+  // pruning, every candidate's patterns in one SimGrid run: at 16,384 GPUs building the platform costs more
   // than most patterns.
-  if (candidates.size() > 1) {
-    PatternBatch batch;
-    collecting_ = &batch;
-    try {
-      for (const AllReduceChoice& candidate : candidates) {
-        fast_allreduce(bytes, candidate);
-      }
-    } catch (...) {
-      collecting_ = nullptr;
-      throw;
+  std::vector<bool> timed(candidates.size(), true);  // false: cannot be the fastest
+  if (candidates.size() > 1 && !options_.exhaustive_auto && !sets_simgrid_config(options_.simgrid_args)) {
+    std::vector<double> bounds;
+    for (const AllReduceChoice& candidate : candidates) {
+      bounds.push_back(allreduce_lower_bound(bytes, candidate));
     }
-    collecting_ = nullptr;
-    simulate_patterns(std::move(batch.keys), batch.lists);
+    const auto first =
+        static_cast<std::size_t>(std::min_element(bounds.begin(), bounds.end()) - bounds.begin());
+    const double first_s = fast_allreduce(bytes, candidates[first]).seconds;
+    std::vector<AllReduceChoice> rest;
+    for (std::size_t k = 0; k < candidates.size(); ++k) {
+      timed[k] = k == first || bounds[k] <= first_s;
+      if (timed[k] && k != first) {
+        rest.push_back(candidates[k]);
+      }
+    }
+    simulate_together(bytes, rest);
+  } else {
+    simulate_together(bytes, candidates);
   }
   AllReduceChoice best = candidates.front();
   double best_s = -1.0;
-  for (const AllReduceChoice& candidate : candidates) {
-    const double seconds = fast_allreduce(bytes, candidate).seconds;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    if (!timed[k]) {
+      continue;
+    }
+    const double seconds = fast_allreduce(bytes, candidates[k]).seconds;
     if (best_s < 0.0 || seconds < best_s) {
-      best = candidate;
+      best = candidates[k];
       best_s = seconds;
     }
   }

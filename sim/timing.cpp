@@ -11,6 +11,7 @@
 #include <map>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -129,12 +130,22 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
     });
   }
   machine.run();
+  // Route latencies by GPU pair, each looked up once: a tree's steps repeat the same edges, and a lookup
+  // walks SimGrid's routing.
+  std::unordered_map<std::uint64_t, double> latency_of;
+  const auto route_latency = [&](int from, int to) {
+    const std::uint64_t pair = static_cast<std::uint64_t>(from) << 32 | static_cast<std::uint32_t>(to);
+    const auto [it, fresh] = latency_of.try_emplace(pair, 0.0);
+    if (fresh) {
+      it->second = machine.route_latency(from, to);
+    }
+    return it->second;
+  };
   for (std::size_t k = 0; k < patterns.size(); ++k) {
     const auto& messages = *patterns[k];
     PatternResult& result = results[k];
     for (std::size_t i = 0; i < messages.size(); ++i) {
-      const double done =
-          finished[k][i] - starts[k] + machine.route_latency(messages[i].from, messages[i].to);
+      const double done = finished[k][i] - starts[k] + route_latency(messages[i].from, messages[i].to);
       result.message_seconds[i] = done;
       auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
       gpu = std::max(gpu, done);

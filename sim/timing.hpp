@@ -17,6 +17,9 @@
 
 namespace dbench::sim {
 
+struct HierarchicalPlan;
+struct TreePlan;
+
 /// How much is simulated.
 enum class Fidelity {
   fast,  ///< each distinct pattern once (a tree all-reduce whole), a ring's identical steps once; reused
@@ -74,6 +77,10 @@ struct TimingOptions {
   std::int64_t bucket_bytes = 0;
   /// SimGrid options applied to every simulation, e.g. "--cfg=network/model:CM02" or "--log=...".
   std::vector<std::string> simgrid_args;
+  /// auto simulates every candidate instead of skipping those whose lower bound exceeds the best time found
+  /// (CommSimulator::allreduce_choice): the same choice, kept as the reference the skipping is checked
+  /// against.
+  bool exhaustive_auto = false;
 };
 
 /// One message of a gossip round and how long it took with the round's messages all leaving at once.
@@ -127,8 +134,14 @@ class CommSimulator {
   /// nvls on one node whose switch reduces); with the protocol, the pair whose fast-path time is the
   /// shortest (ties: the earlier algorithm, bulk), as NCCL's tuner picks the cheapest per size and scale.
   /// The low-latency protocol is tried up to 4 MiB per GPU. Full fidelity makes the same choice, then runs
-  /// it.
+  /// it. Candidates are simulated in the order of their allreduce_lower_bound(), and one whose bound exceeds
+  /// the first one's time is not simulated: it cannot be the fastest (unless options().exhaustive_auto, or a
+  /// --cfg SimGrid option could change the network model the bound assumes).
   AllReduceChoice allreduce_choice(std::int64_t bytes);
+  /// A lower bound of the fast path's time for an all-reduce of `bytes` per GPU run as `choice`, without
+  /// SimGrid: the same plan replayed with every message at what it takes alone on an idle machine, at most
+  /// (its route's GPU ports and NICs, half its bytes at their rate; see collective_timing.cpp).
+  double allreduce_lower_bound(std::int64_t bytes, AllReduceChoice choice) const;
   /// One all-reduce of `bytes` split into buckets of options().bucket_bytes, bucket b leaving as soon as the
   /// backward pass has produced it (`backward_s` spread evenly over the buckets) and after bucket b-1:
   /// returns the time from the start of the backward pass to the end of the last bucket. `ready` and
@@ -180,6 +193,15 @@ class CommSimulator {
   std::vector<Message> gossip_messages(const topology::Graph& graph, std::int64_t bytes) const;
   const PatternResult& cached_pattern(const std::string& key, const std::vector<Message>& messages);
   CommTiming fast_allreduce(std::int64_t bytes, AllReduceChoice choice);
+  /// The plans fast_allreduce() and allreduce_lower_bound() replay, for `s` bytes on the wire per GPU.
+  TreePlan tree_plan_for(double s, double overhead_s) const;
+  HierarchicalPlan hierarchical_plan_for(double s, double overhead_s, bool in_network) const;
+  /// The messages of a plan's step, appended to `out`.
+  void tree_step(const TreePlan& plan, int step, std::vector<Message>& out) const;
+  void hierarchical_step(const HierarchicalPlan& plan, int step, std::vector<Message>& out) const;
+  /// The patterns of every one of `choices` (fast path, all-reduces of `bytes`) in one SimGrid run: at
+  /// 16,384 GPUs building the platform costs more than most patterns.
+  void simulate_together(std::int64_t bytes, std::span<const AllReduceChoice> choices);
   CommTiming measured_allreduce(std::int64_t bytes) const;
   /// `timing` with every GPU's finish from staggered_finish when `ready` is given.
   CommTiming staggered(CommTiming timing, std::span<const double> ready,

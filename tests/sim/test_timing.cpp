@@ -552,6 +552,70 @@ TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-
   check_auto_is_fastest("dgx-h100", 1008);
 }
 
+TEST_CASE("sim::timing: auto skips only candidates that cannot win: the same choice and time as trying all") {
+  std::int64_t skipped = 0;
+  for (const std::string preset : {"frontier", "summit", "dgx-h100"}) {
+    const sim::PlatformSpec p = sim::platform_preset(preset);
+    // One node, a few nodes, tens of nodes.
+    for (const int wanted : {8, 64, 256}) {
+      const int n = std::max(2, wanted / p.gpus_per_node * p.gpus_per_node);
+      sim::TimingOptions exhaustive = options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic);
+      exhaustive.exhaustive_auto = true;
+      sim::CommSimulator all(p, n, exhaustive);
+      sim::CommSimulator pruned(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::automatic));
+      // Latency-bound to bandwidth-bound, the low-latency protocol's range included.
+      for (const std::int64_t bytes :
+           {std::int64_t{4096}, std::int64_t{256} << 10, std::int64_t{4} << 20, std::int64_t{64} << 20}) {
+        CAPTURE(preset);
+        CAPTURE(n);
+        CAPTURE(bytes);
+        const sim::AllReduceChoice expected = all.allreduce_choice(bytes);
+        const sim::AllReduceChoice chosen = pruned.allreduce_choice(bytes);
+        CHECK(chosen.name() == expected.name());
+        // Equal to the last bits but for SimGrid's running clock: a pattern's durations are differences of
+        // absolute times, and the patterns simulated before it in the same run differ.
+        const double seconds = pruned.allreduce(bytes).seconds;
+        CHECK(relative_error(seconds, all.allreduce(bytes).seconds) < 1e-12);
+        CHECK(pruned.allreduce_lower_bound(bytes, chosen) <= seconds);
+      }
+      CHECK(pruned.simulations() <= all.simulations());
+      skipped += all.simulations() - pruned.simulations();
+    }
+  }
+  // Somewhere in the grid a candidate was not simulated.
+  CHECK(skipped > 0);
+}
+
+TEST_CASE("sim::timing: an all-reduce's lower bound stays below its simulated time") {
+  for (const std::string preset : {"frontier", "dgx-h100"}) {
+    const sim::PlatformSpec p = sim::platform_preset(preset);
+    for (const int n : {8, 64}) {
+      for (const auto algorithm :
+           {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::hierarchical,
+            sim::AllReduceAlgorithm::tree, sim::AllReduceAlgorithm::nvls, sim::AllReduceAlgorithm::collnet}) {
+        const bool one_node = n <= p.gpus_per_node;
+        if ((algorithm == sim::AllReduceAlgorithm::nvls && (!one_node || p.nvls_efficiency == 0.0)) ||
+            (algorithm == sim::AllReduceAlgorithm::collnet && (one_node || p.collnet_efficiency == 0.0)) ||
+            (algorithm == sim::AllReduceAlgorithm::hierarchical && one_node)) {
+          continue;
+        }
+        sim::CommSimulator simulator(p, n, options(sim::Fidelity::fast, algorithm));
+        for (const std::int64_t bytes : {std::int64_t{4096}, std::int64_t{64} << 20}) {
+          CAPTURE(preset);
+          CAPTURE(n);
+          CAPTURE(sim::allreduce_name(algorithm));
+          CAPTURE(bytes);
+          const double seconds = simulator.allreduce(bytes).seconds;
+          const double bound = simulator.allreduce_lower_bound(bytes, simulator.allreduce_choice(bytes));
+          CHECK(bound <= seconds);
+          // Not vacuous: at least the latencies and per-step costs.
+          CHECK(bound > p.collective_latency_s);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("sim::time_schedule: under auto 25 MB buckets never make ResNet-50 slower than one all-reduce" *
           doctest::test_suite("large-sim")) {
   const auto profile = resnet50();
