@@ -112,6 +112,15 @@ HierarchicalPlan CommSimulator::hierarchical_plan_for(double s, double overhead_
                            hierarchical_chunks(platform_, gpus_, s, overhead_s, in_network), in_network);
 }
 
+void CommSimulator::ring_step(int channels, double bytes, std::vector<Message>& out) const {
+  const int g = std::min(platform_.gpus_per_node, gpus_);
+  for (int c = 0; c < channels; ++c) {
+    for (int i = 0; i < gpus_; ++i) {
+      out.push_back({i, detail::ring_next(i, gpus_, g, c, channels), bytes});
+    }
+  }
+}
+
 void CommSimulator::tree_step(const TreePlan& plan, int step, std::vector<Message>& out) const {
   for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) {
     const auto& parent = plan.trees[static_cast<std::size_t>(t)].parent;
@@ -198,11 +207,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
       // nodes the data is striped over one ring per NIC link.
       const int channels = allreduce_channels(platform_, n);
       const double chunk = s / (static_cast<double>(n) * channels);
-      for (int c = 0; c < channels; ++c) {
-        for (int i = 0; i < n; ++i) {
-          messages.push_back({i, detail::ring_next(i, n, g, c, channels), chunk});
-        }
-      }
+      ring_step(channels, chunk, messages);
       timing.seconds =
           2.0 * (n - 1) * (cached_pattern(fmt::format("ring-step/{}", chunk), messages).seconds + overhead);
       timing.messages = 2LL * (n - 1) * n * channels;
@@ -210,9 +215,7 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
     }
     case AllReduceAlgorithm::nvls: {
       const double each = detail::nvls_message_bytes(platform_, n, data);
-      for (int i = 0; i < n; ++i) {
-        messages.push_back({i, detail::ring_next(i, n, g, 0, 1), each});
-      }
+      ring_step(1, each, messages);
       timing.seconds =
           cached_pattern(fmt::format("nvls/{}", each), messages).seconds + detail::kNvlsSteps * overhead;
       timing.messages = 2LL * n;
@@ -272,7 +275,6 @@ CommTiming CommSimulator::measured_allreduce(std::int64_t bytes) const {
 
 double CommSimulator::allreduce_lower_bound(std::int64_t bytes, AllReduceChoice choice) const {
   const int n = gpus_;
-  const int g = std::min(platform_.gpus_per_node, n);
   const double data = static_cast<double>(bytes);
   const double s = data * detail::wire_factor(choice.protocol);
   const double overhead = detail::step_overhead_s(platform_, choice.protocol);
@@ -293,19 +295,13 @@ double CommSimulator::allreduce_lower_bound(std::int64_t bytes, AllReduceChoice 
     case AllReduceAlgorithm::ring: {
       const int channels = allreduce_channels(platform_, n);
       const double chunk = s / (static_cast<double>(n) * channels);
-      for (int c = 0; c < channels; ++c) {
-        for (int i = 0; i < n; ++i) {
-          messages.push_back({i, detail::ring_next(i, n, g, c, channels), chunk});
-        }
-      }
+      ring_step(channels, chunk, messages);
       seconds = 2.0 * (n - 1) * (slowest(messages) + overhead);
       break;
     }
     case AllReduceAlgorithm::nvls: {
       const double each = detail::nvls_message_bytes(platform_, n, data);
-      for (int i = 0; i < n; ++i) {
-        messages.push_back({i, detail::ring_next(i, n, g, 0, 1), each});
-      }
+      ring_step(1, each, messages);
       seconds = slowest(messages) + detail::kNvlsSteps * overhead;
       break;
     }

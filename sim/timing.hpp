@@ -196,6 +196,8 @@ class CommSimulator {
   /// The plans fast_allreduce() and allreduce_lower_bound() replay, for `s` bytes on the wire per GPU.
   TreePlan tree_plan_for(double s, double overhead_s) const;
   HierarchicalPlan hierarchical_plan_for(double s, double overhead_s, bool in_network) const;
+  /// One ring step: every GPU sends `bytes` to the next GPU of each of `channels` rings.
+  void ring_step(int channels, double bytes, std::vector<Message>& out) const;
   /// The messages of a plan's step, appended to `out`.
   void tree_step(const TreePlan& plan, int step, std::vector<Message>& out) const;
   void hierarchical_step(const HierarchicalPlan& plan, int step, std::vector<Message>& out) const;
