@@ -56,13 +56,7 @@ class SweepReport {
       colors_[a_.labels[i]] = std::string(kPalette[i % kPalette.size()]);
     }
     read_curves();
-    try {
-      if (tree_.exists("sweep.toml")) {
-        sweep_toml_ = tree_.read("sweep.toml");
-      }
-    } catch (const ResultsTreeError& e) {
-      left_out_.push_back({"sweep.toml", e.what()});
-    }
+    sweep_toml_ = read_sweep_toml(tree_, left_out_);
   }
 
   /// The done runs whose files were not read and the files left out, with the reasons.
@@ -455,17 +449,7 @@ class SweepReport {
            fmt::format("Final accuracy against mean norm variance, {} workers, with the fitted line.", w));
   }
 
-  void appendix() {
-    if (a_.failed > 0) {
-      doc_.heading("Failed runs");
-      doc_.paragraph(
-          fmt::format("{} runs failed; their logs are under {}.", a_.failed, (dir_ / "logs").string()));
-    }
-    if (sweep_toml_) {
-      doc_.heading("Sweep config");
-      doc_.preformatted(*sweep_toml_);
-    }
-  }
+  void appendix() { sweep_appendix(doc_, a_.failed, (dir_ / "logs").string(), sweep_toml_); }
 
   ResultsTree tree_;
   fs::path dir_;
@@ -484,14 +468,7 @@ SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   const auto rows = results::parse_summary_csv(tree.read("summary.csv"), summary.string());
   if (timing_only_sweep(rows)) {
     std::vector<LeftOut> left_out;
-    std::optional<std::string> sweep_toml;
-    try {
-      if (tree.exists("sweep.toml")) {
-        sweep_toml = tree.read("sweep.toml");
-      }
-    } catch (const ResultsTreeError& e) {
-      left_out.push_back({"sweep.toml", e.what()});
-    }
+    const std::optional<std::string> sweep_toml = read_sweep_toml(tree, left_out);
     return {timing_sweep_report(tree.root().filename().string(), rows, sweep_toml, plots),
             std::move(left_out)};
   }
@@ -504,6 +481,29 @@ SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   SweepReport report(tree, std::move(analyzed));
   std::vector<LeftOut> left_out = report.left_out();
   return {report.build(plots), std::move(left_out)};
+}
+
+std::optional<std::string> read_sweep_toml(const ResultsTree& tree, std::vector<LeftOut>& left_out) {
+  try {
+    if (tree.exists("sweep.toml")) {
+      return tree.read("sweep.toml");
+    }
+  } catch (const ResultsTreeError& e) {
+    left_out.push_back({"sweep.toml", e.what()});
+  }
+  return std::nullopt;
+}
+
+void sweep_appendix(Document& doc, std::size_t failed, const std::string& logs,
+                    const std::optional<std::string>& sweep_toml) {
+  if (failed > 0) {
+    doc.heading("Failed runs");
+    doc.paragraph(fmt::format("{} runs failed; their logs are under {}.", failed, logs));
+  }
+  if (sweep_toml) {
+    doc.heading("Sweep config");
+    doc.preformatted(*sweep_toml);
+  }
 }
 
 }  // namespace dbench::report

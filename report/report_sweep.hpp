@@ -2,6 +2,9 @@
 // curves of its done runs. Internal to the report.
 #pragma once
 
+#include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "report/report.hpp"
@@ -27,5 +30,14 @@ struct SweepDocument {
 /// analysis fails, and results::ResultsTreeError or results::CsvError when summary.csv cannot be read or
 /// parsed.
 SweepDocument sweep_report(const results::ResultsTree& tree, Plots& plots);
+
+/// The sweep config in `tree` (sweep.toml), or empty when there is none; an unreadable one is added to
+/// `left_out` with the reason.
+std::optional<std::string> read_sweep_toml(const results::ResultsTree& tree, std::vector<LeftOut>& left_out);
+
+/// The end of every sweep's report: how many runs failed and where their logs are (`logs`), then the sweep
+/// config when there is one.
+void sweep_appendix(Document& doc, std::size_t failed, const std::string& logs,
+                    const std::optional<std::string>& sweep_toml);
 
 }  // namespace dbench::report

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "report/report_plots.hpp"
+#include "report/report_sweep.hpp"
 
 namespace dbench::report {
 namespace {
@@ -186,14 +187,7 @@ Document timing_sweep_report(const std::string& name, const std::vector<SummaryR
     doc.table(std::move(table));
   }
 
-  if (failed > 0) {
-    doc.heading("Failed runs");
-    doc.paragraph(fmt::format("{} runs failed; their logs are under logs/.", failed));
-  }
-  if (sweep_toml) {
-    doc.heading("Sweep config");
-    doc.preformatted(*sweep_toml);
-  }
+  sweep_appendix(doc, failed, "logs/", sweep_toml);
   return doc;
 }
 
