@@ -100,6 +100,23 @@ bool sets_simgrid_config(const std::vector<std::string>& args) {
   return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.starts_with("--cfg"); });
 }
 
+// One step of a pipelined all-reduce's replay: each message starts once both its GPUs are done with the
+// previous step (`ready`) and takes duration(i) plus the step's overhead; `ready` becomes each GPU's end of
+// this step. The fast path and the lower bound replay with the same rule, so the bound holds step by step.
+template <typename Messages, typename Duration>
+void replay_step(const Messages& messages, Duration duration, double overhead, std::vector<double>& ready,
+                 std::vector<double>& done) {
+  done = ready;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const auto from = static_cast<std::size_t>(messages[i].from);
+    const auto to = static_cast<std::size_t>(messages[i].to);
+    const double end = std::max(ready[from], ready[to]) + duration(i) + overhead;
+    done[from] = std::max(done[from], end);
+    done[to] = std::max(done[to], end);
+  }
+  ready.swap(done);
+}
+
 }  // namespace
 
 TreePlan CommSimulator::tree_plan_for(double s, double overhead_s) const {
@@ -188,15 +205,8 @@ CommTiming CommSimulator::fast_allreduce(std::int64_t bytes, AllReduceChoice cho
       messages.clear();
       build(step, messages);
       const PatternResult& pattern = patterns_.at(key_of(step));
-      done = ready;
-      for (std::size_t i = 0; i < messages.size(); ++i) {
-        const auto from = static_cast<std::size_t>(messages[i].from);
-        const auto to = static_cast<std::size_t>(messages[i].to);
-        const double end = std::max(ready[from], ready[to]) + pattern.message_seconds[i] + overhead;
-        done[from] = std::max(done[from], end);
-        done[to] = std::max(done[to], end);
-      }
-      ready.swap(done);
+      replay_step(
+          messages, [&](std::size_t i) { return pattern.message_seconds[i]; }, overhead, ready, done);
     }
   };
   CommTiming timing;
@@ -329,15 +339,8 @@ double CommSimulator::allreduce_lower_bound(std::int64_t bytes, AllReduceChoice 
       for (int step = 0; step < plan.steps(); ++step) {
         messages.clear();
         tree_step(plan, step, messages);
-        done = ready;
-        for (const Message& m : messages) {
-          const auto from = static_cast<std::size_t>(m.from);
-          const auto to = static_cast<std::size_t>(m.to);
-          const double end = std::max(ready[from], ready[to]) + bound(m) + overhead;
-          done[from] = std::max(done[from], end);
-          done[to] = std::max(done[to], end);
-        }
-        ready.swap(done);
+        replay_step(
+            messages, [&](std::size_t i) { return bound(messages[i]); }, overhead, ready, done);
       }
       seconds = *std::max_element(ready.begin(), ready.end());
       break;
