@@ -8,7 +8,8 @@ namespace dbench::core {
 
 double LrSchedule::at(std::int64_t t) const {
   if (t < warmup_iterations) {
-    return peak * static_cast<double>(t + 1) / static_cast<double>(warmup_iterations);
+    return warmup_start +
+           (peak - warmup_start) * static_cast<double>(t + 1) / static_cast<double>(warmup_iterations);
   }
   switch (decay) {
     case LrDecay::constant:

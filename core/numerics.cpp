@@ -275,7 +275,7 @@ std::vector<std::int64_t> evaluation_order(std::int64_t test_size, std::uint64_t
 }
 
 models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,
-                             std::uint64_t seed) {
+                             std::uint64_t seed, std::int64_t synthetic_train_samples) {
   if (name == "fashion-mnist") {
     return dir.empty() ? models::read_fashion_mnist(split) : models::read_fashion_mnist(split, dir);
   }
@@ -289,6 +289,7 @@ models::Dataset load_dataset(const std::string& name, models::Split split, const
   if (name == "synthetic") {
     models::SyntheticSpec spec;
     spec.seed = seed;
+    spec.train_size = synthetic_train_samples;
     return models::make_synthetic(spec, split);
   }
   throw models::DataError(

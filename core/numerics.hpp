@@ -86,8 +86,9 @@ class VirtualReplicas final : public ScheduleReplicas {
 std::vector<std::int64_t> evaluation_order(std::int64_t test_size, std::uint64_t seed);
 
 /// Reads a data set split by its config name (fashion-mnist | cifar10 | synthetic); `dir` empty: the default.
+/// `seed` seeds the synthetic task, whose train split has `synthetic_train_samples` samples.
 models::Dataset load_dataset(const std::string& name, models::Split split, const std::string& dir,
-                             std::uint64_t seed);
+                             std::uint64_t seed, std::int64_t synthetic_train_samples = 60000);
 
 /// Trains spec.iterations iterations with the policy's schedule, reporting to the observer.
 NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& train,

@@ -109,8 +109,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
       o.out.empty() ? std::filesystem::path(fmt::format("results/calibration-{}", comm.size()))
                     : std::filesystem::path(o.out);
   const bool root = comm.rank() == 0;
-  const auto train =
-      core::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
+  const auto train = config_dataset(config, models::Split::train);
   validation::Calibration c;
   c.workers = comm.size();
   c.host = host_name();

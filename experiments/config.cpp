@@ -35,6 +35,16 @@ constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dps
 constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
 
+// dataset = synthetic: at most 50 million training samples (6.4 GB of 32-float inputs).
+constexpr int kMaxSyntheticSamples = 50'000'000;
+Check<int> synthetic_sizes() {
+  return [](const int& v) {
+    return v >= 1 && v <= kMaxSyntheticSamples
+               ? std::string()
+               : fmt::format("must be in [1, {}], got {}", kMaxSyntheticSamples, v);
+  };
+}
+
 // The one description of every key: section ("" for top level), name, value, check and a short note that
 // to_toml writes as a comment. Visitors read, validate, list or write the fields.
 template <class Config, class Visitor>
@@ -48,17 +58,28 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "dataset", t.dataset, one_of(kDatasets),
           "fashion-mnist | cifar10 | synthetic | imagenet-folder");
   v.field("train", "data_dir", t.data_dir, any_string(), "empty: the data set's default location");
+  v.field("train", "synthetic_samples", t.synthetic_samples, synthetic_sizes(),
+          "dataset = synthetic: training samples the teacher labels");
+  v.field("train", "synthetic_seed", t.synthetic_seed, seed_range(),
+          "dataset = synthetic: the teacher's and inputs' seed; 0: the run's seed");
   v.field("train", "workers", t.workers, at_least(1), "replicas = GPUs");
   v.field("train", "batch_per_worker", t.batch_per_worker, at_least(1), "");
-  v.field("train", "iterations", t.iterations, at_least(1), "");
+  v.field("train", "iterations", t.iterations, at_least(0), "the budget: iterations or epochs, not both");
+  v.field("train", "epochs", t.epochs, at_least(0.0),
+          "budget in passes over the training set; 0: iterations is the budget");
   v.field("train", "lr", t.lr, above(0.0), "peak learning rate");
   v.field("train", "linear_scaling", t.linear_scaling, any_bool(),
           "peak lr = lr * workers * batch_per_worker / lr_reference_batch");
   v.field("train", "lr_reference_batch", t.lr_reference_batch, at_least(1), "");
-  v.field("train", "warmup_iterations", t.warmup_iterations, at_least(0), "linear warm-up from 0");
+  v.field("train", "warmup_iterations", t.warmup_iterations, at_least(0),
+          "linear warm-up (from lr with linear_scaling, else from 0)");
+  v.field("train", "warmup_epochs", t.warmup_epochs, at_least(0.0),
+          "the warm-up in epochs; 0: in iterations");
   v.field("train", "lr_schedule", t.lr_schedule, one_of(kLrSchedules), "constant | step | cosine");
   v.field("train", "lr_step_milestones", t.lr_step_milestones, each_at_least(1, true),
           "step: iterations where lr *= lr_step_gamma");
+  v.field("train", "lr_step_milestone_epochs", t.lr_step_milestone_epochs, each_above(0.0),
+          "step: the milestones in epochs instead");
   v.field("train", "lr_step_gamma", t.lr_step_gamma, within(0.0, true, 1.0, false), "");
   v.field("train", "lr_min", t.lr_min, at_least(0.0), "cosine: lr at the last iteration");
   v.field("train", "momentum", t.momentum, within(0.0, false, 1.0, true), "");
@@ -168,6 +189,8 @@ constexpr Kind kind_of() {
     return Kind::kFloat;
   } else if constexpr (std::is_same_v<T, std::vector<int>>) {
     return Kind::kIntegerArray;
+  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+    return Kind::kFloatArray;
   } else {
     static_assert(std::is_integral_v<T>);
     return Kind::kInteger;
@@ -236,6 +259,8 @@ std::string_view expected_text(Kind kind) {
       return "a boolean (true or false)";
     case Kind::kIntegerArray:
       return "an array of integers";
+    case Kind::kFloatArray:
+      return "an array of numbers";
   }
   return "a value";
 }
@@ -291,6 +316,23 @@ class Reader {
       }
       value = std::move(values);
       return true;
+    } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+      const auto* array = node.as_array();
+      if (array == nullptr) {
+        type_error(name, node, Kind::kFloatArray);
+        return false;
+      }
+      std::vector<double> values;
+      for (const auto& element : *array) {
+        double v = 0.0;
+        if (!read_value(element, v) || !std::isfinite(v)) {
+          problems_.add(name, &element, fmt::format("expected finite numbers, got {}", describe(element)));
+          return false;
+        }
+        values.push_back(v);
+      }
+      value = std::move(values);
+      return true;
     } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       return read_integer(node, value, name);
     } else {
@@ -332,9 +374,12 @@ class Reader {
   Problems& problems_;
 };
 
-// Writes `key = value  # note` lines, a section header before each section's first key.
+// Writes `key = value  # note` lines, a section header before each section's first key. A key derived from
+// another at load (iterations from epochs) is written as a comment, so that the text reads back equal.
 class Writer {
  public:
+  explicit Writer(std::vector<std::string> derived) : derived_(std::move(derived)) {}
+
   template <class T>
   void field(std::string_view section, std::string_view key, const T& value, const Check<T>&,
              std::string_view note) {
@@ -342,8 +387,12 @@ class Writer {
       out_ += fmt::format("\n[{}]\n", section);
       section_ = section;
     }
-    std::string line = fmt::format("{} = {}", key, format(value));
-    if (!note.empty()) {
+    const bool derived =
+        std::find(derived_.begin(), derived_.end(), full_key(section, key)) != derived_.end();
+    std::string line = fmt::format("{}{} = {}", derived ? "# " : "", key, format(value));
+    if (derived) {
+      line = fmt::format("{:<32} # derived from {}", line, derived_from(key));
+    } else if (!note.empty()) {
       line = fmt::format("{:<32} # {}", line, note);
     }
     out_ += line + "\n";
@@ -364,7 +413,20 @@ class Writer {
     }
     return out + "]";
   }
+  static std::string format(const std::vector<double>& values) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + toml_double(values[i]);
+    }
+    return out + "]";
+  }
+  static std::string_view derived_from(std::string_view key) {
+    return key == "iterations"          ? "train.epochs"
+           : key == "warmup_iterations" ? "train.warmup_epochs"
+                                        : "train.lr_step_milestone_epochs";
+  }
 
+  std::vector<std::string> derived_;
   std::string section_;
   std::string out_ = "# DBench experiment config, fully resolved: every key, defaults included.\n";
 };
@@ -404,8 +466,10 @@ toml::table parse_override_value(const std::map<std::string, Kind>& keys, const 
   return holder;
 }
 
-void apply_override(toml::table& root, const std::string& text, const std::map<std::string, Kind>& keys,
-                    std::string_view source_name, Problems& problems) {
+// Applies `--set section.key=value` to `root`; returns "section.key".
+std::string apply_override(toml::table& root, const std::string& text,
+                           const std::map<std::string, Kind>& keys, std::string_view source_name,
+                           Problems& problems) {
   const auto eq = text.find('=');
   const std::string key = trim(std::string_view(text).substr(0, eq));
   std::vector<std::string> parts;
@@ -436,6 +500,7 @@ void apply_override(toml::table& root, const std::string& text, const std::map<s
     table = next->as_table();
   }
   value.get("v")->visit([&](const auto& node) { table->insert_or_assign(parts.back(), node); });
+  return key;
 }
 
 }  // namespace
@@ -452,14 +517,20 @@ ExperimentConfig load_config(std::string_view toml_text, std::span<const std::st
   }
   const auto keys = known_keys();
   Problems problems(source_name);
+  std::vector<std::string> overridden;
   for (const auto& text : overrides) {
-    apply_override(root, text, keys, source_name, problems);
+    overridden.push_back(apply_override(root, text, keys, source_name, problems));
   }
+  // `--set train.epochs=4` on a file that gives train.iterations means the epochs, not both.
+  prefer_overridden_keys(root, overridden);
 
   check_unknown_keys(root, keys, problems);
   ExperimentConfig config;
   Reader reader(root, problems);
   visit_fields(config, reader);
+  if (problems.empty()) {
+    resolve_budget(config, root, problems);
+  }
   if (problems.empty()) {
     check_cross_keys(config, problems, &root);
   }
@@ -522,7 +593,7 @@ void validate(const ExperimentConfig& config, std::string_view source_name) {
 }
 
 std::string to_toml(const ExperimentConfig& config) {
-  Writer writer;
+  Writer writer(derived_train_keys(config.train));
   visit_fields(config, writer);
   return std::move(writer).str();
 }

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -46,24 +47,36 @@ struct TrainConfig {
   std::string dataset = "fashion-mnist";
   /// Where the data set's files are; empty means the data set's default location.
   std::string data_dir;
+  /// dataset = synthetic: training samples the teacher network labels (the test split has 10,000).
+  int synthetic_samples = 60000;
+  /// dataset = synthetic: seeds the teacher and the inputs; 0: the run's seed (a new task per seed).
+  std::uint64_t synthetic_seed = 0;
   /// Number of replicas (one per GPU in runtime).
   int workers = 16;
   /// Samples per replica per iteration; the global batch is workers * batch_per_worker.
   int batch_per_worker = 16;
-  /// Number of SGD iterations.
+  /// Number of SGD iterations; with `epochs` set, derived from it at load (see training_budget).
   int iterations = 500;
+  /// The budget in passes over the training set instead of iterations; 0: the budget is `iterations`.
+  /// Exactly one of the two is given; iterations = ceil(epochs * train samples / global batch).
+  double epochs = 0.0;
   /// Peak learning rate (after warm-up; before linear scaling when `linear_scaling` is on).
   double lr = 0.1;
   /// When true, the peak learning rate is lr * global batch / lr_reference_batch (Goyal et al.).
   bool linear_scaling = false;
   /// Global batch size at which `lr` was tuned; only used with `linear_scaling`.
   int lr_reference_batch = 256;
-  /// Iterations of linear warm-up from 0 to the peak learning rate.
+  /// Iterations of linear warm-up to the peak learning rate (from 0; from `lr` with linear_scaling, Goyal et
+  /// al.'s gradual warm-up). With linear_scaling and no warm-up key given: min(5 epochs, half the run).
   int warmup_iterations = 0;
+  /// The warm-up in epochs instead (0: given in iterations); derived into warmup_iterations at load.
+  double warmup_epochs = 0.0;
   /// Decay after warm-up: constant | step | cosine.
   std::string lr_schedule = "constant";
   /// Iterations at which a step schedule multiplies the learning rate by lr_step_gamma.
   std::vector<int> lr_step_milestones;
+  /// The milestones in epochs instead (empty: given in iterations); derived into lr_step_milestones at load.
+  std::vector<double> lr_step_milestone_epochs;
   /// Factor applied at each step milestone.
   double lr_step_gamma = 0.1;
   /// Learning rate a cosine schedule decays to at the last iteration.
@@ -259,5 +272,25 @@ std::string to_toml(const ExperimentConfig& config);
 
 /// Peak learning rate after the linear scaling rule (equal to `lr` when the rule is off).
 double peak_lr(const TrainConfig& train);
+
+/// The learning rate warm-up starts from: `lr` under linear scaling when that is below the peak (Goyal et
+/// al.'s gradual warm-up), else 0.
+double warmup_start_lr(const TrainConfig& train);
+
+/// Samples in the training split of the configured data set; nullopt for imagenet-folder, whose size is the
+/// folder's.
+std::optional<std::int64_t> train_samples(const TrainConfig& train);
+
+/// Iterations that make `epochs` passes over `samples` training samples at the configured global batch:
+/// ceil(epochs * samples / (workers * batch_per_worker)).
+std::int64_t iterations_for_epochs(const TrainConfig& train, double epochs, std::int64_t samples);
+
+/// The warm-up the linear scaling rule gets when no warm-up key is given (Goyal et al.: 5 epochs, here at most
+/// half the run); 0 without linear scaling, when the global batch is not above lr_reference_batch, or when the
+/// data set's size is unknown.
+int default_warmup_iterations(const TrainConfig& train);
+
+/// The [train] keys that load_config derives from another (iterations from epochs, ...), "train.<key>".
+std::vector<std::string> derived_train_keys(const TrainConfig& train);
 
 }  // namespace dbench::experiments

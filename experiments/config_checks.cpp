@@ -173,6 +173,20 @@ Check<std::vector<int>> each_at_least(int min, bool increasing) {
   };
 }
 
+Check<std::vector<double>> each_above(double min) {
+  return [=](const std::vector<double>& values) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (!(values[i] > min)) {
+        return fmt::format("every entry must be > {}, got {} at index {}", min, values[i], i);
+      }
+      if (i > 0 && values[i] <= values[i - 1]) {
+        return fmt::format("entries must be strictly increasing, got {} after {}", values[i], values[i - 1]);
+      }
+    }
+    return std::string();
+  };
+}
+
 // Hidden widths of the mlp: a few layers of a size the simulator's replicas can hold (each replica keeps
 // every layer's weights; a 65536-wide layer on 784 inputs is already 200 MB per replica).
 Check<std::vector<int>> mlp_widths() {

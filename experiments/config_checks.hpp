@@ -19,7 +19,7 @@ template <class T>
 using Check = std::function<std::string(const T&)>;
 
 /// The TOML type a key's value must have.
-enum class Kind { kString, kInteger, kFloat, kBoolean, kIntegerArray };
+enum class Kind { kString, kInteger, kFloat, kBoolean, kIntegerArray, kFloatArray };
 
 /// "a, b, c".
 std::string join(std::span<const std::string_view> words);
@@ -54,6 +54,8 @@ Check<std::string> run_name();
 Check<std::uint64_t> seed_range();
 /// Every entry >= min and, when `increasing`, strictly increasing.
 Check<std::vector<int>> each_at_least(int min, bool increasing);
+/// Every entry > min, strictly increasing.
+Check<std::vector<double>> each_above(double min);
 /// Hidden widths of the mlp: a few layers of a size the simulator's replicas can hold.
 Check<std::vector<int>> mlp_widths();
 /// Empty (keep the preset's value) or one of `allowed`.

@@ -44,6 +44,7 @@ void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml:
     return node_at(root, full_key(section, key));
   };
   const auto& t = c.train;
+  check_budget(c, problems, root);
   if (t.warmup_iterations > t.iterations) {
     problems.add("train.warmup_iterations", node_of("train", "warmup_iterations"),
                  fmt::format("must be <= train.iterations ({}), got {}", t.iterations, t.warmup_iterations));

@@ -6,11 +6,25 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "experiments/config.hpp"
 #include "experiments/config_checks.hpp"
 
 namespace dbench::experiments {
+
+/// Of each pair a config gives one way (train.iterations or train.epochs, the warm-up, the step milestones),
+/// drops from `root` the one the file gave when the overrides (`overridden`, "section.key") set the other.
+void prefer_overridden_keys(toml::table& root, const std::vector<std::string>& overridden);
+
+/// Turns the epochs of a loaded config into iterations (budget, warm-up, milestones) and gives the linear
+/// scaling rule its default warm-up; `root` tells which keys were given. Records a pair given both ways, or a
+/// budget given neither way.
+void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& problems);
+
+/// The budget rules every config must meet, loaded or built in code: iterations >= 1, and the iterations
+/// that any epochs give.
+void check_budget(const ExperimentConfig& c, Problems& problems, const toml::table* root);
 
 /// Rules that relate several keys; run only once each key is valid on its own, so they never pile up.
 /// `root` (null for a config built in code) gives the positions of the keys at fault.

@@ -33,6 +33,7 @@ core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::D
   spec.lr.peak = peak_lr(t);
   spec.lr.iterations = t.iterations;
   spec.lr.warmup_iterations = t.warmup_iterations;
+  spec.lr.warmup_start = warmup_start_lr(t);
   spec.lr.decay = t.lr_schedule == "step"     ? core::LrDecay::step
                   : t.lr_schedule == "cosine" ? core::LrDecay::cosine
                                               : core::LrDecay::constant;
@@ -50,6 +51,12 @@ core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::D
   spec.replica_eval_samples = t.replica_eval_samples;
   spec.seed = config.seed;
   return spec;
+}
+
+models::Dataset config_dataset(const ExperimentConfig& config, models::Split split) {
+  const TrainConfig& t = config.train;
+  return core::load_dataset(t.dataset, split, t.data_dir,
+                            t.synthetic_seed != 0 ? t.synthetic_seed : config.seed, t.synthetic_samples);
 }
 
 namespace {
@@ -281,20 +288,7 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
   return std::make_unique<topology::SequencePolicy>(std::move(sequence));
 }
 
-namespace {
-
-/// Training samples of the data sets whose size a config fixes (imagenet-folder's is the folder's).
-std::optional<std::int64_t> nominal_train_samples(const std::string& dataset) {
-  if (dataset == "fashion-mnist" || dataset == "synthetic") {
-    return 60000;
-  }
-  if (dataset == "cifar10") {
-    return 50000;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 void check_setup(const ExperimentConfig& config) {
   // Cost-aware Ada only drops rungs by simulated time; the rungs and the start it checks are the same.
@@ -315,7 +309,7 @@ void check_setup(const ExperimentConfig& config) {
   }
   // Every replica's shard holds floor(samples / workers) or one more sample (iid and Dirichlet alike).
   const TrainConfig& t = config.train;
-  if (const auto samples = nominal_train_samples(t.dataset)) {
+  if (const auto samples = train_samples(t)) {
     const std::int64_t shard = *samples / t.workers;
     if (shard < 1) {
       throw ConfigKeyError("train.workers", fmt::format("{} replicas cannot share {}'s {} training samples",

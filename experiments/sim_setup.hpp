@@ -17,6 +17,10 @@ namespace dbench::experiments {
 /// The numerics spec of a config; the model's input shape and classes come from the training set.
 core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::Dataset& train);
 
+/// A split of the config's data set as the simulator reads it (fashion-mnist, cifar10, synthetic: sized by
+/// train.synthetic_samples, seeded by train.synthetic_seed or else the run's seed).
+models::Dataset config_dataset(const ExperimentConfig& config, models::Split split);
+
 /// The graph spec of [algorithm] for `workers` nodes; throws ConfigKeyError naming algorithm.graph on an
 /// unknown graph, algorithm.torus_shape on a shape that is not the workers'.
 topology::GraphSpec graph_spec(const ExperimentConfig& config);

@@ -203,10 +203,8 @@ void run_simulate(const SimulateOptions& options) {
     return;
   }
 
-  const auto train =
-      core::load_dataset(config.train.dataset, models::Split::train, config.train.data_dir, config.seed);
-  const auto test =
-      core::load_dataset(config.train.dataset, models::Split::test, config.train.data_dir, config.seed);
+  const auto train = config_dataset(config, models::Split::train);
+  const auto test = config_dataset(config, models::Split::test);
   core::NumericsSpec spec = numerics_spec(config, train);
   spec.threads = options.threads;
   // The replicas' matrices are the first large allocation: a run that cannot fit is refused before it.

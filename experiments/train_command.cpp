@@ -67,7 +67,7 @@ models::Dataset load_train_data(const ExperimentConfig& config, models::Split sp
     }
     return runtime::read_image_folder(split, config.train.data_dir, {image_size, image_size});
   }
-  return core::load_dataset(config.train.dataset, split, config.train.data_dir, config.seed);
+  return config_dataset(config, split);
 }
 
 /// Length-prefixed fields, so that CSV text survives a checkpoint unchanged.

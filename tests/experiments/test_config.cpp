@@ -154,7 +154,7 @@ TEST_CASE("experiments::config: rejects out-of-range values with the key and the
   const std::array<Case, 12> cases = {{
       {"[train]\nlr = -0.1\n", "train.lr: must be > 0, got -0.1"},
       {"[train]\nbatch_per_worker = 0\n", "train.batch_per_worker: must be >= 1, got 0"},
-      {"[train]\niterations = 0\n", "train.iterations: must be >= 1, got 0"},
+      {"[train]\niterations = -1\n", "train.iterations: must be >= 0, got -1"},
       {"[train]\neval_every = 0\n", "train.eval_every: must be >= 1, got 0"},
       {"[train]\nmomentum = 1.0\n", "train.momentum: must be in [0, 1), got 1.0"},
       {"[train]\nmomentum = -0.5\n", "train.momentum: must be in [0, 1), got -0.5"},

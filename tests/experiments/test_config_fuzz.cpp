@@ -22,7 +22,7 @@ namespace ex = dbench::experiments;
 
 namespace {
 
-enum class Kind { string, integer, number, boolean, integers };
+enum class Kind { string, integer, number, boolean, integers, numbers };
 
 struct Key {
   std::string name;  ///< "section.key" or a top-level "key"
@@ -47,11 +47,12 @@ std::vector<Key> schema_keys() {
     if (value.front() != '"') {
       value = value.substr(0, value.find_first_of(" #"));
     }
-    const Kind kind = value.front() == '"'                   ? Kind::string
-                      : value.front() == '['                 ? Kind::integers
-                      : value == "true" || value == "false"  ? Kind::boolean
-                      : value.find('.') != std::string::npos ? Kind::number
-                                                             : Kind::integer;
+    const Kind kind = value.front() == '"'                                              ? Kind::string
+                      : value.front() == '[' && line.substr(0, eq).ends_with("_epochs") ? Kind::numbers
+                      : value.front() == '['                                            ? Kind::integers
+                      : value == "true" || value == "false"                             ? Kind::boolean
+                      : value.find('.') != std::string::npos                            ? Kind::number
+                                                                                        : Kind::integer;
     keys.push_back({section.empty() ? line.substr(0, eq) : section + "." + line.substr(0, eq), kind});
   }
   return keys;
@@ -112,7 +113,8 @@ std::vector<Value> generated_values() {
       {"[2147483647]", Kind::integers},
       {"[4, 4]", Kind::integers},
       {"[0, 5, 5]", Kind::integers},
-      {"[1.5]", std::nullopt},
+      {"[1.5]", Kind::numbers},
+      {"[0.5, 0.25]", Kind::numbers},
       {"[\"a\"]", std::nullopt},
       {"{ a = 1 }", std::nullopt},
       {"1979-05-27", std::nullopt},
@@ -159,6 +161,16 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {t.workers >= 1, "train.workers"},
       {t.batch_per_worker >= 1, "train.batch_per_worker"},
       {t.iterations >= 1, "train.iterations"},
+      {finite(t.epochs) && t.epochs >= 0, "train.epochs"},
+      {finite(t.warmup_epochs) && t.warmup_epochs >= 0, "train.warmup_epochs"},
+      {std::is_sorted(t.lr_step_milestone_epochs.begin(), t.lr_step_milestone_epochs.end(),
+                      [](double x, double y) { return x <= y; }) &&
+           std::all_of(t.lr_step_milestone_epochs.begin(), t.lr_step_milestone_epochs.end(),
+                       [](double e) { return finite(e) && e > 0; }),
+       "train.lr_step_milestone_epochs"},
+      {t.synthetic_samples >= 1 && t.synthetic_samples <= 50'000'000, "train.synthetic_samples"},
+      {t.synthetic_seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+       "train.synthetic_seed"},
       {finite(t.lr) && t.lr > 0, "train.lr"},
       {t.lr_reference_batch >= 1, "train.lr_reference_batch"},
       {t.warmup_iterations >= 0 && t.warmup_iterations <= t.iterations, "train.warmup_iterations"},
@@ -283,8 +295,9 @@ TEST_CASE(
     const std::string leaf = dot == std::string::npos ? key.name : key.name.substr(dot + 1);
     for (const auto& value : generated_values()) {
       // Integers are numbers too; anything else of the wrong kind must be refused from a file.
-      const bool kind_ok =
-          value.kind == key.kind || (key.kind == Kind::number && value.kind == Kind::integer);
+      const bool kind_ok = value.kind == key.kind ||
+                           (key.kind == Kind::number && value.kind == Kind::integer) ||
+                           (key.kind == Kind::numbers && value.kind == Kind::integers);
       const std::string line = leaf + " = " + value.toml + "\n";
       run_case(section.empty() ? line : "[" + section + "]\n" + line, {}, key.name, !kind_ok, tally);
       // From --set a string key takes any text as a string, as documented.
