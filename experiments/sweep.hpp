@@ -148,6 +148,12 @@ struct RunSummary {
   std::string timing_model;                ///< platform.timing_model
   std::string platform;                    ///< the simulated platform's name (summary.json's platform)
   std::optional<std::int64_t> parameters;  ///< the timing model's parameter count (from its profile)
+  // The training design, from the config (pending runs have it too).
+  std::optional<double> epochs;  ///< train.epochs when the budget is in epochs
+  std::int64_t global_batch = 0;
+  std::optional<std::int64_t> train_samples;
+  std::int64_t samples = 0;  ///< iterations x global batch
+  double peak_lr = 0.0;
 };
 
 /// The identifying cells of a run that has not finished: algorithm, graph, workers and seed, no results.

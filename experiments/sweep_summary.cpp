@@ -167,8 +167,25 @@ const GraphStatsCache::Family& GraphStatsCache::family(const ExperimentConfig& c
   return families_.emplace(key, std::move(family)).first->second;
 }
 
+namespace {
+
+// The design columns: what the budget is and means at this run's scale.
+void describe_design(const ExperimentConfig& config, RunSummary& s) {
+  const TrainConfig& t = config.train;
+  if (t.epochs > 0.0) {
+    s.epochs = t.epochs;
+  }
+  s.global_batch = static_cast<std::int64_t>(t.workers) * t.batch_per_worker;
+  s.train_samples = train_samples(t);
+  s.samples = s.global_batch * t.iterations;
+  s.peak_lr = peak_lr(t);
+}
+
+}  // namespace
+
 RunSummary pending_summary(const ExperimentConfig& config) {
   RunSummary summary;
+  describe_design(config, summary);
   summary.algorithm = config.algorithm.kind;
   summary.workers = config.train.workers;
   summary.seed = config.seed;
@@ -183,6 +200,7 @@ RunSummary pending_summary(const ExperimentConfig& config) {
 RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphStatsCache& cache) {
   const ExperimentConfig config = load_config_file(run_dir / "config.toml");
   RunSummary s;
+  describe_design(config, s);
   s.algorithm = config.algorithm.kind;
   s.workers = config.train.workers;
   s.seed = config.seed;
@@ -386,6 +404,11 @@ std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs
         csv_cell(s.timing_model),
         csv_cell(s.platform),
         csv_number(s.parameters),
+        csv_number(s.epochs),
+        std::to_string(s.global_batch),
+        csv_number(s.train_samples),
+        std::to_string(s.samples),
+        csv_number(std::optional<double>(s.peak_lr)),
     };
     std::string line;
     for (const auto& cell : cells) {

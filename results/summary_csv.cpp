@@ -13,7 +13,7 @@
 namespace dbench::results {
 
 std::span<const std::string_view> required_summary_columns() {
-  static constexpr std::array<std::string_view, 31> kColumns = {
+  static constexpr std::array<std::string_view, 36> kColumns = {
       "run",
       "status",
       "label",
@@ -45,6 +45,11 @@ std::span<const std::string_view> required_summary_columns() {
       "timing_model",
       "platform",
       "parameters",
+      "epochs",
+      "global_batch",
+      "train_samples",
+      "samples",
+      "peak_lr",
   };
   return kColumns;
 }
@@ -57,7 +62,7 @@ struct NumberColumn {
   double SummaryRow::*member;
 };
 
-constexpr std::array<NumberColumn, 22> kNumberColumns = {{
+constexpr std::array<NumberColumn, 27> kNumberColumns = {{
     {"seed", &SummaryRow::seed},
     {"final_test_accuracy", &SummaryRow::final_test_accuracy},
     {"best_test_accuracy", &SummaryRow::best_test_accuracy},
@@ -80,6 +85,11 @@ constexpr std::array<NumberColumn, 22> kNumberColumns = {{
     {"bytes_per_gpu", &SummaryRow::bytes_per_gpu},
     {"simulated_seconds", &SummaryRow::simulated_seconds},
     {"parameters", &SummaryRow::parameters},
+    {"epochs", &SummaryRow::epochs},
+    {"global_batch", &SummaryRow::global_batch},
+    {"train_samples", &SummaryRow::train_samples},
+    {"samples", &SummaryRow::samples},
+    {"peak_lr", &SummaryRow::peak_lr},
 }};
 
 double parse_number(const std::string& field, std::string_view source, std::size_t line,

@@ -51,6 +51,12 @@ struct SummaryRow {
   std::string timing_model;    ///< platform.timing_model: the model whose time and efficiency are simulated
   std::string platform;        ///< the simulated platform's name (a preset's, or a calibration file's base)
   double parameters = kEmpty;  ///< the timing model's parameter count, from its profile
+  // The training design: the budget and what it means at this scale.
+  double epochs = kEmpty;         ///< train.epochs when the budget is in epochs; empty: in iterations
+  double global_batch = kEmpty;   ///< workers x batch_per_worker
+  double train_samples = kEmpty;  ///< the training set's size (empty for imagenet-folder)
+  double samples = kEmpty;        ///< samples the run trains on: iterations x global batch
+  double peak_lr = kEmpty;        ///< the learning rate after linear scaling
   std::vector<std::pair<std::string, std::string>> axes;  ///< the grid axes' columns after the contract's
 
   /// Whether the run finished (only done runs carry numbers).

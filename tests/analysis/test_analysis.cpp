@@ -43,19 +43,20 @@ std::string csv_row(const Row& r) {
   const std::string id = fmt::format("{}-w{}-s{}", r.label, r.workers, r.seed);
   const auto number = [](double v) { return std::isfinite(v) ? fmt::format("{}", v) : std::string(); };
   if (r.status != "done") {
-    return fmt::format("{},{},{},{},{},{},{},,,,,,,,,,,,,,,,,,,,,,,,,0.1\n", id, r.status, r.label, r.algorithm,
-                       r.graph, r.workers, r.seed);
+    return fmt::format("{},{},{},{},{},{},{},,,,,,,,,,,,,,,,,,,,,,,,,,,,,,0.1\n", id, r.status, r.label,
+                       r.algorithm, r.graph, r.workers, r.seed);
   }
   // run,status,label,algorithm,graph,workers,seed,final,best,loss,iterations,edges,mean_degree,spectral_gap,
   // nv_mean,nv_final,cd_mean,cd_final,target,it_to_target,time_to_target,s_per_it,samples_s,efficiency,
-  // bytes_per_it,bytes,simulated_s,wall_s,timing_model,platform,parameters, lr
+  // bytes_per_it,bytes,simulated_s,wall_s,timing_model,platform,parameters,epochs,global_batch,
+  // train_samples,samples,peak_lr, lr
   return fmt::format(
       "{},done,\"{}\",{},{},{},{},{},{},0.5,200,{},{},0.5,{},{},0.1,0.1,0.8,{},{},0.01,{},{},{},{},2.0,1.0,"
-      "mlp,frontier,1000,0.1\n",
+      "mlp,frontier,1000,,{},60000,{},0.1,0.1\n",
       id, r.label, r.algorithm, r.graph, r.workers, r.seed, r.accuracy, r.accuracy, r.edges,
       2.0 * r.edges / r.workers, r.norm_variance, r.norm_variance, number(r.iterations_to_target),
       number(r.iterations_to_target * 0.01), 1000.0 * r.workers * r.efficiency, r.efficiency,
-      r.bytes_per_gpu / 200.0, r.bytes_per_gpu);
+      r.bytes_per_gpu / 200.0, r.bytes_per_gpu, 16 * r.workers, 200 * 16 * r.workers);
 }
 
 // Four labels at two scales, three seeds each: accuracy rises with edges and falls with norm variance, the

@@ -217,7 +217,7 @@ TEST_CASE(
   for (int k = 0; k < 4; ++k) {
     done += fmt::format(
         "r{0},done,g{0},dpsgd,ring,8,1,0.{1},0.{1},1,20,{2},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-        "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,8\n",
+        "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
         k, 50 + k, 8 * (k + 1));
   }
   write_file(dir / "summary.csv", done);
@@ -284,7 +284,7 @@ namespace {
 std::string done_row(const std::string& run, const std::string& label, int k) {
   return fmt::format(
       "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,8\n",
+      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
       run, label, 50 + k, 8 * (k + 1));
 }
 

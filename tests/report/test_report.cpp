@@ -35,7 +35,7 @@ TEST_CASE("report::report: labels and paths with every byte never reach gnuplot 
   for (int k = 0; k < 4; ++k) {
     done += fmt::format(
         "r{0},done,{3},dpsgd,ring,8,1,0.{1},0.{1},1,20,{2},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-        "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,8\n",
+        "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
         k, 50 + k, 8 * (k + 1), csv_field(hostile + std::to_string(k)));
   }
   write_file(dir / "summary.csv", done);
