@@ -67,6 +67,10 @@ int tree_channels(const PlatformSpec& p, int gpus) {
   return std::min(kTreeChannels, allreduce_channels(p, gpus));
 }
 
+bool sets_simgrid_config(const std::vector<std::string>& args) {
+  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.starts_with("--cfg"); });
+}
+
 }  // namespace detail
 
 namespace {
@@ -93,11 +97,6 @@ double message_lower_bound_s(const PlatformSpec& p, int from, int to, double byt
     rate = std::min(rate, p.nic_bandwidth_Bps * p.network_efficiency * p.nics_per_node / nic_links(p));
   }
   return latency + std::max(0.0, 0.5 * bytes / rate - kCoarsestPrecision_s);
-}
-
-// Whether a SimGrid option could change the network model the lower bounds assume.
-bool sets_simgrid_config(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.starts_with("--cfg"); });
 }
 
 // One step of a pipelined all-reduce's replay: each message starts once both its GPUs are done with the
@@ -410,7 +409,8 @@ AllReduceChoice CommSimulator::allreduce_choice(std::int64_t bytes) {
   // pruning, every candidate's patterns in one SimGrid run: at 16,384 GPUs building the platform costs more
   // than most patterns.
   std::vector<bool> timed(candidates.size(), true);  // false: cannot be the fastest
-  if (candidates.size() > 1 && !options_.exhaustive_auto && !sets_simgrid_config(options_.simgrid_args)) {
+  if (candidates.size() > 1 && !options_.exhaustive_auto &&
+      !detail::sets_simgrid_config(options_.simgrid_args)) {
     std::vector<double> bounds;
     for (const AllReduceChoice& candidate : candidates) {
       bounds.push_back(allreduce_lower_bound(bytes, candidate));

@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <map>
 #include <simgrid/s4u.hpp>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "sim/allreduce_plan.hpp"
+#include "sim/max_min_flows.hpp"
 #include "sim/simulated_machine.hpp"
 #include "sim/timing_internal.hpp"
 
@@ -41,6 +43,136 @@ std::uint64_t edges_hash(const topology::Graph& graph) {
   return h;
 }
 
+// Each message's transfer time from its pattern's start (latencies apart) under max-min sharing of its
+// route's bandwidths (max_min_finish_times): what SimGrid computes for the pattern with the model
+// SimulatedMachine sets (CM02 without bandwidth factor, TCP window or cross traffic, the latencies kept out
+// of SimGrid, every transfer starting at once), solved directly instead of through one actor per GPU, a
+// mailbox per message and an engine event per completion, which at 16,384 GPUs cost a second per pattern.
+// Empty when a route crosses a link that is not plainly shared, which SimGrid then simulates.
+template <typename Message>
+std::vector<std::vector<double>> max_min_transfers(const SimulatedMachine& machine,
+                                                   std::span<const std::vector<Message>* const> patterns) {
+  std::unordered_map<const sg4::Link*, std::uint32_t> index;
+  std::vector<double> capacity;
+  // Routes by GPU pair, each looked up once: its links' indices in `store`.
+  std::unordered_map<std::uint64_t, std::pair<std::uint32_t, std::uint32_t>> routes;
+  std::vector<std::uint32_t> store;
+  std::vector<sg4::Link*> links;
+  bool plain = true;
+  const auto route = [&](int from, int to) {
+    const std::uint64_t pair = static_cast<std::uint64_t>(from) << 32 | static_cast<std::uint32_t>(to);
+    const auto [it, fresh] = routes.try_emplace(pair);
+    if (fresh) {
+      links.clear();
+      double ignored = 0.0;
+      machine.host(from)->route_to(machine.host(to), links, &ignored);
+      it->second.first = static_cast<std::uint32_t>(store.size());
+      for (const sg4::Link* link : links) {
+        plain = plain && link->get_sharing_policy() == sg4::Link::SharingPolicy::SHARED;
+        const auto [at, added] = index.try_emplace(link, static_cast<std::uint32_t>(capacity.size()));
+        if (added) {
+          capacity.push_back(link->get_bandwidth());
+        }
+        store.push_back(at->second);
+      }
+      it->second.second = static_cast<std::uint32_t>(store.size());
+    }
+    return it->second;
+  };
+  std::vector<std::vector<double>> elapsed;
+  for (const auto* pattern : patterns) {
+    MaxMinFlows flows;
+    flows.route_begin.push_back(0);
+    for (const auto& m : *pattern) {
+      const auto [begin, end] = route(m.from, m.to);
+      flows.route_links.insert(flows.route_links.end(), store.begin() + begin, store.begin() + end);
+      flows.route_begin.push_back(static_cast<std::uint32_t>(flows.route_links.size()));
+      // SimGrid moves whole bytes.
+      flows.bytes.push_back(static_cast<double>(std::llround(m.bytes)));
+    }
+    if (!plain) {
+      return {};
+    }
+    flows.capacity_Bps = capacity;
+    elapsed.push_back(max_min_finish_times(flows));
+  }
+  return elapsed;
+}
+
+// The same times from SimGrid itself, the patterns one after the other on the machine.
+//
+// Every GPU is an actor that posts its sends and receives of a pattern, waits for them, and meets the
+// others at a barrier before the next pattern. Transfers between actors are kept per actor; transfers
+// between hosts (Comm::sendto) are kept in one list that each finished transfer is looked up in, which
+// made a pattern of 16,384 transfers quadratic.
+template <typename Message>
+std::vector<std::vector<double>> simgrid_transfers(const SimulatedMachine& machine, int gpus,
+                                                   std::span<const std::vector<Message>* const> patterns) {
+  // Per pattern, the messages each GPU sends and receives (indices into the pattern's list).
+  struct Ends {
+    std::vector<std::vector<std::uint32_t>> out;
+    std::vector<std::vector<std::uint32_t>> in;
+  };
+  std::vector<Ends> ends(patterns.size());
+  std::size_t longest = 0;
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    ends[k].out.resize(static_cast<std::size_t>(gpus));
+    ends[k].in.resize(static_cast<std::size_t>(gpus));
+    const auto& messages = *patterns[k];
+    longest = std::max(longest, messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      ends[k].out[static_cast<std::size_t>(messages[i].from)].push_back(static_cast<std::uint32_t>(i));
+      ends[k].in[static_cast<std::size_t>(messages[i].to)].push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  // Message i of a pattern goes through mailbox i: one sender and one receiver each, reused by the next
+  // pattern once this one is done.
+  std::vector<sg4::Mailbox*> mailboxes(longest);
+  for (std::size_t i = 0; i < longest; ++i) {
+    mailboxes[i] = sg4::Mailbox::by_name(fmt::format("m{}", i));
+  }
+  std::vector<std::vector<double>> elapsed(patterns.size());
+  for (std::size_t k = 0; k < patterns.size(); ++k) {
+    elapsed[k].assign(patterns[k]->size(), 0.0);
+  }
+  const sg4::BarrierPtr barrier = sg4::Barrier::create(static_cast<unsigned>(gpus));
+  int token = 0;  // what mailboxes carry: only the simulated size matters
+  for (int me = 0; me < gpus; ++me) {
+    sg4::Actor::create("gpu", machine.host(me), [&, me] {
+      const auto gpu = static_cast<std::size_t>(me);
+      std::vector<sg4::CommPtr> sends;
+      std::vector<sg4::CommPtr> receives;
+      std::vector<int*> received;
+      for (std::size_t k = 0; k < patterns.size(); ++k) {
+        const double start = sg4::Engine::get_clock();
+        const auto& messages = *patterns[k];
+        const auto& in = ends[k].in[gpu];
+        const auto& out = ends[k].out[gpu];
+        receives.clear();
+        sends.clear();
+        received.assign(in.size(), nullptr);
+        for (std::size_t j = 0; j < in.size(); ++j) {
+          receives.push_back(mailboxes[in[j]]->template get_async<int>(&received[j]));
+        }
+        for (const std::uint32_t i : out) {
+          sends.push_back(
+              mailboxes[i]->put_async(&token, static_cast<std::uint64_t>(std::llround(messages[i].bytes))));
+        }
+        for (std::size_t j = 0; j < receives.size(); ++j) {
+          receives[j]->wait();
+          elapsed[k][in[j]] = receives[j]->get_finish_time() - start;
+        }
+        for (const auto& send : sends) {
+          send->wait();
+        }
+        barrier->wait();
+      }
+    });
+  }
+  machine.run();
+  return elapsed;
+}
+
 }  // namespace
 
 std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
@@ -57,79 +189,16 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
   if (shortest == 0.0) {
     return results;
   }
-  // One platform for all patterns (building it is most of the cost at thousands of GPUs): each pattern
-  // starts once the previous one is done, so they do not share links.
-  //
-  // Every GPU is an actor that posts its sends and receives of a pattern, waits for them, and meets the
-  // others at a barrier before the next pattern. Transfers between actors are kept per actor; transfers
-  // between hosts (Comm::sendto) are kept in one list that each finished transfer is looked up in, which
-  // made a pattern of 16,384 transfers quadratic.
+  // One platform for all patterns (building it is most of the cost at thousands of GPUs). A user's SimGrid
+  // setting may change the network model, which SimGrid then simulates.
   SimulatedMachine machine(platform_, gpus_, shortest, true, options_.simgrid_args);
-  // Per pattern, the messages each GPU sends and receives (indices into the pattern's list).
-  struct Ends {
-    std::vector<std::vector<std::uint32_t>> out;
-    std::vector<std::vector<std::uint32_t>> in;
-  };
-  std::vector<Ends> ends(patterns.size());
-  std::size_t longest = 0;
-  for (std::size_t k = 0; k < patterns.size(); ++k) {
-    ends[k].out.resize(static_cast<std::size_t>(gpus_));
-    ends[k].in.resize(static_cast<std::size_t>(gpus_));
-    const auto& messages = *patterns[k];
-    longest = std::max(longest, messages.size());
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      ends[k].out[static_cast<std::size_t>(messages[i].from)].push_back(static_cast<std::uint32_t>(i));
-      ends[k].in[static_cast<std::size_t>(messages[i].to)].push_back(static_cast<std::uint32_t>(i));
-    }
+  std::vector<std::vector<double>> elapsed;
+  if (!detail::sets_simgrid_config(options_.simgrid_args)) {
+    elapsed = max_min_transfers(machine, patterns);
   }
-  // Message i of a pattern goes through mailbox i: one sender and one receiver each, reused by the next
-  // pattern once this one is done.
-  std::vector<sg4::Mailbox*> mailboxes(longest);
-  for (std::size_t i = 0; i < longest; ++i) {
-    mailboxes[i] = sg4::Mailbox::by_name(fmt::format("m{}", i));
+  if (elapsed.empty()) {
+    elapsed = simgrid_transfers(machine, gpus_, patterns);
   }
-  std::vector<std::vector<double>> finished(patterns.size());
-  for (std::size_t k = 0; k < patterns.size(); ++k) {
-    finished[k].assign(patterns[k]->size(), 0.0);
-  }
-  std::vector<double> starts(patterns.size(), 0.0);
-  const sg4::BarrierPtr barrier = sg4::Barrier::create(static_cast<unsigned>(gpus_));
-  int token = 0;  // what mailboxes carry: only the simulated size matters
-  for (int me = 0; me < gpus_; ++me) {
-    sg4::Actor::create("gpu", machine.host(me), [&, me] {
-      const auto gpu = static_cast<std::size_t>(me);
-      std::vector<sg4::CommPtr> sends;
-      std::vector<sg4::CommPtr> receives;
-      std::vector<int*> received;
-      for (std::size_t k = 0; k < patterns.size(); ++k) {
-        if (me == 0) {
-          starts[k] = sg4::Engine::get_clock();
-        }
-        const auto& messages = *patterns[k];
-        const auto& in = ends[k].in[gpu];
-        const auto& out = ends[k].out[gpu];
-        receives.clear();
-        sends.clear();
-        received.assign(in.size(), nullptr);
-        for (std::size_t j = 0; j < in.size(); ++j) {
-          receives.push_back(mailboxes[in[j]]->get_async<int>(&received[j]));
-        }
-        for (const std::uint32_t i : out) {
-          sends.push_back(
-              mailboxes[i]->put_async(&token, static_cast<std::uint64_t>(std::llround(messages[i].bytes))));
-        }
-        for (std::size_t j = 0; j < receives.size(); ++j) {
-          receives[j]->wait();
-          finished[k][in[j]] = receives[j]->get_finish_time();
-        }
-        for (const auto& send : sends) {
-          send->wait();
-        }
-        barrier->wait();
-      }
-    });
-  }
-  machine.run();
   // Route latencies by GPU pair, each looked up once: a tree's steps repeat the same edges, and a lookup
   // walks SimGrid's routing.
   std::unordered_map<std::uint64_t, double> latency_of;
@@ -145,7 +214,7 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
     const auto& messages = *patterns[k];
     PatternResult& result = results[k];
     for (std::size_t i = 0; i < messages.size(); ++i) {
-      const double done = finished[k][i] - starts[k] + route_latency(messages[i].from, messages[i].to);
+      const double done = elapsed[k][i] + route_latency(messages[i].from, messages[i].to);
       result.message_seconds[i] = done;
       auto& gpu = result.gpu_seconds[static_cast<std::size_t>(messages[i].to)];
       gpu = std::max(gpu, done);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
@@ -49,6 +51,10 @@ inline constexpr int kTreeChannels = 2;
 /// The channels a tree all-reduce on `gpus` GPUs is striped over: allreduce_channels(), at most
 /// kTreeChannels.
 int tree_channels(const PlatformSpec& p, int gpus);
+
+/// Whether SimGrid options (TimingOptions::simgrid_args) set a configuration, which could change the network
+/// model that the lower bounds and the fast path's max-min solution of a pattern assume.
+bool sets_simgrid_config(const std::vector<std::string>& args);
 
 /// NVLS has two steps, the reduction into the switch and the multicast out of it.
 inline constexpr int kNvlsSteps = 2;
