@@ -87,7 +87,9 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "weight_decay", t.weight_decay, at_least(0.0), "");
   v.field("train", "partition", t.partition, one_of(kPartitions), "iid | dirichlet");
   v.field("train", "dirichlet_alpha", t.dirichlet_alpha, above(0.0), "smaller is more heterogeneous");
-  v.field("train", "eval_every", t.eval_every, at_least(1), "");
+  v.field("train", "eval_every", t.eval_every, at_least(1), "iterations between evaluations");
+  v.field("train", "eval_every_epochs", t.eval_every_epochs, at_least(0.0),
+          "the same in epochs; 0: eval_every is given in iterations");
   v.field("train", "eval_samples", t.eval_samples, at_least(0), "averaged model; 0: the whole test set");
   v.field("train", "replica_eval_samples", t.replica_eval_samples, at_least(1),
           "fixed test subset for each replica's accuracy");
@@ -378,7 +380,7 @@ class Reader {
 // another at load (iterations from epochs) is written as a comment, so that the text reads back equal.
 class Writer {
  public:
-  explicit Writer(std::vector<std::string> derived) : derived_(std::move(derived)) {}
+  explicit Writer(std::vector<std::pair<std::string, std::string>> derived) : derived_(std::move(derived)) {}
 
   template <class T>
   void field(std::string_view section, std::string_view key, const T& value, const Check<T>&,
@@ -387,11 +389,11 @@ class Writer {
       out_ += fmt::format("\n[{}]\n", section);
       section_ = section;
     }
-    const bool derived =
-        std::find(derived_.begin(), derived_.end(), full_key(section, key)) != derived_.end();
-    std::string line = fmt::format("{}{} = {}", derived ? "# " : "", key, format(value));
-    if (derived) {
-      line = fmt::format("{:<32} # derived from {}", line, derived_from(key));
+    const auto derived = std::find_if(derived_.begin(), derived_.end(),
+                                      [&](const auto& pair) { return pair.first == full_key(section, key); });
+    std::string line = fmt::format("{}{} = {}", derived != derived_.end() ? "# " : "", key, format(value));
+    if (derived != derived_.end()) {
+      line = fmt::format("{:<32} # derived from {}", line, derived->second);
     } else if (!note.empty()) {
       line = fmt::format("{:<32} # {}", line, note);
     }
@@ -420,13 +422,8 @@ class Writer {
     }
     return out + "]";
   }
-  static std::string_view derived_from(std::string_view key) {
-    return key == "iterations"          ? "train.epochs"
-           : key == "warmup_iterations" ? "train.warmup_epochs"
-                                        : "train.lr_step_milestone_epochs";
-  }
 
-  std::vector<std::string> derived_;
+  std::vector<std::pair<std::string, std::string>> derived_;  ///< (derived key, the key it comes from)
   std::string section_;
   std::string out_ = "# DBench experiment config, fully resolved: every key, defaults included.\n";
 };

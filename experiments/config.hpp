@@ -93,6 +93,8 @@ struct TrainConfig {
   double dirichlet_alpha = 0.5;
   /// Metrics are computed every this many iterations.
   int eval_every = 50;
+  /// The same in epochs instead (0: given in iterations); derived into eval_every (at least 1) at load.
+  double eval_every_epochs = 0.0;
   /// Test samples used per evaluation of the averaged model; 0 means the whole test set.
   int eval_samples = 0;
   /// Test samples (a fixed subset) on which every replica is evaluated; kept small so N = 1008 stays cheap.
@@ -290,7 +292,8 @@ std::int64_t iterations_for_epochs(const TrainConfig& train, double epochs, std:
 /// data set's size is unknown.
 int default_warmup_iterations(const TrainConfig& train);
 
-/// The [train] keys that load_config derives from another (iterations from epochs, ...), "train.<key>".
-std::vector<std::string> derived_train_keys(const TrainConfig& train);
+/// The [train] keys that load_config derived from another (iterations from epochs, ...), each with the key it
+/// came from: ("train.iterations", "train.epochs"), ...
+std::vector<std::pair<std::string, std::string>> derived_train_keys(const TrainConfig& train);
 
 }  // namespace dbench::experiments

@@ -29,6 +29,7 @@ struct KeyPair {
 constexpr KeyPair kBudget{"iterations", "epochs"};
 constexpr KeyPair kWarmup{"warmup_iterations", "warmup_epochs"};
 constexpr KeyPair kMilestones{"lr_step_milestones", "lr_step_milestone_epochs"};
+constexpr KeyPair kEval{"eval_every", "eval_every_epochs"};
 
 // Each milestone in epochs as an iteration, kept strictly increasing (two that round to one iteration keep
 // both decays, one iteration apart).
@@ -43,6 +44,13 @@ std::vector<int> milestones_for_epochs(const TrainConfig& t, std::int64_t sample
     out.push_back(m);
   }
   return out;
+}
+
+// Iterations between evaluations for eval_every_epochs, at least 1 and at most the run (which always ends
+// with one).
+int eval_every_for_epochs(const TrainConfig& t, std::int64_t samples) {
+  return static_cast<int>(
+      std::clamp<std::int64_t>(iterations_for_epochs(t, t.eval_every_epochs, samples), 1, t.iterations));
 }
 
 const toml::node* train_key(const toml::table& root, std::string_view key) {
@@ -90,17 +98,17 @@ int default_warmup_iterations(const TrainConfig& train) {
   return static_cast<int>(std::min<std::int64_t>(five_epochs, train.iterations / 2));
 }
 
-std::vector<std::string> derived_train_keys(const TrainConfig& train) {
-  std::vector<std::string> keys;
-  if (train.epochs > 0.0) {
-    keys.push_back(full_key("train", kBudget.iterations));
-  }
-  if (train.warmup_epochs > 0.0) {
-    keys.push_back(full_key("train", kWarmup.iterations));
-  }
-  if (!train.lr_step_milestone_epochs.empty()) {
-    keys.push_back(full_key("train", kMilestones.iterations));
-  }
+std::vector<std::pair<std::string, std::string>> derived_train_keys(const TrainConfig& train) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  const auto add = [&keys](const KeyPair& pair, bool given) {
+    if (given) {
+      keys.emplace_back(full_key("train", pair.iterations), full_key("train", pair.epochs));
+    }
+  };
+  add(kBudget, train.epochs > 0.0);
+  add(kWarmup, train.warmup_epochs > 0.0);
+  add(kMilestones, !train.lr_step_milestone_epochs.empty());
+  add(kEval, train.eval_every_epochs > 0.0);
   return keys;
 }
 
@@ -112,7 +120,7 @@ void prefer_overridden_keys(toml::table& root, const std::vector<std::string>& o
   const auto set = [&overridden](std::string_view key) {
     return std::find(overridden.begin(), overridden.end(), full_key("train", key)) != overridden.end();
   };
-  for (const KeyPair& pair : {kBudget, kWarmup, kMilestones}) {
+  for (const KeyPair& pair : {kBudget, kWarmup, kMilestones, kEval}) {
     if (set(pair.iterations) && !set(pair.epochs)) {
       train->erase(pair.epochs);
     } else if (set(pair.epochs) && !set(pair.iterations)) {
@@ -185,6 +193,21 @@ void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& prob
     t.warmup_iterations = default_warmup_iterations(t);
   }
 
+  // The evaluations: every so many iterations or epochs.
+  const toml::node* eval_node = train_key(root, kEval.iterations);
+  const toml::node* eval_epochs_node = train_key(root, kEval.epochs);
+  if (eval_epochs_node != nullptr && t.eval_every_epochs > 0.0) {
+    if (eval_node != nullptr) {
+      problems.add(
+          "train.eval_every_epochs", eval_epochs_node,
+          fmt::format("train.eval_every ({}) is given too: give the evaluations one way", t.eval_every));
+    } else if (!samples) {
+      problems.add("train.eval_every_epochs", eval_epochs_node, unknown_size("eval_every"));
+    } else {
+      t.eval_every = eval_every_for_epochs(t, *samples);
+    }
+  }
+
   // The step milestones: iterations or epochs.
   const toml::node* milestone_epochs_node = train_key(root, kMilestones.epochs);
   if (!t.lr_step_milestone_epochs.empty()) {
@@ -212,8 +235,9 @@ void check_budget(const ExperimentConfig& c, Problems& problems, const toml::tab
   }
   const auto samples = train_samples(t);
   if (!samples) {
-    for (const auto* key : {"epochs", "warmup_epochs"}) {
-      const double value = std::string_view(key) == "epochs" ? t.epochs : t.warmup_epochs;
+    for (const auto& [key, value] :
+         {std::pair{"epochs", t.epochs}, std::pair{"warmup_epochs", t.warmup_epochs},
+          std::pair{"eval_every_epochs", t.eval_every_epochs}}) {
       if (value > 0.0) {
         problems.add(
             full_key("train", key), node(key),
@@ -233,6 +257,11 @@ void check_budget(const ExperimentConfig& c, Problems& problems, const toml::tab
   };
   check(kBudget.epochs, t.epochs, t.iterations);
   check(kWarmup.epochs, t.warmup_epochs, t.warmup_iterations);
+  if (t.eval_every_epochs > 0.0 && t.eval_every != eval_every_for_epochs(t, *samples)) {
+    problems.add("train.eval_every_epochs", node(kEval.epochs),
+                 fmt::format("gives an evaluation every {} iterations, but the config has {}",
+                             eval_every_for_epochs(t, *samples), t.eval_every));
+  }
   if (!t.lr_step_milestone_epochs.empty() && t.lr_step_milestones != milestones_for_epochs(t, *samples)) {
     problems.add("train.lr_step_milestone_epochs", node(kMilestones.epochs),
                  "the config's train.lr_step_milestones are not the iterations these epochs give");

@@ -111,6 +111,13 @@ TEST_CASE("config::budget: the resolved config shows both and reads back equal")
   CHECK(contains(warmup, "train.warmup_epochs"));
   CHECK(contains(warmup, "train.warmup_iterations"));
   CHECK(contains(error_of("[train]\nepochs = 1\nwarmup_epochs = 2\n"), "more than the run's 235"));
+  // Evaluations every half epoch: every 118 iterations at 16 replicas, every 2 at 1008; at least 1.
+  CHECK(load("[train]\nepochs = 10\neval_every_epochs = 0.5\n").train.eval_every == 118);
+  CHECK(load("[train]\nworkers = 1008\nepochs = 10\neval_every_epochs = 0.5\n").train.eval_every == 2);
+  CHECK(load("[train]\nworkers = 1008\nepochs = 10\neval_every_epochs = 0.01\n").train.eval_every == 1);
+  CHECK(contains(to_toml(load("[train]\nepochs = 10\neval_every_epochs = 0.5\n")), "# eval_every = 118"));
+  CHECK(contains(error_of("[train]\neval_every = 5\neval_every_epochs = 0.5\n"),
+                 "train.eval_every (5) is given too"));
   // Milestones that round to one iteration at a large global batch keep both decays.
   const auto coarse = load(
       "[train]\nworkers = 1008\nepochs = 3\nlr_schedule = \"step\"\n"

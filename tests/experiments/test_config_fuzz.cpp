@@ -163,6 +163,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {t.iterations >= 1, "train.iterations"},
       {finite(t.epochs) && t.epochs >= 0, "train.epochs"},
       {finite(t.warmup_epochs) && t.warmup_epochs >= 0, "train.warmup_epochs"},
+      {finite(t.eval_every_epochs) && t.eval_every_epochs >= 0, "train.eval_every_epochs"},
       {std::is_sorted(t.lr_step_milestone_epochs.begin(), t.lr_step_milestone_epochs.end(),
                       [](double x, double y) { return x <= y; }) &&
            std::all_of(t.lr_step_milestone_epochs.begin(), t.lr_step_milestone_epochs.end(),
