@@ -26,12 +26,22 @@ struct ErrorManager {
   jpeg_error_mgr base;
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
+
+  /// libjpeg's standard manager whose fatal errors jump to `jump` with `message` set: a (de)compressor's
+  /// `err`. The caller sets `jump` with setjmp before its first libjpeg call.
+  jpeg_error_mgr* reporting();
 };
 
 void on_error(j_common_ptr info) {
   auto* manager = reinterpret_cast<ErrorManager*>(info->err);
   (*info->err->format_message)(info, manager->message);
   std::longjmp(manager->jump, 1);
+}
+
+jpeg_error_mgr* ErrorManager::reporting() {
+  jpeg_std_error(&base);
+  base.error_exit = on_error;
+  return &base;
 }
 
 struct FileCloser {
@@ -43,8 +53,7 @@ using File = std::unique_ptr<std::FILE, FileCloser>;
 bool decode(std::FILE* file, std::vector<std::uint8_t>& rgb, int& height, int& width, std::string& error) {
   jpeg_decompress_struct info;
   ErrorManager errors;
-  info.err = jpeg_std_error(&errors.base);
-  errors.base.error_exit = on_error;
+  info.err = errors.reporting();
   if (setjmp(errors.jump) != 0) {
     jpeg_destroy_decompress(&info);
     error = errors.message;
@@ -191,8 +200,7 @@ void write_jpeg(const fs::path& file, std::span<const std::uint8_t> rgb, int hei
   }
   jpeg_compress_struct info;
   ErrorManager errors;
-  info.err = jpeg_std_error(&errors.base);
-  errors.base.error_exit = on_error;
+  info.err = errors.reporting();
   if (setjmp(errors.jump) != 0) {
     jpeg_destroy_compress(&info);
     throw models::DataError(fmt::format("{}: cannot encode: {}", file.string(), errors.message));

@@ -70,12 +70,30 @@ void ring_round(runtime::Communicator& comm, LinkBuffers& buffers) {
   buffers.mix();
 }
 
+namespace {
+
+// `seconds()` at each of `sizes` with `buffers` resized to that many bytes of floats (rounded down, at least
+// one float), recorded at the bytes a message then carries, and their alpha-beta fit.
+template <class Seconds>
+LinkCalibration time_over_sizes(std::string pattern, LinkBuffers& buffers, std::span<const double> sizes,
+                                Seconds seconds) {
+  LinkCalibration link;
+  link.pattern = std::move(pattern);
+  for (const double bytes : sizes) {
+    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
+    buffers.resize(count);
+    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
+    link.seconds.push_back(seconds());
+  }
+  link.fit = fit_alpha_beta(link.bytes, link.seconds);
+  return link;
+}
+
+}  // namespace
+
 LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
                                     LinkBuffers& buffers, std::span<const double> sizes, int repeats) {
-  LinkCalibration link;
-  link.pattern = "point-to-point (half a ping-pong between workers 0 and 1, the others idle)";
-  for (const double bytes : sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
+  const auto half_round_trip = [&] {
     const auto buffer = buffers.params();
     const double round_trip = seconds_per_call(host, repeats, [&] {
       if (tensors.rank() == 0) {
@@ -86,39 +104,24 @@ LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Commun
         tensors.send(buffer, 0, 7);
       }
     });
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(round_trip / 2.0);
-  }
-  link.fit = fit_alpha_beta(link.bytes, link.seconds);
-  return link;
+    return round_trip / 2.0;
+  };
+  return time_over_sizes("point-to-point (half a ping-pong between workers 0 and 1, the others idle)",
+                         buffers, sizes, half_round_trip);
 }
 
 LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
                               LinkBuffers& buffers, std::span<const double> sizes, int repeats) {
-  LinkCalibration link;
-  link.pattern = "exchange (every worker sends to the next, receives from the previous and mixes, at once)";
-  for (const double bytes : sizes) {
-    buffers.resize(static_cast<std::size_t>(bytes) / sizeof(float));
-    link.bytes.push_back(bytes);
-    link.seconds.push_back(seconds_per_call(host, repeats, [&] { ring_round(tensors, buffers); }));
-  }
-  link.fit = fit_alpha_beta(link.bytes, link.seconds);
-  return link;
+  return time_over_sizes(
+      "exchange (every worker sends to the next, receives from the previous and mixes, at once)", buffers,
+      sizes, [&] { return seconds_per_call(host, repeats, [&] { ring_round(tensors, buffers); }); });
 }
 
 LinkCalibration time_allreduce(runtime::Communicator& host, runtime::Communicator& tensors,
                                LinkBuffers& buffers, std::span<const double> sizes, int repeats,
                                const std::string& how) {
-  LinkCalibration link;
-  link.pattern = fmt::format("all-reduce (mean of a float gradient, {})", how);
-  for (const double bytes : sizes) {
-    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
-    buffers.resize(count);
-    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
-    link.seconds.push_back(seconds_per_call(host, repeats, [&] { buffers.average(tensors); }));
-  }
-  link.fit = fit_alpha_beta(link.bytes, link.seconds);
-  return link;
+  return time_over_sizes(fmt::format("all-reduce (mean of a float gradient, {})", how), buffers, sizes,
+                         [&] { return seconds_per_call(host, repeats, [&] { buffers.average(tensors); }); });
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)

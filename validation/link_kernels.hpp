@@ -77,14 +77,15 @@ class DeviceLinkBuffers final : public LinkBuffers {
 void ring_round(runtime::Communicator& comm, LinkBuffers& buffers);
 
 /// Half a ping-pong round trip between workers 0 and 1 (the others wait), one message on an idle link, at
-/// each of `sizes` (bytes), each seconds_per_call with `repeats`; with its alpha-beta fit (seconds, bytes per
-/// second). `host` times and synchronizes; `tensors` carries the messages. Needs at least 2 workers.
+/// each of `sizes` (bytes of floats, at least one float), each seconds_per_call with `repeats`; with its
+/// alpha-beta fit (seconds, bytes per second). `host` times and synchronizes; `tensors` carries the messages.
+/// Needs at least 2 workers.
 LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
                                     LinkBuffers& buffers, std::span<const double> sizes, int repeats);
 
-/// A ring_round on `tensors` at each of `sizes` (bytes per message): every worker sends to the next and
-/// receives from the previous at once, then mixes; seconds per round (seconds_per_call with `repeats`, timed
-/// on `host`) and their alpha-beta fit. Needs at least 2 workers.
+/// A ring_round on `tensors` at each of `sizes` (bytes of floats per message, at least one float): every
+/// worker sends to the next and receives from the previous at once, then mixes; seconds per round
+/// (seconds_per_call with `repeats`, timed on `host`) and their alpha-beta fit. Needs at least 2 workers.
 LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
                               LinkBuffers& buffers, std::span<const double> sizes, int repeats);
 

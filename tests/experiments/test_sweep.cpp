@@ -20,6 +20,7 @@
 #include "support/processes.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep_fixtures.hpp"
 
 namespace {
 
@@ -30,6 +31,8 @@ namespace fs = std::filesystem;
 namespace ex = dbench::experiments;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
+using ex::testing::sweep_command;
+using ex::testing::sweep_error;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -44,11 +47,6 @@ constexpr const char* kTinySet = R"([set]
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());
-}
-
-/// `dbench sweep SWEEP --out OUT` and further arguments.
-std::string sweep_command(const fs::path& sweep, const fs::path& out, const std::string& arguments) {
-  return fmt::format("sweep {} --out {} {}", quoted(sweep), quoted(out), arguments);
 }
 
 bool one_line(const std::string& text) {
@@ -399,12 +397,7 @@ TEST_CASE("experiments::sweep: a bad sweep is refused before any run, naming the
   };
   for (const auto& [text, named] : cases) {
     CAPTURE(text);
-    std::string message;
-    try {
-      ex::expand_sweep(ex::parse_sweep(text, "bad.toml", temp.path()));
-    } catch (const ex::ConfigError& e) {
-      message = e.what();
-    }
+    const std::string message = sweep_error(text, temp.path());
     CAPTURE(message);
     CHECK(message.starts_with("bad.toml"));
     CHECK(message.find('\n') == std::string::npos);

@@ -20,6 +20,7 @@
 #include "support/processes.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
+#include "sweep_fixtures.hpp"
 
 namespace {
 
@@ -29,6 +30,8 @@ using dbench::testing::read_file;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
 using dbench::testing::write_file;
+using ex::testing::sweep_command;
+using ex::testing::sweep_error;
 
 // 2 models x 2 communications on 8 GPUs, 3 iterations: a second or two of timing in all.
 constexpr const char* kTinyTimingSweep = R"(name = "timed"
@@ -44,10 +47,6 @@ algorithm = ["centralized", "ring"]
 
 const std::vector<std::string> kIds = {"timing_model-resnet20_centralized", "timing_model-resnet20_ring",
                                        "timing_model-resnet50_centralized", "timing_model-resnet50_ring"};
-
-std::string sweep_command(const fs::path& sweep, const fs::path& out, const std::string& arguments) {
-  return fmt::format("sweep \"{}\" --out \"{}\" {}", sweep.string(), out.string(), arguments);
-}
 
 std::vector<dbench::results::SummaryRow> summary_rows(const fs::path& out) {
   return dbench::results::parse_summary_csv(read_file(out / "summary.csv"), "summary.csv");
@@ -161,12 +160,7 @@ TEST_CASE("experiments::sweep: timing_only is checked like every sweep key") {
   };
   for (const auto& [text, expected] : cases) {
     CAPTURE(text);
-    std::string message;
-    try {
-      ex::expand_sweep(ex::parse_sweep(text, "bad.toml", temp.path()));
-    } catch (const ex::ConfigError& e) {
-      message = e.what();
-    }
+    const std::string message = sweep_error(text, temp.path());
     CAPTURE(message);
     CHECK(message.find(expected) != std::string::npos);
   }

@@ -1,10 +1,12 @@
 // [platform] as the simulator's timing sees it, and `dbench simulate --timing-only` end to end.
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -27,6 +29,31 @@ namespace fs = std::filesystem;
 
 fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("dbench-timing-" + std::to_string(::getpid()) + "-" + name);
+}
+
+// A floating-point [platform] key, the value a config gives it, and the PlatformSpec field it must reach.
+struct PlatformValue {
+  const char* key;
+  double value;
+  double sim::PlatformSpec::*field;
+};
+
+// The platform of `config`, which ends inside [platform], with each of `values` appended; checks that every
+// value reaches its field.
+sim::PlatformSpec platform_with(const std::string& config, std::initializer_list<PlatformValue> values) {
+  std::string toml = config;
+  for (const auto& v : values) {
+    const std::string text = fmt::format("{}", v.value);  // the shortest text that reads back exactly
+    toml +=
+        fmt::format("{} = {}{}\n", v.key, text, text.find_first_of(".e") == std::string::npos ? ".0" : "");
+  }
+  CAPTURE(toml);
+  const sim::PlatformSpec platform = ex::platform_spec(ex::load_config(toml));
+  for (const auto& v : values) {
+    CAPTURE(v.key);
+    CHECK(platform.*v.field == v.value);
+  }
+  return platform;
 }
 
 std::string config_error(const std::string& toml) {
@@ -84,16 +111,14 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(measured.allreduce_bandwidth_Bps == 3e9);
   CHECK(ex::platform_spec(ex::load_config("[train]\nworkers = 8\n")).allreduce_bandwidth_Bps == 0.0);
   // Compute as it is in a job: each key reaches the platform, out-of-range values name the key.
-  const sim::PlatformSpec varied = ex::platform_spec(ex::load_config(
-      "[train]\nworkers = 16\n[platform]\nmulti_gpu_slowdown = 1.15\ncompute_jitter_cv = 0.05\n"
-      "compute_tail_probability = 0.001\ncompute_tail_factor = 3.0\nstragglers = 2\nstraggler_factor = "
-      "1.5\n"));
-  CHECK(varied.multi_gpu_slowdown == 1.15);
-  CHECK(varied.compute_jitter_cv == 0.05);
-  CHECK(varied.compute_tail_probability == 0.001);
-  CHECK(varied.compute_tail_factor == 3.0);
+  const sim::PlatformSpec varied =
+      platform_with("[train]\nworkers = 16\n[platform]\nstragglers = 2\n",
+                    {{"multi_gpu_slowdown", 1.15, &sim::PlatformSpec::multi_gpu_slowdown},
+                     {"compute_jitter_cv", 0.05, &sim::PlatformSpec::compute_jitter_cv},
+                     {"compute_tail_probability", 0.001, &sim::PlatformSpec::compute_tail_probability},
+                     {"compute_tail_factor", 3.0, &sim::PlatformSpec::compute_tail_factor},
+                     {"straggler_factor", 1.5, &sim::PlatformSpec::straggler_factor}});
   CHECK(varied.stragglers == 2);
-  CHECK(varied.straggler_factor == 1.5);
   CHECK(
       config_error("[platform]\nmulti_gpu_slowdown = 0.5\n").find("platform.multi_gpu_slowdown: must be 0") !=
       std::string::npos);
@@ -108,16 +133,13 @@ TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(h100.nvls_efficiency > 0.0);
   CHECK(h100.collnet_efficiency == sim::platform_preset("dgx-h100").collnet_efficiency);
   CHECK(h100.collnet_efficiency > 0.0);
-  const sim::PlatformSpec tuned = ex::platform_spec(ex::load_config(
-      "[train]\nworkers = 8\n[platform]\nintra_node_efficiency = 0.7\nnetwork_efficiency = 0.9\n"
-      "collective_latency_s = 1e-5\nbulk_step_latency_s = 4e-6\nnvls_efficiency = 0.6\n"
-      "collnet_efficiency = 0.8\nallreduce = \"nvls\"\n"));
-  CHECK(tuned.intra_node_efficiency == 0.7);
-  CHECK(tuned.network_efficiency == 0.9);
-  CHECK(tuned.collective_latency_s == 1e-5);
-  CHECK(tuned.bulk_step_latency_s == 4e-6);
-  CHECK(tuned.nvls_efficiency == 0.6);
-  CHECK(tuned.collnet_efficiency == 0.8);
+  platform_with("[train]\nworkers = 8\n[platform]\nallreduce = \"nvls\"\n",
+                {{"intra_node_efficiency", 0.7, &sim::PlatformSpec::intra_node_efficiency},
+                 {"network_efficiency", 0.9, &sim::PlatformSpec::network_efficiency},
+                 {"collective_latency_s", 1e-5, &sim::PlatformSpec::collective_latency_s},
+                 {"bulk_step_latency_s", 4e-6, &sim::PlatformSpec::bulk_step_latency_s},
+                 {"nvls_efficiency", 0.6, &sim::PlatformSpec::nvls_efficiency},
+                 {"collnet_efficiency", 0.8, &sim::PlatformSpec::collnet_efficiency}});
   CHECK(config_error("[platform]\nintra_node_efficiency = 1.5\n").find("platform.intra_node_efficiency") !=
         std::string::npos);
   CHECK(config_error("[platform]\nnvls_efficiency = -0.1\n").find("platform.nvls_efficiency") !=

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The README's cluster commands against a real Slurm: a one-node cluster of its own (munged, slurmctld and
-# slurmd with their own config, ports, state and logs in a temporary directory), started here and stopped
-# here whatever happens. It installs nothing (`./setup.sh --slurm` does); where the daemons are not
+# The cluster commands of docs/slurm.md against a real Slurm: a one-node cluster of its own (munged,
+# slurmctld and slurmd with their own config, ports, state and logs in a temporary directory), started here
+# and stopped here whatever happens. It installs nothing (`./setup.sh --slurm` does); where the daemons are not
 # installed it prints the skip marker and succeeds, and ctest reports it skipped, unless
 # DBENCH_REQUIRE_SLURM=1.
 #
 #   tests/slurm/slurm_test.sh DBENCH SOURCE_DIR
 #
-# Checks, with the commands as the README writes them:
+# Checks, with the commands as docs/slurm.md writes them:
 #   1. `srun --mpi=pmix -O -n 4 dbench train` writes the same metrics.csv, schedule.csv and replica_norms.csv
 #      as `dbench train --local 4`, byte for byte; so do mpirun inside salloc and experiments/slurm/train.sbatch.
 #   2. A task with --cpus-per-task=1 runs `dbench simulate` and `dbench sweep` on one thread.
@@ -152,7 +152,7 @@ if [[ $ready -ne 1 ]]; then
 fi
 echo "slurm: one node, $cpus CPUs, config $SLURM_CONF"
 
-# The commands below are the README's, with `dbench` from this build.
+# The commands below are docs/slurm.md's, with `dbench` from this build.
 mkdir -p "$work/bin"
 ln -s "$dbench_bin" "$work/bin/dbench"
 export PATH="$work/bin:$PATH"
