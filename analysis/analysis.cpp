@@ -80,6 +80,7 @@ GroupStats group_stats(const std::vector<const SummaryRow*>& runs) {
   g.samples_per_second = spread(member_of(runs, &SummaryRow::samples_per_second));
   g.scaling_efficiency = spread(member_of(runs, &SummaryRow::scaling_efficiency));
   g.seconds_per_iteration = spread(member_of(runs, &SummaryRow::seconds_per_iteration));
+  g.iterations = spread(member_of(runs, &SummaryRow::iterations));
   return g;
 }
 
@@ -323,9 +324,8 @@ AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
   return c;
 }
 
-}  // namespace
-
-SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
+// The verdicts and tables of a set of rows that share one training design (or are read as one).
+SweepAnalysis analyze_rows(const std::vector<SummaryRow>& rows) {
   SweepAnalysis a;
   for (const auto& run : rows) {
     if (run.done()) {
@@ -384,6 +384,112 @@ SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
       a.ada.push_back(compare_ada(a, g));
     }
   }
+  return a;
+}
+
+std::string number_text(double v) {
+  return std::isfinite(v) ? fmt::format("{:g}", v) : std::string("?");
+}
+
+// What `sub` (the runs of one design) trained at each scale, and which graphs its budget starved.
+Design describe_design(const SweepAnalysis& sub, std::string name) {
+  Design d;
+  d.name = std::move(name);
+  d.runs = sub.runs.size();
+  d.observations = sub.observations;
+  for (const int workers : sub.scales) {
+    DesignScale s;
+    s.workers = workers;
+    const auto at = runs_at(sub.runs, workers);
+    s.global_batch = at.front()->global_batch;
+    s.iterations = spread(member_of(at, &SummaryRow::iterations)).mean;
+    s.samples = spread(member_of(at, &SummaryRow::samples)).mean;
+    for (const SummaryRow* run : at) {
+      if (std::isfinite(run->peak_lr) &&
+          std::find(s.peak_lrs.begin(), s.peak_lrs.end(), run->peak_lr) == s.peak_lrs.end()) {
+        s.peak_lrs.push_back(run->peak_lr);
+      }
+    }
+    d.scales.push_back(std::move(s));
+  }
+  const SummaryRow& first = sub.runs.front();
+  if (std::isfinite(first.epochs)) {
+    d.description = fmt::format(
+        "fixed sample budget: every run trains {} epochs of the {}-sample training set ({} samples), so more "
+        "replicas train with a larger global batch for fewer iterations",
+        number_text(first.epochs), number_text(first.train_samples), number_text(d.scales.front().samples));
+  } else {
+    d.description = fmt::format(
+        "fixed iterations: every run trains {} iterations, so more replicas also see more samples ({} at {} "
+        "workers, {} at {}): scale and training length change together",
+        number_text(first.iterations), number_text(d.scales.front().samples), d.scales.front().workers,
+        number_text(d.scales.back().samples), d.scales.back().workers);
+  }
+  for (const auto& g : sub.groups) {
+    const double gap = g.spectral_gap.mean;
+    if (!static_decentralized(g) || !(gap > 0.0) || !std::isfinite(gap)) {
+      continue;
+    }
+    const double mixing = std::log(static_cast<double>(g.workers)) / gap;
+    if (g.iterations.mean < mixing) {
+      d.starved.push_back({g.label, g.workers, g.iterations.mean, gap, mixing});
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string design_name(const SummaryRow& run) {
+  return std::isfinite(run.epochs) ? fmt::format("{} epochs", number_text(run.epochs))
+                                   : fmt::format("{} iterations", number_text(run.iterations));
+}
+
+std::string Design::per_scale() const {
+  std::vector<std::string> parts;
+  for (const auto& s : scales) {
+    std::vector<std::string> lrs;
+    for (const double lr : s.peak_lrs) {
+      lrs.push_back(fmt::format("{:.4g}", lr));
+    }
+    parts.push_back(fmt::format("{} workers: global batch {}, {} iterations, {} samples, lr {}", s.workers,
+                                number_text(s.global_batch), number_text(std::round(s.iterations)),
+                                number_text(s.samples),
+                                lrs.empty() ? "?" : fmt::format("{}", fmt::join(lrs, " / "))));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
+  std::vector<std::string> names;
+  for (const auto& run : rows) {
+    if (run.done() && std::find(names.begin(), names.end(), design_name(run)) == names.end()) {
+      names.push_back(design_name(run));
+    }
+  }
+  if (names.size() <= 1) {
+    SweepAnalysis a = analyze_rows(rows);
+    a.designs.push_back(describe_design(a, names.empty() ? std::string() : names.front()));
+    return a;
+  }
+  // Several designs: each label is read per design, and each design gets its own verdicts.
+  std::vector<SummaryRow> labelled = rows;
+  for (auto& run : labelled) {
+    if (run.done()) {
+      run.label += fmt::format(" [{}]", design_name(run));
+    }
+  }
+  SweepAnalysis a = analyze_rows(labelled);
+  for (const auto& name : names) {
+    std::vector<SummaryRow> subset;
+    for (const auto& run : rows) {
+      if (run.done() && design_name(run) == name) {
+        subset.push_back(run);
+      }
+    }
+    a.designs.push_back(describe_design(analyze_rows(subset), name));
+  }
+  a.observations = a.designs.front().observations;
   return a;
 }
 

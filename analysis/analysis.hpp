@@ -44,6 +44,7 @@ struct GroupStats {
   Spread samples_per_second;
   Spread scaling_efficiency;
   Spread seconds_per_iteration;
+  Spread iterations;
 
   /// Whether the group all-reduces gradients.
   bool centralized() const { return algorithm == "centralized"; }
@@ -104,6 +105,38 @@ struct AdaComparison {
   bool matches_centralized() const { return vs_centralized_pp > -1.0; }
 };
 
+/// What a training design's budget meant at one scale.
+struct DesignScale {
+  int workers = 0;
+  double global_batch = kUndefined;
+  double iterations = kUndefined;
+  double samples = kUndefined;   ///< samples each run trained on
+  std::vector<double> peak_lrs;  ///< the distinct learning rates after linear scaling
+};
+
+/// A static graph whose runs had fewer iterations than it needs to mix: ln(workers) / spectral gap, the
+/// iterations in which gossip shrinks the replicas' disagreement by a factor of the number of replicas.
+struct StarvedGroup {
+  std::string label;
+  int workers = 0;
+  double iterations = kUndefined;
+  double spectral_gap = kUndefined;
+  double mixing_iterations = kUndefined;
+};
+
+/// The runs of one training design (a budget in epochs, or in iterations) and the study's verdicts on them.
+struct Design {
+  std::string name;         ///< "10 epochs" or "400 iterations": the budget every scale of it shares
+  std::string description;  ///< the design and what it holds fixed, in a sentence
+  std::size_t runs = 0;     ///< done runs of this design
+  std::vector<DesignScale> scales;
+  std::array<Observation, 3> observations;
+  std::vector<StarvedGroup> starved;
+
+  /// "16 workers: global batch 256, 2344 iterations, lr 0.025; ...": the design beside a verdict.
+  std::string per_scale() const;
+};
+
 /// Everything the sweep report states, computed from summary.csv alone.
 struct SweepAnalysis {
   std::size_t done = 0;
@@ -116,7 +149,13 @@ struct SweepAnalysis {
   std::vector<ScaleAnalysis> per_scale;  ///< one per scale, ascending
   std::array<Observation, 3> observations;
   std::vector<AdaComparison> ada;  ///< one per Ada label and scale (NaN where a comparison group is missing)
+  /// One per training design among the done runs, in order of appearance; with more than one, every label
+  /// carries its design ("ring [10 epochs]"), and `observations` are the first design's.
+  std::vector<Design> designs;
 };
+
+/// The name of a run's design: "E epochs" for a budget in epochs, "T iterations" otherwise.
+std::string design_name(const results::SummaryRow& run);
 
 /// Analyzes the rows of a summary.csv. Throws AnalysisError when no run is done.
 SweepAnalysis analyze_sweep(const std::vector<results::SummaryRow>& rows);

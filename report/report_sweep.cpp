@@ -283,6 +283,11 @@ class SweepReport {
         "as one point.",
         a_.done + a_.failed + a_.pending, dir_.string(), a_.done, a_.failed, a_.pending,
         fmt::join(a_.scales, ", "), fmt::join(a_.labels, ", "), percent(target)));
+    for (const auto& d : a_.designs) {
+      doc_.paragraph(fmt::format("Design{}: {}, {} done runs: {}. Per scale: {}.",
+                                 a_.designs.size() > 1 ? fmt::format(" [{}]", d.name) : std::string(), d.name,
+                                 d.runs, d.description, d.per_scale()));
+    }
     if (!left_out_.empty()) {
       doc_.heading("Left out");
       doc_.paragraph(
@@ -310,13 +315,50 @@ class SweepReport {
         existing(plots,
                  {SweepPlotNames::accuracy_norm_variance(large), SweepPlotNames::norm_variance(large)}),
     };
-    Table t{{"#", "observation", "verdict", "evidence", "rule", "plots"}, {}};
-    for (std::size_t i = 0; i < a_.observations.size(); ++i) {
-      const Observation& o = a_.observations[i];
-      t.rows.push_back({fmt::format("{}", i + 1), o.claim, std::string(analysis::verdict_name(o.verdict)),
-                        o.evidence, o.rule, Cell("", support[i])});
+    if (a_.designs.size() > 1) {
+      doc_.paragraph(fmt::format(
+          "This sweep holds {} training designs; each observation is decided under each of them, on its runs "
+          "alone (a label's plots carry its design in brackets).",
+          a_.designs.size()));
     }
-    doc_.table(std::move(t));
+    for (const auto& d : a_.designs) {
+      if (a_.designs.size() > 1) {
+        doc_.subheading(fmt::format("Under the design {}", d.name));
+      }
+      const std::string design = fmt::format("{}: {}. {}.", d.name, d.description, d.per_scale());
+      Table t{{"#", "observation", "verdict", "design", "evidence", "rule", "plots"}, {}};
+      for (std::size_t i = 0; i < d.observations.size(); ++i) {
+        const Observation& o = d.observations[i];
+        t.rows.push_back({fmt::format("{}", i + 1), o.claim, std::string(analysis::verdict_name(o.verdict)),
+                          design, o.evidence, o.rule, Cell("", support[i])});
+      }
+      doc_.table(std::move(t));
+      starved(d);
+    }
+  }
+
+  // The static graphs the design's budget gave too few iterations to mix, and what would give them more.
+  void starved(const analysis::Design& d) {
+    if (d.starved.empty()) {
+      return;
+    }
+    std::vector<std::string> parts;
+    for (const auto& s : d.starved) {
+      parts.push_back(
+          fmt::format("{} at {} workers: {:.0f} iterations, about {:.0f} needed (spectral gap {})", s.label,
+                      s.workers, s.iterations, s.mixing_iterations, number(s.spectral_gap, 3)));
+    }
+    doc_.paragraph(fmt::format(
+        "Too few iterations to mix under {}: a graph needs about ln(workers) / spectral gap iterations for "
+        "gossip to shrink the replicas' disagreement by a factor of the number of replicas, and these runs "
+        "had "
+        "fewer: {}. Their accuracy says as much about the budget as about the graph.{}",
+        d.name, fmt::join(parts, "; "),
+        d.name.ends_with("epochs")
+            ? " A larger training set gives a scale more iterations per epoch: train.dataset = \"synthetic\" "
+              "with train.synthetic_samples (a fixed random teacher network labels as many samples as asked; "
+              "train.synthetic_seed fixes the task across the runs' seeds)."
+            : ""));
   }
 
   void ada() {

@@ -37,6 +37,9 @@ struct Row {
   double iterations_to_target = 100.0;
   double bytes_per_gpu = 1e9;
   std::string status = "done";
+  double iterations = 200;
+  double spectral_gap = 0.5;
+  std::string epochs;  ///< empty: a budget in iterations
 };
 
 std::string csv_row(const Row& r) {
@@ -51,12 +54,13 @@ std::string csv_row(const Row& r) {
   // bytes_per_it,bytes,simulated_s,wall_s,timing_model,platform,parameters,epochs,global_batch,
   // train_samples,samples,peak_lr, lr
   return fmt::format(
-      "{},done,\"{}\",{},{},{},{},{},{},0.5,200,{},{},0.5,{},{},0.1,0.1,0.8,{},{},0.01,{},{},{},{},2.0,1.0,"
-      "mlp,frontier,1000,,{},60000,{},0.1,0.1\n",
-      id, r.label, r.algorithm, r.graph, r.workers, r.seed, r.accuracy, r.accuracy, r.edges,
-      2.0 * r.edges / r.workers, r.norm_variance, r.norm_variance, number(r.iterations_to_target),
-      number(r.iterations_to_target * 0.01), 1000.0 * r.workers * r.efficiency, r.efficiency,
-      r.bytes_per_gpu / 200.0, r.bytes_per_gpu, 16 * r.workers, 200 * 16 * r.workers);
+      "{},done,\"{}\",{},{},{},{},{},{},0.5,{},{},{},{},{},{},0.1,0.1,0.8,{},{},0.01,{},{},{},{},2.0,1.0,"
+      "mlp,frontier,1000,{},{},60000,{},0.1,0.1\n",
+      id, r.label, r.algorithm, r.graph, r.workers, r.seed, r.accuracy, r.accuracy, r.iterations, r.edges,
+      2.0 * r.edges / r.workers, r.spectral_gap, r.norm_variance, r.norm_variance,
+      number(r.iterations_to_target), number(r.iterations_to_target * 0.01),
+      1000.0 * r.workers * r.efficiency, r.efficiency, r.bytes_per_gpu / r.iterations, r.bytes_per_gpu,
+      r.epochs, 16 * r.workers, r.iterations * 16 * r.workers);
 }
 
 // Four labels at two scales, three seeds each: accuracy rises with edges and falls with norm variance, the
@@ -329,4 +333,86 @@ TEST_CASE("analysis::analysis: contrary and thin evidence give 'does not hold' a
   CHECK(thin.observations[1].verdict == Verdict::inconclusive);
   CHECK(thin.observations[1].evidence.find("constant") != std::string::npos);
   CHECK(!thin.per_scale[0].accuracy_vs_log10_edges.defined());
+}
+
+TEST_CASE("analysis::analysis: each training design gets its own verdicts and its starved graphs") {
+  // Under 10 epochs the larger scale trains fewer iterations and loses accuracy (and the ring cannot mix);
+  // under 400 iterations it trains as long and keeps it, at the same efficiency.
+  std::string csv = header();
+  for (const bool by_epochs : {true, false}) {
+    for (const int workers : {16, 64}) {
+      for (const std::string label : {"centralized", "ring"}) {
+        for (int seed = 1; seed <= 3; ++seed) {
+          Row r;
+          r.label = label;
+          r.algorithm = label == "ring" ? "dpsgd" : "centralized";
+          r.graph = label == "ring" ? "ring" : "allreduce";
+          r.workers = workers;
+          r.seed = seed + (by_epochs ? 0 : 10);
+          r.edges = label == "ring" ? workers : workers * (workers - 1) / 2.0;
+          r.epochs = by_epochs ? "10" : "";
+          r.iterations = by_epochs ? 60000.0 * 10 / (16.0 * workers) : 400;
+          r.spectral_gap = label == "ring" ? (by_epochs ? 0.01 : 0.5) : 1.0;
+          const double base = label == "ring" ? 0.84 : 0.90;
+          r.accuracy =
+              (by_epochs ? base - (workers == 64 ? 0.10 : 0.0) : base + (workers == 64 ? 0.01 : 0.0)) +
+              0.001 * (seed - 2);
+          r.efficiency = by_epochs && workers == 64 ? 0.8 : 0.95;
+          csv += csv_row(r);
+        }
+      }
+    }
+  }
+  const SweepAnalysis a = analyze_sweep(parse_summary_csv(csv, "summary.csv"));
+  REQUIRE(a.designs.size() == 2);
+  CHECK(a.labels == std::vector<std::string>{"centralized [10 epochs]", "centralized [400 iterations]",
+                                             "ring [10 epochs]", "ring [400 iterations]"});
+  const Design& epochs = a.designs[0];
+  const Design& iterations = a.designs[1];
+  CHECK(epochs.name == "10 epochs");
+  CHECK(iterations.name == "400 iterations");
+  CHECK(epochs.runs == 12);
+  CHECK(epochs.description.find("fixed sample budget") != std::string::npos);
+  CHECK(iterations.description.find("fixed iterations") != std::string::npos);
+  CAPTURE(epochs.observations[0].evidence);
+  CHECK(epochs.observations[0].verdict == Verdict::holds);
+  CAPTURE(iterations.observations[0].evidence);
+  CHECK(iterations.observations[0].verdict == Verdict::does_not_hold);
+  CHECK(a.observations[0].verdict == Verdict::holds);  // the first design's
+  // The design beside the verdict: global batch, iterations and lr at each scale.
+  REQUIRE(epochs.scales.size() == 2);
+  CHECK(epochs.scales[1].global_batch == 1024);
+  CHECK(epochs.scales[1].iterations == doctest::Approx(585.9375));
+  CHECK(epochs.per_scale().find("64 workers: global batch 1024, 586 iterations") != std::string::npos);
+  // ln(64) / 0.01 = 416 iterations to mix: the ring at 64 workers had 586 under 10 epochs... and at 16,
+  // ln(16) / 0.01 = 277 against 2344: neither is starved; with 400 iterations and gap 0.5 neither either.
+  CHECK(epochs.starved.empty());
+  CHECK(iterations.starved.empty());
+}
+
+TEST_CASE("analysis::analysis: a graph with fewer iterations than it needs to mix is named starved") {
+  std::string csv = header();
+  for (const int workers : {16, 1008}) {
+    for (int seed = 1; seed <= 2; ++seed) {
+      Row r;
+      r.label = "ring";
+      r.graph = "ring";
+      r.workers = workers;
+      r.seed = seed;
+      r.accuracy = 0.8;
+      r.edges = workers;
+      r.epochs = "10";
+      r.iterations = std::ceil(600000.0 / (16.0 * workers));  // 2344 and 38
+      r.spectral_gap = workers == 16 ? 0.076 : 1.9e-5;
+      csv += csv_row(r);
+    }
+  }
+  const SweepAnalysis a = analyze_sweep(parse_summary_csv(csv, "summary.csv"));
+  REQUIRE(a.designs.size() == 1);
+  REQUIRE(a.designs[0].starved.size() == 1);
+  const StarvedGroup& s = a.designs[0].starved[0];
+  CHECK(s.label == "ring");
+  CHECK(s.workers == 1008);
+  CHECK(s.iterations == 38);
+  CHECK(s.mixing_iterations == doctest::Approx(std::log(1008.0) / 1.9e-5));
 }
