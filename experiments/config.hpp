@@ -55,7 +55,7 @@ struct TrainConfig {
   int workers = 16;
   /// Samples per replica per iteration; the global batch is workers * batch_per_worker.
   int batch_per_worker = 16;
-  /// Number of SGD iterations; with `epochs` set, derived from it at load (see training_budget).
+  /// Number of SGD iterations; with `epochs` set, derived from it at load (config_budget.cpp).
   int iterations = 500;
   /// The budget in passes over the training set instead of iterations; 0: the budget is `iterations`.
   /// Exactly one of the two is given; iterations = ceil(epochs * train samples / global batch).

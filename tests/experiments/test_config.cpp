@@ -13,28 +13,16 @@
 #include <string>
 #include <vector>
 
+#include "config_fixtures.hpp"
 #include "experiments/config.hpp"
 #include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
 using namespace dbench::experiments;
+using dbench::experiments::testing::contains;
+using dbench::experiments::testing::error_of;
 
 namespace {
-
-// The message load_config throws for `text` with `overrides`; fails the test if it does not throw.
-std::string error_of(const std::string& text, std::vector<std::string> overrides = {}) {
-  try {
-    load_config(text, overrides, "test.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConfigError for:\n" << text);
-  return {};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 constexpr const char* kDesignExample = R"(
 name = "exp-1008"

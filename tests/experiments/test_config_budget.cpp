@@ -7,27 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "config_fixtures.hpp"
 #include "core/lr_schedule.hpp"
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
 
 using namespace dbench::experiments;
+using dbench::experiments::testing::contains;
+using dbench::experiments::testing::error_of;
 
 namespace {
-
-std::string error_of(const std::string& text, std::vector<std::string> overrides = {}) {
-  try {
-    load_config(text, overrides, "test.toml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  FAIL("expected a ConfigError for:\n" << text);
-  return {};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 ExperimentConfig load(const std::string& text, std::vector<std::string> overrides = {}) {
   return load_config(text, overrides, "test.toml");

@@ -15,9 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace rs = dbench::results;
-using dbench::testing::read_file;
-using dbench::testing::TempDir;
-using dbench::testing::write_file;
+using namespace dbench::testing;  // read_file, TempDir, write_file
 
 // Records what a StagingDir registers, as the dbench command's SignalCleanup would remove on a signal.
 class RecordingCleanup final : public rs::StagingCleanup {

@@ -17,9 +17,7 @@
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
-using dbench::sim::testing::homogeneous_star;
-using dbench::sim::testing::relative_error;
-using dbench::sim::testing::resnet50;
+using namespace dbench::sim::testing;  // homogeneous_star, relative_error, resnet50
 
 namespace {
 
