@@ -206,6 +206,12 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
     CHECK(number(row.at("seconds_per_iteration")) == summary.at("seconds_per_iteration").get<double>());
     CHECK(number(row.at("wall_seconds")) == summary.at("wall_seconds").get<double>());
     CHECK(row.at("iterations") == "10");
+    // The design: a budget in iterations, 8 x 16 samples an iteration, the lr unscaled.
+    CHECK(row.at("epochs").empty());
+    CHECK(row.at("global_batch") == "128");
+    CHECK(row.at("train_samples") == "60000");
+    CHECK(row.at("samples") == "1280");
+    CHECK(number(row.at("peak_lr")) == 0.1);
     CHECK(number(row.at("bytes_per_gpu")) ==
           doctest::Approx(10 * summary.at("bytes_per_gpu_per_iteration").get<double>()));
     const Csv metrics = read_csv(run_dir / "metrics.csv");
@@ -244,6 +250,51 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
     CHECK(*direct.edges == number(row.at("edges")));
     CHECK(*direct.final_test_accuracy == number(row.at("final_test_accuracy")));
   }
+}
+
+TEST_CASE("experiments::sweep: a fixed-epoch sweep trains every scale on the same samples") {
+  // 2 epochs of a 1,600-sample teacher task: 4 x 16 samples an iteration take 50 iterations, 8 x 16 take 25;
+  // the lr scales with the global batch (x 0.25 and x 0.5 of the 256-sample reference).
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "epochs.toml";
+  write_file(sweep, R"(name = "epochs"
+[set]
+"train.dataset" = "synthetic"
+"train.synthetic_samples" = 1600
+"train.synthetic_seed" = 5
+"train.epochs" = 2
+"train.linear_scaling" = true
+"train.eval_every_epochs" = 0.5
+"train.eval_samples" = 500
+"train.replica_eval_samples" = 64
+"platform.timing_model" = "mlp"
+[grid]
+algorithm = ["ring"]
+"train.workers" = [4, 8]
+)");
+  const fs::path out = temp.path() / "out";
+  const auto result = run_dbench(sweep_command(sweep, out, "-j 2"));
+  CAPTURE(result.output);
+  REQUIRE(result.status == 0);
+  const Csv csv = read_csv(out / "summary.csv");
+  REQUIRE(csv.rows.size() == 2);
+  for (std::size_t r = 0; r < 2; ++r) {
+    const auto& row = csv.rows[r];
+    const int workers = r == 0 ? 4 : 8;
+    CAPTURE(workers);
+    CHECK(row.at("status") == "done");
+    CHECK(number(row.at("epochs")) == 2.0);
+    CHECK(number(row.at("iterations")) == 3200 / (16 * workers));
+    CHECK(number(row.at("global_batch")) == 16 * workers);
+    CHECK(row.at("train_samples") == "1600");
+    CHECK(row.at("samples") == "3200");
+    CHECK(number(row.at("peak_lr")) == doctest::Approx(0.1 * 16 * workers / 256));
+    // Evaluations every half epoch: 4 of them after iteration 0.
+    CHECK(read_csv(out / "runs" / row.at("run") / "metrics.csv").rows.size() == 5);
+  }
+  const std::string report = read_file(out / "report.md");
+  CHECK(report.find("fixed sample budget: every run trains 2 epochs of the 1600-sample training set") !=
+        std::string::npos);
 }
 
 TEST_CASE("experiments::sweep: a rerun skips finished runs and runs only what is missing or changed") {
