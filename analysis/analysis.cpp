@@ -387,8 +387,12 @@ SweepAnalysis analyze_rows(const std::vector<SummaryRow>& rows) {
   return a;
 }
 
+// Whole numbers in full (6451200 samples, not 6.4512e+06), others in the shortest form.
 std::string number_text(double v) {
-  return std::isfinite(v) ? fmt::format("{:g}", v) : std::string("?");
+  if (!std::isfinite(v)) {
+    return "?";
+  }
+  return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
 }
 
 // What `sub` (the runs of one design) trained at each scale, and which graphs its budget starved.
