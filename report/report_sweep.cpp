@@ -325,7 +325,7 @@ class SweepReport {
       if (a_.designs.size() > 1) {
         doc_.subheading(fmt::format("Under the design {}", d.name));
       }
-      const std::string design = fmt::format("{}: {}. {}.", d.name, d.description, d.per_scale());
+      const std::string design = fmt::format("{}. {}.", d.name, d.per_scale());
       Table t{{"#", "observation", "verdict", "design", "evidence", "rule", "plots"}, {}};
       for (std::size_t i = 0; i < d.observations.size(); ++i) {
         const Observation& o = d.observations[i];
