@@ -355,9 +355,9 @@ class SweepReport {
         "fewer: {}. Their accuracy says as much about the budget as about the graph.{}",
         d.name, fmt::join(parts, "; "),
         d.name.ends_with("epochs")
-            ? " A larger training set gives a scale more iterations per epoch: train.dataset = \"synthetic\" "
-              "with train.synthetic_samples (a fixed random teacher network labels as many samples as asked; "
-              "train.synthetic_seed fixes the task across the runs' seeds)."
+            ? " A larger training set gives a scale more iterations per epoch: the synthetic teacher task "
+              "(train.dataset = \"synthetic\") is as large as train.synthetic_samples asks, and "
+              "train.synthetic_seed fixes it across the runs' seeds."
             : ""));
   }
 

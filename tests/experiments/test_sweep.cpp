@@ -503,6 +503,26 @@ TEST_CASE("experiments::sweep: --dry-run lists the runs and writes nothing") {
   CHECK_FALSE(fs::exists(out));
 }
 
+TEST_CASE("experiments::sweep: every committed sweep builds and validates each of its runs") {
+  const TempDir temp;
+  const fs::path dir = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "sweeps";
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+    CAPTURE(entry.path());
+    const auto sweep = ex::parse_sweep(read_file(entry.path()), entry.path().string(), dir);
+    const auto runs = ex::expand_sweep(sweep);
+    const auto result = run_dbench(sweep_command(entry.path(), temp.path() / "out", "--dry-run"));
+    CAPTURE(result.output);
+    CHECK(result.status == 0);
+    CHECK(result.output.find(runs.back().id) != std::string::npos);
+  }
+  for (const char* name :
+       {"quickstart.toml", "paper.toml", "paper-fixed-iterations.toml", "paper-synthetic.toml"}) {
+    CHECK(std::count(names.begin(), names.end(), name) == 1);
+  }
+}
+
 TEST_CASE(
     "experiments::sweep: a rerun recomputes exactly the runs whose summary.json is damaged, saying why") {
   const TempDir temp;
