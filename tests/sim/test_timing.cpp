@@ -522,35 +522,22 @@ void check_auto_is_fastest(const std::string& preset, int wanted) {
 
 }  // namespace
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier at 256 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("frontier", 256);
-}
+// One ctest case per preset and scale (each takes minutes under the sanitizers), all in the large-sim suite.
+#define DBENCH_AUTO_IS_FASTEST_CASE(PRESET, GPUS)                                                   \
+  TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (" PRESET " at " #GPUS \
+            " GPUs)" *                                                                              \
+            doctest::test_suite("large-sim")) {                                                     \
+    check_auto_is_fastest(PRESET, GPUS);                                                            \
+  }
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (frontier at 1008 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("frontier", 1008);
-}
+DBENCH_AUTO_IS_FASTEST_CASE("frontier", 256)
+DBENCH_AUTO_IS_FASTEST_CASE("frontier", 1008)
+DBENCH_AUTO_IS_FASTEST_CASE("summit", 256)
+DBENCH_AUTO_IS_FASTEST_CASE("summit", 1008)
+DBENCH_AUTO_IS_FASTEST_CASE("dgx-h100", 256)
+DBENCH_AUTO_IS_FASTEST_CASE("dgx-h100", 1008)
 
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit at 256 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("summit", 256);
-}
-
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (summit at 1008 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("summit", 1008);
-}
-
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100 at 256 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("dgx-h100", 256);
-}
-
-TEST_CASE("sim::timing: auto is the fastest forced algorithm at every size (dgx-h100 at 1008 GPUs)" *
-          doctest::test_suite("large-sim")) {
-  check_auto_is_fastest("dgx-h100", 1008);
-}
+#undef DBENCH_AUTO_IS_FASTEST_CASE
 
 namespace {
 
