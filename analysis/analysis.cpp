@@ -472,8 +472,8 @@ SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
     }
   }
   if (names.size() <= 1) {
-    SweepAnalysis a = analyze_rows(rows);
-    a.designs.push_back(describe_design(a, names.empty() ? std::string() : names.front()));
+    SweepAnalysis a = analyze_rows(rows);  // throws when no run is done, so there is one design
+    a.designs.push_back(describe_design(a, names.front()));
     return a;
   }
   // Several designs: each label is read per design, and each design gets its own verdicts.

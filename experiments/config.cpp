@@ -595,13 +595,15 @@ std::string to_toml(const ExperimentConfig& config) {
   return std::move(writer).str();
 }
 
+std::int64_t global_batch(const TrainConfig& train) {
+  return static_cast<std::int64_t>(train.workers) * train.batch_per_worker;
+}
+
 double peak_lr(const TrainConfig& train) {
   if (!train.linear_scaling) {
     return train.lr;
   }
-  const double global_batch =
-      static_cast<double>(train.workers) * static_cast<double>(train.batch_per_worker);
-  return train.lr * global_batch / static_cast<double>(train.lr_reference_batch);
+  return train.lr * static_cast<double>(global_batch(train)) / static_cast<double>(train.lr_reference_batch);
 }
 
 }  // namespace dbench::experiments

@@ -272,6 +272,9 @@ void validate(const ExperimentConfig& config, std::string_view source_name = "<c
 /// The fully resolved config, every key included, as TOML that load_config reads back to an equal value.
 std::string to_toml(const ExperimentConfig& config);
 
+/// Samples of one iteration over all replicas: workers x batch_per_worker.
+std::int64_t global_batch(const TrainConfig& train);
+
 /// Peak learning rate after the linear scaling rule (equal to `lr` when the rule is off).
 double peak_lr(const TrainConfig& train);
 
@@ -287,9 +290,9 @@ std::optional<std::int64_t> train_samples(const TrainConfig& train);
 /// ceil(epochs * samples / (workers * batch_per_worker)).
 std::int64_t iterations_for_epochs(const TrainConfig& train, double epochs, std::int64_t samples);
 
-/// The warm-up the linear scaling rule gets when no warm-up key is given (Goyal et al.: 5 epochs, here at most
-/// half the run); 0 without linear scaling, when the global batch is not above lr_reference_batch, or when the
-/// data set's size is unknown.
+/// The warm-up the linear scaling rule gets when no warm-up key is given (Goyal et al.: 5 epochs, here at
+/// most half the run); 0 without linear scaling, when the global batch is not above lr_reference_batch, or
+/// when the data set's size is unknown.
 int default_warmup_iterations(const TrainConfig& train);
 
 /// The [train] keys that load_config derived from another (iterations from epochs, ...), each with the key it

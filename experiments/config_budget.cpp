@@ -15,7 +15,7 @@
 namespace dbench::experiments {
 namespace {
 
-// Test split of the synthetic data set; the train split's size is train.synthetic_samples.
+// Training samples of the data sets whose size a config fixes (synthetic: train.synthetic_samples).
 constexpr std::int64_t kFashionMnistTrain = 60000;
 constexpr std::int64_t kCifar10Train = 50000;
 // Goyal et al.'s gradual warm-up lasts 5 epochs.
@@ -53,6 +53,11 @@ int eval_every_for_epochs(const TrainConfig& t, std::int64_t samples) {
       std::clamp<std::int64_t>(iterations_for_epochs(t, t.eval_every_epochs, samples), 1, t.iterations));
 }
 
+// Why epochs cannot be used with a data set whose size is only known from its files.
+std::string unknown_size(const TrainConfig& t) {
+  return fmt::format("cannot be turned into iterations for {}, whose size is its folder's", t.dataset);
+}
+
 const toml::node* train_key(const toml::table& root, std::string_view key) {
   const auto* train = root.get_as<toml::table>("train");
   return train == nullptr ? nullptr : train->get(key);
@@ -78,9 +83,7 @@ std::optional<std::int64_t> train_samples(const TrainConfig& train) {
 }
 
 std::int64_t iterations_for_epochs(const TrainConfig& train, double epochs, std::int64_t samples) {
-  const double global_batch =
-      static_cast<double>(train.workers) * static_cast<double>(train.batch_per_worker);
-  const double exact = epochs * static_cast<double>(samples) / global_batch;
+  const double exact = epochs * static_cast<double>(samples) / static_cast<double>(global_batch(train));
   // A budget that is a whole number of batches up to rounding (0.1 * 60000 / 256 ...) is not one more.
   const double iterations = std::ceil(exact * (1.0 - 1e-12));
   return iterations >= 9.0e18 ? std::numeric_limits<std::int64_t>::max()
@@ -89,9 +92,7 @@ std::int64_t iterations_for_epochs(const TrainConfig& train, double epochs, std:
 
 int default_warmup_iterations(const TrainConfig& train) {
   const auto samples = train_samples(train);
-  const double global_batch =
-      static_cast<double>(train.workers) * static_cast<double>(train.batch_per_worker);
-  if (!train.linear_scaling || global_batch <= static_cast<double>(train.lr_reference_batch) || !samples) {
+  if (!train.linear_scaling || global_batch(train) <= train.lr_reference_batch || !samples) {
     return 0;
   }
   const std::int64_t five_epochs = iterations_for_epochs(train, kGoyalWarmupEpochs, *samples);
@@ -132,11 +133,8 @@ void prefer_overridden_keys(toml::table& root, const std::vector<std::string>& o
 void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& problems) {
   TrainConfig& t = c.train;
   const auto samples = train_samples(t);
-  const auto unknown_size = [&t](std::string_view instead) {
-    return fmt::format(
-        "cannot be turned into iterations for {}, whose size is its folder's; give train.{} "
-        "instead",
-        t.dataset, instead);
+  const auto unknown_size_instead = [&t](std::string_view instead) {
+    return fmt::format("{}; give train.{} instead", unknown_size(t), instead);
   };
   // The budget: exactly one of iterations and epochs.
   const toml::node* iterations_node = train_key(root, kBudget.iterations);
@@ -157,15 +155,15 @@ void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& prob
   }
   if (by_epochs) {
     if (!samples) {
-      problems.add("train.epochs", epochs_node, unknown_size("iterations"));
+      problems.add("train.epochs", epochs_node, unknown_size_instead("iterations"));
       return;
     }
     const std::int64_t iterations = iterations_for_epochs(t, t.epochs, *samples);
     if (iterations > std::numeric_limits<int>::max()) {
-      problems.add("train.epochs", epochs_node,
-                   fmt::format("{} epochs are {} iterations at a global batch of {}, more than {}",
-                               toml_double(t.epochs), iterations, t.workers * t.batch_per_worker,
-                               std::numeric_limits<int>::max()));
+      problems.add(
+          "train.epochs", epochs_node,
+          fmt::format("{} epochs are {} iterations at a global batch of {}, more than {}",
+                      toml_double(t.epochs), iterations, global_batch(t), std::numeric_limits<int>::max()));
       return;
     }
     t.iterations = static_cast<int>(iterations);
@@ -181,7 +179,7 @@ void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& prob
                              t.warmup_iterations));
   } else if (warmup_epochs_node != nullptr && t.warmup_epochs > 0.0) {
     if (!samples) {
-      problems.add("train.warmup_epochs", warmup_epochs_node, unknown_size("warmup_iterations"));
+      problems.add("train.warmup_epochs", warmup_epochs_node, unknown_size_instead("warmup_iterations"));
     } else if (const auto w = iterations_for_epochs(t, t.warmup_epochs, *samples); w > t.iterations) {
       problems.add("train.warmup_epochs", warmup_epochs_node,
                    fmt::format("{} epochs are {} iterations, more than the run's {}",
@@ -202,7 +200,7 @@ void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& prob
           "train.eval_every_epochs", eval_epochs_node,
           fmt::format("train.eval_every ({}) is given too: give the evaluations one way", t.eval_every));
     } else if (!samples) {
-      problems.add("train.eval_every_epochs", eval_epochs_node, unknown_size("eval_every"));
+      problems.add("train.eval_every_epochs", eval_epochs_node, unknown_size_instead("eval_every"));
     } else {
       t.eval_every = eval_every_for_epochs(t, *samples);
     }
@@ -216,7 +214,7 @@ void resolve_budget(ExperimentConfig& c, const toml::table& root, Problems& prob
                    "train.lr_step_milestones is given too: give the milestones one way");
     } else if (!samples) {
       problems.add("train.lr_step_milestone_epochs", milestone_epochs_node,
-                   unknown_size("lr_step_milestones"));
+                   unknown_size_instead("lr_step_milestones"));
     } else {
       t.lr_step_milestones = milestones_for_epochs(t, *samples);
     }
@@ -239,9 +237,7 @@ void check_budget(const ExperimentConfig& c, Problems& problems, const toml::tab
          {std::pair{"epochs", t.epochs}, std::pair{"warmup_epochs", t.warmup_epochs},
           std::pair{"eval_every_epochs", t.eval_every_epochs}}) {
       if (value > 0.0) {
-        problems.add(
-            full_key("train", key), node(key),
-            fmt::format("cannot be turned into iterations for {}, whose size is its folder's", t.dataset));
+        problems.add(full_key("train", key), node(key), unknown_size(t));
       }
     }
     return;
@@ -252,7 +248,7 @@ void check_budget(const ExperimentConfig& c, Problems& problems, const toml::tab
       problems.add(full_key("train", key), node(key),
                    fmt::format("{} epochs are {} iterations at a global batch of {}, but the config has {}",
                                toml_double(epochs), iterations_for_epochs(t, epochs, *samples),
-                               t.workers * t.batch_per_worker, iterations));
+                               global_batch(t), iterations));
     }
   };
   check(kBudget.epochs, t.epochs, t.iterations);

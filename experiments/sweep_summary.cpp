@@ -175,7 +175,7 @@ void describe_design(const ExperimentConfig& config, RunSummary& s) {
   if (t.epochs > 0.0) {
     s.epochs = t.epochs;
   }
-  s.global_batch = static_cast<std::int64_t>(t.workers) * t.batch_per_worker;
+  s.global_batch = global_batch(t);
   s.train_samples = train_samples(t);
   s.samples = s.global_batch * t.iterations;
   s.peak_lr = peak_lr(t);
