@@ -22,11 +22,15 @@
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
 #include "experiments/sim_setup.hpp"
+#include "experiments/train_recorder.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
+#include "runtime/worker.hpp"
 #include "validation/calibration.hpp"
+#include "validation/comparison.hpp"
 #include "validation/compute_kernels.hpp"
+#include "validation/fits.hpp"
 #include "validation/link_kernels.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
@@ -100,11 +104,84 @@ void print_summary(const validation::Calibration& c, const std::filesystem::path
              c.small_allreduce_s, out.string());
 }
 
+/// The config `calibrate` was given, with `extra` overrides after the command line's.
+ExperimentConfig load_with(const CalibrateOptions& o, std::vector<std::string> extra) {
+  std::vector<std::string> overrides = o.overrides;
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  return o.config.empty() ? load_config("", overrides, "<defaults>") : load_config_file(o.config, overrides);
+}
+
+/// Seconds per iteration of dbench train's own loop on the workers of `comm` for `config`, measured as
+/// validate measures a run (validation::mean_parts over trace_worker.csv, evaluations left out).
+double training_loop_seconds(const ExperimentConfig& config, const models::Dataset& train,
+                             const models::Dataset& test, runtime::Communicator& comm) {
+  constexpr std::int64_t kWarmup = 5;
+  const core::NumericsSpec spec = numerics_spec(config, train);
+  const auto policy = make_policy(config);
+  TrainRecorder recorder(spec.iterations, false);
+  runtime::train_worker(spec, train, test, *policy, comm, runtime::WorkerOptions{}, recorder);
+  std::array<double, 1> seconds{0.0};
+  if (comm.rank() == 0) {
+    seconds[0] = validation::mean_parts(recorder.worker_trace(), kWarmup,
+                                        validation::evaluation_iterations(recorder.metrics_csv()))
+                     .total_s;
+  }
+  comm.allreduce(std::span<double>(seconds), runtime::ReduceOp::sum);
+  return seconds[0];
+}
+
+/// CPU workers: times dbench train's own loop on a ring and with the all-reduce at each batch of `m`, and
+/// fits the step to the ring loop less the exchange the platform charges a ring's iteration (`exchange`
+/// anchored at the model's size), and the all-reduce to the centralized loop less that step. What the loop
+/// does beyond the kernels timed alone (gathering shuffled samples, the unfused step of centralized
+/// training, caches shared with the exchange) is then in the platform, as in the runs it predicts.
+void time_training_loops(const CalibrateOptions& o, const std::string& model, const models::Dataset& train,
+                         const models::Dataset& test, const validation::LinkCalibration& exchange,
+                         runtime::Communicator& comm, validation::ModelCalibration& m) {
+  constexpr int kRuns = 3;
+  const double exchange_s =
+      validation::fit_seconds(validation::anchored_fit(exchange, m.parameter_bytes), m.parameter_bytes);
+  std::vector<double> allreduce_s;
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    // Enough iterations for about 0.15 s of training, as the kernels timed it.
+    const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
+    const auto iterations = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.15 / estimate), 60, 1000);
+    const std::vector<std::string> common{
+        "train.model=" + model, fmt::format("train.batch_per_worker={:g}", m.batches[i]),
+        fmt::format("train.workers={}", comm.size()), fmt::format("train.iterations={}", iterations),
+        fmt::format("train.eval_every={}", iterations)};
+    auto with = [&](std::vector<std::string> algorithm) {
+      algorithm.insert(algorithm.begin(), common.begin(), common.end());
+      return load_with(o, algorithm);
+    };
+    const ExperimentConfig ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
+    const ExperimentConfig centralized = with({"algorithm.kind=centralized"});
+    std::vector<double> ring_runs;
+    std::vector<double> centralized_runs;
+    for (int r = 0; r < kRuns; ++r) {
+      ring_runs.push_back(training_loop_seconds(ring, train, test, comm));
+      centralized_runs.push_back(training_loop_seconds(centralized, train, test, comm));
+    }
+    m.ring_loop_seconds.push_back(validation::median(ring_runs));
+    m.allreduce_loop_seconds.push_back(validation::median(centralized_runs));
+    const double step = m.ring_loop_seconds.back() - exchange_s;
+    if (step <= 0.0) {
+      throw std::runtime_error(fmt::format(
+          "calibrate: {} at batch {:g}: dbench train's ring loop took {:.3e} s per iteration, less than the "
+          "{:.3e} s its exchange was timed at; the machine's load changed while calibrating, run it again",
+          model, m.batches[i], m.ring_loop_seconds.back(), exchange_s));
+    }
+    m.seconds[i] = step;
+    allreduce_s.push_back(m.allreduce_loop_seconds.back() - step);
+  }
+  m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
+  m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), 0.0);
+}
+
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
 /// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
-  const ExperimentConfig config =
-      o.config.empty() ? load_config("", o.overrides, "<defaults>") : load_config_file(o.config, o.overrides);
+  const ExperimentConfig config = load_with(o, {});
   const std::filesystem::path out =
       o.out.empty() ? std::filesystem::path(fmt::format("results/calibration-{}", comm.size()))
                     : std::filesystem::path(o.out);
@@ -168,6 +245,16 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   std::array<double, 1> one{1.0};
   c.small_allreduce_s = validation::seconds_per_call(
       comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
+  if (o.device.empty()) {
+    const auto test = config_dataset(config, models::Split::test);
+    for (auto& m : c.models) {
+      if (root && !o.quiet) {
+        fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
+                   m.model);
+      }
+      time_training_loops(o, m.model, train, test, c.exchange, comm, m);
+    }
+  }
   if (!root) {
     return;
   }

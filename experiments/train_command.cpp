@@ -23,6 +23,7 @@
 #include "experiments/run_files.hpp"
 #include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
+#include "experiments/train_recorder.hpp"
 #include "models/errors.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
@@ -69,132 +70,6 @@ models::Dataset load_train_data(const ExperimentConfig& config, models::Split sp
   }
   return config_dataset(config, split);
 }
-
-/// Length-prefixed fields, so that CSV text survives a checkpoint unchanged.
-std::string pack(const std::vector<std::string>& fields) {
-  std::string out;
-  for (const auto& f : fields) {
-    out += std::to_string(f.size()) + '\n' + f;
-  }
-  return out;
-}
-
-std::vector<std::string> unpack(const std::string& text) {
-  std::vector<std::string> fields;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t eol = text.find('\n', pos);
-    const std::size_t length = std::stoull(text.substr(pos, eol - pos));
-    fields.push_back(text.substr(eol + 1, length));
-    pos = eol + 1 + length;
-  }
-  return fields;
-}
-
-std::string without_header(const std::string& csv) {
-  const std::size_t eol = csv.find('\n');
-  return eol == std::string::npos ? std::string() : csv.substr(eol + 1);
-}
-
-/// Rank 0's results: the simulator's RunRecorder for metrics.csv and schedule.csv (same columns), plus
-/// trace.csv; what was recorded before a checkpoint is carried over on resume.
-class TrainRecorder final : public runtime::TrainObserver {
- public:
-  TrainRecorder(std::int64_t iterations, bool progress) : recorder_(iterations, progress) {}
-
-  void on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) override {
-    recorder_.on_schedule(iteration, step);
-    set_graph(iteration, step.name);
-  }
-  void on_metrics(const core::MetricsRow& row) override { recorder_.on_metrics(row); }
-  void on_iteration(std::int64_t iteration) override { recorder_.on_iteration(iteration); }
-  void on_trace(const std::vector<std::vector<runtime::StepTrace>>& per_worker) override {
-    // trace.csv has the simulator's columns, one row per iteration: the synchronous step goes at the pace of
-    // its slowest worker, so total_s and compute_s are maxima over workers, comm_s the rest of total_s (the
-    // communication no worker hid), bytes_sent the mean per worker. trace_worker.csv keeps every worker's
-    // row.
-    std::vector<TraceRow> rows;
-    std::vector<WorkerTraceRow> worker_rows;
-    const std::size_t iterations = per_worker.empty() ? 0 : per_worker.front().size();
-    for (std::size_t r = 0; r < iterations; ++r) {
-      TraceRow row;
-      row.iteration = per_worker.front()[r].iteration;
-      const auto at = static_cast<std::size_t>(row.iteration);
-      row.graph = at < graphs_.size() ? graphs_[at] : "";
-      for (std::size_t w = 0; w < per_worker.size(); ++w) {
-        const runtime::StepTrace& s = per_worker[w][r];
-        row.compute_s = std::max(row.compute_s, s.compute_s);
-        row.total_s = std::max(row.total_s, s.total_s);
-        row.bytes_sent += static_cast<double>(s.bytes_sent);
-        worker_rows.push_back({s.iteration, static_cast<std::int64_t>(w), s.compute_s, s.comm_s, s.total_s,
-                               static_cast<double>(s.bytes_sent), s.loss, s.lr});
-      }
-      row.comm_s = row.total_s - row.compute_s;
-      row.bytes_sent /= static_cast<double>(per_worker.size());
-      rows.push_back(std::move(row));
-    }
-    trace_ = trace_csv(rows);
-    worker_trace_ = worker_trace_csv(worker_rows);
-  }
-  std::string checkpoint_state() const override {
-    return pack({metrics_csv(), schedule_csv(), replica_norms_csv(), std::to_string(gossip_messages())});
-  }
-  void restore_state(const std::string& state) override {
-    const auto fields = unpack(state);
-    if (fields.size() == 4) {
-      metrics_prefix_ = fields[0];
-      schedule_prefix_ = fields[1];
-      norms_prefix_ = fields[2];
-      messages_prefix_ = std::stoll(fields[3]);
-      // The graphs of the iterations before the checkpoint, for trace.csv.
-      std::istringstream lines(without_header(schedule_prefix_));
-      for (std::string line; std::getline(lines, line);) {
-        const auto comma = line.find(',');
-        set_graph(std::stoll(line.substr(0, comma)), line.substr(comma + 1));
-      }
-    }
-  }
-
-  /// metrics.csv of the whole run.
-  std::string metrics_csv() const {
-    return metrics_prefix_.empty() ? recorder_.metrics_csv()
-                                   : metrics_prefix_ + without_header(recorder_.metrics_csv());
-  }
-  /// replica_norms.csv of the whole run.
-  std::string replica_norms_csv() const {
-    return norms_prefix_.empty() ? recorder_.replica_norms_csv()
-                                 : norms_prefix_ + without_header(recorder_.replica_norms_csv());
-  }
-  /// schedule.csv of the whole run.
-  std::string schedule_csv() const {
-    return schedule_prefix_.empty() ? recorder_.schedule_csv()
-                                    : schedule_prefix_ + without_header(recorder_.schedule_csv());
-  }
-  /// trace.csv: one row per iteration, the simulator's columns.
-  const std::string& trace() const { return trace_; }
-  /// trace_worker.csv: one row per iteration and worker.
-  const std::string& worker_trace() const { return worker_trace_; }
-  /// Gossip messages of the whole run.
-  std::int64_t gossip_messages() const { return messages_prefix_ + recorder_.gossip_messages(); }
-
- private:
-  void set_graph(std::int64_t iteration, const std::string& name) {
-    const auto at = static_cast<std::size_t>(iteration);
-    if (graphs_.size() <= at) {
-      graphs_.resize(at + 1);
-    }
-    graphs_[at] = name;
-  }
-
-  RunRecorder recorder_;
-  std::vector<std::string> graphs_;  ///< schedule.csv's graph of each iteration
-  std::string metrics_prefix_;
-  std::string schedule_prefix_;
-  std::string norms_prefix_;
-  std::int64_t messages_prefix_ = 0;
-  std::string trace_;
-  std::string worker_trace_;
-};
 
 /// The arguments that make a worker run what this invocation asked for, minus --local.
 std::vector<std::string> worker_args(const TrainOptions& o) {

@@ -73,14 +73,25 @@ const ModelCalibration& model_calibration(const Calibration& calibration, const 
       known.empty() ? "none" : known, model));
 }
 
+AlphaBetaFit anchored_fit(const AlphaBetaFit& fit, double bytes, double seconds) {
+  AlphaBetaFit anchored = fit;
+  if (bytes > 0.0 && seconds > fit.alpha_s) {
+    anchored.bandwidth_Bps = bytes / (seconds - fit.alpha_s);
+  }
+  return anchored;
+}
+
 AlphaBetaFit anchored_fit(const LinkCalibration& link, double bytes) {
-  AlphaBetaFit fit = link.fit;
   for (std::size_t i = 0; i < link.bytes.size() && i < link.seconds.size(); ++i) {
-    if (bytes > 0.0 && link.bytes[i] == bytes && link.seconds[i] > fit.alpha_s) {
-      fit.bandwidth_Bps = bytes / (link.seconds[i] - fit.alpha_s);
+    if (link.bytes[i] == bytes) {
+      return anchored_fit(link.fit, bytes, link.seconds[i]);
     }
   }
-  return fit;
+  return link.fit;
+}
+
+double fit_seconds(const AlphaBetaFit& fit, double bytes) {
+  return fit.alpha_s + bytes / fit.bandwidth_Bps;
 }
 
 double port_latency_s(const AlphaBetaFit& exchange) {
@@ -92,7 +103,10 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   // fit only to hold valid values.
   const bool links_measured = !c.exchange.bytes.empty();
   const AlphaBetaFit link = links_measured ? anchored_fit(c.exchange, m.parameter_bytes) : c.allreduce.fit;
-  const AlphaBetaFit allreduce = anchored_fit(c.allreduce, m.parameter_bytes);
+  const bool in_loop = m.allreduce_in_loop_s > 0.0;
+  const AlphaBetaFit allreduce = in_loop
+                                     ? anchored_fit(c.allreduce.fit, m.parameter_bytes, m.allreduce_in_loop_s)
+                                     : anchored_fit(c.allreduce, m.parameter_bytes);
   // What the anchoring changed, for the comments.
   const auto anchored = [&](const LinkCalibration& l, const AlphaBetaFit& fit) {
     return fit.bandwidth_Bps == l.fit.bandwidth_Bps
@@ -127,7 +141,16 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
       "# Centralized steps pay the measured all-reduce (the mean of a gradient as the workers take it), not "
       "a\n"
       "# ring simulated over the links above";
-  out += anchored(c.allreduce, allreduce) + ".\n";
+  out += in_loop
+             ? fmt::format(
+                   " (the line through the all-reduce as dbench train's centralized loop paid it, {:.4e} s:\n"
+                   "# its seconds per iteration less the step, the median over batches; the widening, "
+                   "the SGD step\n# apart from the gradient and the summing all count; the micro-benchmark "
+                   "alone gives {:.4e} s)",
+                   m.allreduce_in_loop_s,
+                   fit_seconds(anchored_fit(c.allreduce, m.parameter_bytes), m.parameter_bytes))
+             : anchored(c.allreduce, allreduce);
+  out += ".\n";
   out += fmt::format("allreduce_latency_s = {:.6e}\n", allreduce.alpha_s);
   out += fmt::format("allreduce_bandwidth_Bps = {:.6e}\n", allreduce.bandwidth_Bps);
   out += "# One node: the NIC and fabric carry no traffic; they only need valid values.\n";
@@ -140,13 +163,21 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += fmt::format("# compute {}: seconds = {:.4e} + batch * {:.4e} FLOP / {:.4e} FLOP/s (R^2 {:.4f})\n",
                      m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
   out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
-  out +=
-      "# (the step in the training loop: a step and a communication round - a ring's gossip, or a single\n"
-      "# worker's all-reduce - less the round alone)\n";
-  for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size();
+  const bool loops = m.ring_loop_seconds.size() == m.batches.size();
+  out += loops ? "# (the step: dbench train's ring loop per iteration less the exchange above at the model's "
+                 "size)\n"
+               : "# (the step in the training loop: a step and a communication round - a ring's gossip, or a "
+                 "single\n# worker's all-reduce - less the round alone)\n";
+  for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size() &&
+                          i < m.kernel_seconds.size();
        ++i) {
-    out += fmt::format("#   batch {:>10g}: step timed back to back {:.4e} s, round alone {:.4e} s\n",
-                       m.batches[i], m.seconds_alone[i], m.gossip_seconds[i]);
+    out += fmt::format(
+        "#   batch {:>10g}: step timed back to back {:.4e} s, in a gossip loop {:.4e} s, round alone "
+        "{:.4e} s",
+        m.batches[i], m.seconds_alone[i], m.kernel_seconds[i], m.gossip_seconds[i]);
+    out += loops ? fmt::format("; dbench train: ring {:.4e} s, all-reduce {:.4e} s per iteration\n",
+                               m.ring_loop_seconds[i], m.allreduce_loop_seconds[i])
+                 : std::string("\n");
   }
   out += fmt::format("# per-iteration all-reduce of one double (in the overhead above): {:.4e} s\n",
                      c.small_allreduce_s);
@@ -169,6 +200,10 @@ nlohmann::json to_json(const Calibration& c) {
                       {"parameter_bytes", m.parameter_bytes},
                       {"batches", m.batches},
                       {"seconds", m.seconds},
+                      {"kernel_seconds", m.kernel_seconds},
+                      {"ring_loop_seconds", m.ring_loop_seconds},
+                      {"allreduce_loop_seconds", m.allreduce_loop_seconds},
+                      {"allreduce_in_loop_s", m.allreduce_in_loop_s},
                       {"seconds_alone", m.seconds_alone},
                       {"gossip_seconds", m.gossip_seconds},
                       {"overhead_s", m.fit.overhead_s},
@@ -197,6 +232,10 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.parameter_bytes = mj.value("parameter_bytes", 0.0);
     m.batches = mj.at("batches").get<std::vector<double>>();
     m.seconds = mj.at("seconds").get<std::vector<double>>();
+    m.kernel_seconds = mj.value("kernel_seconds", m.seconds);
+    m.ring_loop_seconds = mj.value("ring_loop_seconds", std::vector<double>{});
+    m.allreduce_loop_seconds = mj.value("allreduce_loop_seconds", std::vector<double>{});
+    m.allreduce_in_loop_s = mj.value("allreduce_in_loop_s", 0.0);
     m.seconds_alone = mj.value("seconds_alone", std::vector<double>{});
     m.gossip_seconds = mj.value("gossip_seconds", std::vector<double>{});
     m.fit.overhead_s = mj.at("overhead_s").get<double>();

@@ -20,9 +20,21 @@ struct ModelCalibration {
   /// links are timed at this size too, and the model's platform file takes their cost there as measured.
   double parameter_bytes = 0.0;
   std::vector<double> batches;  ///< batch sizes measured
-  /// Per batch: the step in the training loop (a step followed by a gossip round, less the round alone, round
-  /// by round), the fastest of the rounds, each timed until the slowest worker is done.
+  /// Per batch: the step the platform is fitted to. On CPU workers, dbench train's own ring loop
+  /// (ring_loop_seconds) less the exchange the platform charges a ring's iteration; elsewhere the step in
+  /// the training loop as kernel_seconds times it.
   std::vector<double> seconds;
+  /// Per batch: a step followed by a gossip round, less the round alone, round by round, the fastest of the
+  /// rounds, each timed until the slowest worker is done.
+  std::vector<double> kernel_seconds;
+  /// Per batch, CPU workers: seconds per iteration of dbench train on a ring and with the all-reduce (the
+  /// median of runs; per iteration the mean over workers, warm-up and evaluations left out, as validate
+  /// measures a run). Empty where not measured.
+  std::vector<double> ring_loop_seconds;
+  std::vector<double> allreduce_loop_seconds;
+  /// The all-reduce of the model's gradient as centralized training pays it in its loop: the median over
+  /// batches of allreduce_loop_seconds less the step; 0 where not measured.
+  double allreduce_in_loop_s = 0.0;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
   ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
@@ -61,6 +73,11 @@ struct Calibration {
 /// fitted latency kept; the fit itself when `bytes` was not measured or the measurement is not above the
 /// latency.
 AlphaBetaFit anchored_fit(const LinkCalibration& link, double bytes);
+/// `fit` with its bandwidth set so that the line passes through `seconds` at `bytes`, its latency kept; `fit`
+/// itself when `seconds` is not above the latency.
+AlphaBetaFit anchored_fit(const AlphaBetaFit& fit, double bytes, double seconds);
+/// Seconds of `fit` at `bytes`.
+double fit_seconds(const AlphaBetaFit& fit, double bytes);
 
 /// Looks up a model's calibration; throws std::invalid_argument naming the calibrated models.
 const ModelCalibration& model_calibration(const Calibration& calibration, const std::string& model);

@@ -64,6 +64,7 @@ void record_batch(ModelCalibration& result, int batch, const std::vector<std::ve
   }
   result.batches.push_back(batch);
   result.seconds.push_back(*std::min_element(in_loop.begin(), in_loop.end()));
+  result.kernel_seconds.push_back(result.seconds.back());
   result.seconds_alone.push_back(median(rounds[0]));
   result.gossip_seconds.push_back(median(rounds[1]));
 }
