@@ -22,11 +22,14 @@
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
 #include "experiments/sim_setup.hpp"
+#include "experiments/timing_setup.hpp"
 #include "experiments/train_recorder.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/worker.hpp"
+#include "sim/timing.hpp"
+#include "topology/graph_policy.hpp"
 #include "validation/calibration.hpp"
 #include "validation/comparison.hpp"
 #include "validation/compute_kernels.hpp"
@@ -130,18 +133,12 @@ double training_loop_seconds(const ExperimentConfig& config, const models::Datas
   return seconds[0];
 }
 
-/// CPU workers: times dbench train's own loop on a ring and with the all-reduce at each batch of `m`, and
-/// fits the step to the ring loop less the exchange the platform charges a ring's iteration (`exchange`
-/// anchored at the model's size), and the all-reduce to the centralized loop less that step. What the loop
-/// does beyond the kernels timed alone (gathering shuffled samples, the unfused step of centralized
-/// training, caches shared with the exchange) is then in the platform, as in the runs it predicts.
+/// CPU workers: times dbench train's own loop on a ring and with the all-reduce at each batch of `m`, the
+/// median of a few runs each (a shared machine has slow spells).
 void time_training_loops(const CalibrateOptions& o, const std::string& model, const models::Dataset& train,
-                         const models::Dataset& test, const validation::LinkCalibration& exchange,
-                         runtime::Communicator& comm, validation::ModelCalibration& m) {
+                         const models::Dataset& test, runtime::Communicator& comm,
+                         validation::ModelCalibration& m) {
   constexpr int kRuns = 3;
-  const double exchange_s =
-      validation::fit_seconds(validation::anchored_fit(exchange, m.parameter_bytes), m.parameter_bytes);
-  std::vector<double> allreduce_s;
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
     // Enough iterations for about 0.15 s of training, as the kernels timed it.
     const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
@@ -164,15 +161,44 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
     }
     m.ring_loop_seconds.push_back(validation::median(ring_runs));
     m.allreduce_loop_seconds.push_back(validation::median(centralized_runs));
-    const double step = m.ring_loop_seconds.back() - exchange_s;
+  }
+}
+
+/// The communication `file`'s platform charges one iteration of a ring over `workers` GPUs of `model`.
+double simulated_ring_s(const CalibrateOptions& o, const std::filesystem::path& file,
+                        const std::string& model, int workers) {
+  ExperimentConfig config =
+      load_with(o, {"train.model=" + model, fmt::format("train.workers={}", workers), "algorithm.kind=dpsgd",
+                    "algorithm.graph=ring", "platform.timing_model=" + model});
+  config.platform.preset = file.string();
+  const auto policy = make_policy(config);
+  const std::array<topology::ScheduleStep, 1> schedule{policy->graph_for(0, nullptr)};
+  return sim::time_schedule(timing_spec(config), schedule).iterations.front().comm_s;
+}
+
+/// Fits `m`'s step to the ring loop less the communication the calibrated platform charges a ring's iteration
+/// (so that the platform predicts the measured ring), and its all-reduce to the centralized loop less that
+/// step, then writes its platform file. What the loop does beyond the kernels timed alone (gathering shuffled
+/// samples, the unfused step of centralized training, caches shared with the exchange) is then in the
+/// platform, as in the runs it predicts.
+void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
+                  validation::ModelCalibration& m, const std::filesystem::path& out) {
+  const std::filesystem::path file = out / fmt::format("{}.toml", m.model);
+  // The links do not depend on the step: the platform as fitted to the kernels gives the ring's share.
+  write_file(file, validation::platform_toml(c, m));
+  const double ring_s = simulated_ring_s(o, file, m.model, c.workers);
+  std::vector<double> allreduce_s;
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    const double step = m.ring_loop_seconds[i] - ring_s;
     if (step <= 0.0) {
       throw std::runtime_error(fmt::format(
-          "calibrate: {} at batch {:g}: dbench train's ring loop took {:.3e} s per iteration, less than the "
-          "{:.3e} s its exchange was timed at; the machine's load changed while calibrating, run it again",
-          model, m.batches[i], m.ring_loop_seconds.back(), exchange_s));
+          "calibrate: {} at batch {:g}: dbench train's ring loop took {:.3e} s per iteration, no more than "
+          "the {:.3e} s of communication the fitted links give it; the machine's load changed while "
+          "calibrating, run it again",
+          m.model, m.batches[i], m.ring_loop_seconds[i], ring_s));
     }
     m.seconds[i] = step;
-    allreduce_s.push_back(m.allreduce_loop_seconds.back() - step);
+    allreduce_s.push_back(m.allreduce_loop_seconds[i] - step);
   }
   m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
   m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), 0.0);
@@ -252,13 +278,18 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
         fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
                    m.model);
       }
-      time_training_loops(o, m.model, train, test, c.exchange, comm, m);
+      time_training_loops(o, m.model, train, test, comm, m);
     }
   }
   if (!root) {
     return;
   }
   std::filesystem::create_directories(out);
+  for (auto& m : c.models) {
+    if (!m.ring_loop_seconds.empty()) {
+      fit_to_loops(o, c, m, out);
+    }
+  }
   write_file(out / "calibration.json", validation::to_json(c).dump(2) + "\n");
   for (const auto& m : c.models) {
     write_file(out / fmt::format("{}.toml", m.model), validation::platform_toml(c, m));

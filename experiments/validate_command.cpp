@@ -36,7 +36,7 @@ struct ValidateOptions {
   std::vector<std::string> algorithms{"centralized", "ring", "exponential", "one-peer-exponential"};
   std::int64_t warmup = 5;
   int repeats = 20;
-  int runs = 3;
+  int runs = 5;
   /// Empty: dbench train's CPU workers; else its LibTorch worker on "cpu", "cuda" or "cuda:N".
   std::string device;
   bool quiet = false;
