@@ -140,9 +140,11 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
                          validation::ModelCalibration& m) {
   constexpr int kRuns = 3;
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    // Enough iterations for about 0.15 s of training, as the kernels timed it.
+    // Runs as long as the runs validate compares (its config's 300 iterations), or about 0.5 s as the kernels
+    // timed them: the first tens of iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration
+    // runs 5 % slower than 300-iteration ones), and a calibration from shorter runs predicts them slow.
     const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
-    const auto iterations = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.15 / estimate), 60, 1000);
+    const auto iterations = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), 300, 2000);
     const std::vector<std::string> common{
         "train.model=" + model, fmt::format("train.batch_per_worker={:g}", m.batches[i]),
         fmt::format("train.workers={}", comm.size()), fmt::format("train.iterations={}", iterations),
@@ -201,7 +203,10 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
     allreduce_s.push_back(m.allreduce_loop_seconds[i] - step);
   }
   m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
-  m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), 0.0);
+  // Not below an all-reduce of one double: where the centralized loop was no slower than the step (LeNet on
+  // 4 workers sharing 2 cores, whose ring iterations also wait for their neighbours' turns), its all-reduce
+  // costs next to nothing beyond it.
+  m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), c.small_allreduce_s);
 }
 
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
@@ -351,8 +356,22 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   return args;
 }
 
+/// Throws naming `option` when `values` has fewer than two distinct values: a line is fitted through them.
+template <class T>
+void require_two_distinct(const char* option, std::vector<T> values, const char* what) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  if (values.size() < 2) {
+    throw std::invalid_argument(
+        fmt::format("{}: at least two different {} are needed, since a line is fitted through them; got {}",
+                    option, what, values.size()));
+  }
+}
+
 void run_calibrate(const CalibrateOptions& o) {
   check_device(o.device);
+  require_two_distinct("--batches", o.batches, "batch sizes");
+  require_two_distinct("--sizes", o.sizes, "message sizes");
   if (o.local == 1 && o.device.empty()) {
     throw std::invalid_argument(
         "--local 1: the CPU workers calibrate in twos or more; a single worker calibrates with --device");

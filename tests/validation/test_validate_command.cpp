@@ -34,6 +34,15 @@ void check_allreduce_at_model_size(const nlohmann::json& fits, const dbench::sim
   const auto seconds = fits.at("allreduce").at("seconds").get<std::vector<double>>();
   const auto at = std::find(sizes.begin(), sizes.end(), bytes);
   REQUIRE(at != sizes.end());
+  // With the centralized loop timed, the all-reduce costs what that loop paid beyond the step.
+  const double in_loop = fits.at("models").at(0).at("allreduce_in_loop_s").get<double>();
+  if (in_loop > 0.0) {
+    // Its line passes through that cost at the model's size, whatever its latency.
+    CHECK(platform.allreduce_latency_s + bytes / platform.allreduce_bandwidth_Bps ==
+          doctest::Approx(in_loop).epsilon(1e-5));
+    CHECK(in_loop >= fits.at("small_allreduce_s").get<double>());
+    return;
+  }
   const double measured = seconds[static_cast<std::size_t>(at - sizes.begin())];
   const double alpha = fits.at("allreduce").at("alpha_s").get<double>();
   CHECK(platform.allreduce_latency_s == doctest::Approx(alpha).epsilon(1e-5));
@@ -74,6 +83,33 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(mlp.at("seconds").size() == 2);
   CHECK(mlp.at("seconds_alone").size() == 2);
   CHECK(mlp.at("gossip_seconds").size() == 2);
+  // dbench train's own loops, per batch; the step is the ring loop less the communication the platform
+  // charges a ring, the same at every batch.
+  const auto ring = mlp.at("ring_loop_seconds").get<std::vector<double>>();
+  const auto step = mlp.at("seconds").get<std::vector<double>>();
+  REQUIRE(ring.size() == 2);
+  CHECK(mlp.at("kernel_seconds").size() == 2);
+  CHECK(step[0] > 0.0);
+  CHECK(ring[0] > step[0]);
+  CHECK(ring[1] - step[1] == doctest::Approx(ring[0] - step[0]).epsilon(1e-9));
+  // The all-reduce: what the centralized loop paid beyond that step (the median of two batches: their mean),
+  // not below an all-reduce of one double.
+  const auto centralized = mlp.at("allreduce_loop_seconds").get<std::vector<double>>();
+  CHECK(mlp.at("allreduce_in_loop_s").get<double>() ==
+        doctest::Approx(std::max(0.5 * (centralized[0] - step[0] + centralized[1] - step[1]),
+                                 fits.at("small_allreduce_s").get<double>()))
+            .epsilon(1e-9));
+  // ... and the ring's share is what the simulator then charges a ring on the calibrated platform.
+  const fs::path ring_run = dir.path() / "ring-sim";
+  const auto simulate = dbench::testing::run_dbench(
+      "simulate \"" + config.string() +
+      "\" --timing-only --quiet --set \"platform.preset=" + (calibration / "mlp.toml").string() +
+      "\" --set platform.timing_model=mlp --out \"" + ring_run.string() + "\"");
+  INFO(simulate.output);
+  REQUIRE(simulate.status == 0);
+  const auto comm = dbench::validation::csv_column(read(ring_run / "trace.csv"), "comm_s");
+  REQUIRE_FALSE(comm.empty());
+  CHECK(comm.front() == doctest::Approx(ring[0] - step[0]).epsilon(1e-6));
   CHECK(fits.at("exchange").at("fit").at("residuals").size() == 4);  // three sizes and the model's
 
   const fs::path out = dir.path() / "validation";
@@ -226,6 +262,8 @@ TEST_CASE("validation::validate: a device or worker count that cannot run is ref
       {"calibrate --device tpu --local 2", "--device: expected cpu, cuda or cuda:N, got 'tpu'"},
       {"calibrate --device cuda:x --local 2", "--device: expected cpu, cuda or cuda:N, got 'cuda:x'"},
       {"calibrate --local 1", "--local 1: the CPU workers calibrate in twos or more"},
+      {"calibrate --local 2 --sizes 4096", "--sizes: at least two different message sizes are needed"},
+      {"calibrate --local 2 --batches 16,16", "--batches: at least two different batch sizes are needed"},
       {"validate \"" + config.string() + "\" --local 1 --device cpu --algorithms centralized,ring",
        "--algorithms: 'ring' needs at least 2 workers"},
       {"validate \"" + config.string() + "\" --local 1 --algorithms centralized",
