@@ -59,25 +59,28 @@ TEST_CASE("core::allreduce: the step fused with the all-reduce equals all-reduce
   // 5000 columns: two full blocks of the fused pass and a partial one.
   const core::ParamLayout layout({{"w", 4900}, {"b", 100}});
   const core::SgdConfig config{.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true};
+  // Two steps from the same seeded start, each with fresh gradients.
+  const auto train = [](core::ReplicaStore& store, auto&& step) {
+    core::testing::TestRng rng(4);
+    core::testing::fill_uniform(store.params(), rng, -1.0f, 1.0f);
+    for (int t = 0; t < 2; ++t) {
+      core::testing::fill_uniform(store.grads(), rng, -1.0f, 1.0f);
+      step(store);
+    }
+  };
   core::ReplicaStore reference(9, layout);
-  core::testing::TestRng rng(4);
-  core::testing::fill_uniform(reference.params(), rng, -1.0f, 1.0f);
   core::Sgd sgd(config);
-  for (int step = 0; step < 2; ++step) {
-    core::testing::fill_uniform(reference.grads(), rng, -1.0f, 1.0f);
-    core::allreduce_mean(reference.grads());
-    sgd.step(0.1, reference.params(), reference.grads(), reference.momentum());
-  }
+  train(reference, [&](core::ReplicaStore& s) {
+    core::allreduce_mean(s.grads());
+    sgd.step(0.1, s.params(), s.grads(), s.momentum());
+  });
   for (const unsigned threads : {1u, 3u}) {
     CAPTURE(threads);
     core::ReplicaStore fused(9, layout);
-    core::testing::TestRng again(4);
-    core::testing::fill_uniform(fused.params(), again, -1.0f, 1.0f);
     core::Sgd fused_sgd(config);
-    for (int step = 0; step < 2; ++step) {
-      core::testing::fill_uniform(fused.grads(), again, -1.0f, 1.0f);
-      core::allreduce_mean_step(fused_sgd, 0.1, fused.params(), fused.grads(), fused.momentum(), threads);
-    }
+    train(fused, [&](core::ReplicaStore& s) {
+      core::allreduce_mean_step(fused_sgd, 0.1, s.params(), s.grads(), s.momentum(), threads);
+    });
     CHECK(fused_sgd.steps() == 2);
     for (std::size_t i = 0; i < fused.replicas(); ++i) {
       for (std::size_t c = 0; c < fused.param_count(); ++c) {
