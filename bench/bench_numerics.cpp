@@ -1,89 +1,318 @@
-// Throughput of one D-PSGD iteration on N virtual replicas (MLP, exponential graph) against a reference
-// measured in the same run: the same GEMMs as a plain loop of cblas_sgemm over the replicas, plus the
-// mixing's memory traffic as a plain streaming pass (each replica reads its d+1 neighbours' rows and writes
-// its own).
+// Throughput of one training iteration of N virtual replicas (MLP, `dbench simulate`'s engine) for each
+// communication graph, against the floor measured in the same run: the iteration's GEMMs as a plain loop of
+// cblas_sgemm on cache-resident operands (the arithmetic alone), plus one read and one write of every N x P
+// matrix the iteration must touch, at the copy bandwidth of the same [N, P] buffers (the memory traffic
+// alone). Run at two scales, it also compares the cost per replica.
 #include <cblas.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "core/aligned_buffer.hpp"
 #include "core/batched_mlp.hpp"
-#include "core/mixing.hpp"
 #include "core/numerics.hpp"
 #include "core/parallel.hpp"
 #include "core/replica_store.hpp"
-#include "core/sgd.hpp"
 #include "models/dataset.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace {
 
-using dbench::core::BatchedMlp;
+namespace core = dbench::core;
+namespace topology = dbench::topology;
 using Clock = std::chrono::steady_clock;
+
+constexpr double kFloorTarget = 1.3;
+constexpr double kPerReplicaTarget = 1.1;
 
 struct Options {
   std::size_t replicas = 1008;
+  std::size_t scale_to = 4096;
   std::size_t batch = 16;
   std::size_t hidden = 64;
   int iterations = 10;
   int warmup = 2;
   unsigned threads = 0;
-  std::size_t block_cols = 0;
 };
 
-/// Mean seconds per iteration of each part, and of the reference's parts.
-struct Timings {
-  double compute = 0.0;
-  double optimizer = 0.0;
-  double mixing = 0.0;
-  double gemm = 0.0;
-  double stream = 0.0;
-  double loss = 0.0;
+/// One communication pattern: how the engine is driven, and which [N, P] matrices its iteration touches.
+struct GraphCase {
+  const char* name;
+  std::unique_ptr<topology::GraphPolicy> policy;
+  const char* buffers;
 };
+
+std::vector<GraphCase> graph_cases(int n) {
+  using topology::GraphSequence;
+  using topology::SequencePolicy;
+  // D-PSGD fuses each replica's SGD step into its backward pass (no gradient matrix), then mixes into the
+  // mixing target; centralized training writes every gradient, all-reduces them in place and steps.
+  const char* gossip = "parameters, momentum, mixing target";
+  std::vector<GraphCase> cases;
+  cases.push_back(
+      {"exponential", std::make_unique<SequencePolicy>(GraphSequence(topology::exponential(n))), gossip});
+  cases.push_back(
+      {"one-peer-exponential", std::make_unique<SequencePolicy>(topology::one_peer_exponential(n)), gossip});
+  cases.push_back({"ring", std::make_unique<SequencePolicy>(GraphSequence(topology::ring(n))), gossip});
+  cases.push_back(
+      {"centralized", std::make_unique<topology::AllReducePolicy>(), "parameters, momentum, gradients"});
+  return cases;
+}
+
+constexpr int kBuffersTouched = 3;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// The reference compute: per replica, exactly the GEMM calls (shapes and operands) of one training step.
-void gemm_loop(const BatchedMlp& mlp, dbench::core::ConstReplicaView params, const std::vector<float>& inputs,
-               std::size_t batch, dbench::core::ReplicaView grads, unsigned threads) {
-  const auto& w = mlp.widths();
-  const auto& tensors = mlp.layout().tensors();
-  dbench::core::parallel_for(threads, params.rows, [&](std::size_t r0, std::size_t r1) {
-    const std::size_t widest = *std::max_element(w.begin(), w.end());
-    std::vector<float> act(batch * widest * w.size());
-    std::vector<float> delta(batch * widest);
-    std::vector<float> back(batch * widest);
-    for (std::size_t i = r0; i < r1; ++i) {
-      const float* x = inputs.data() + i * batch * w[0];
-      for (std::size_t l = 1; l < w.size(); ++l) {
-        const float* a = l == 1 ? x : act.data() + (l - 1) * batch * widest;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(batch), int(w[l]), int(w[l - 1]), 1.0f, a,
-                    int(w[l - 1]), params.row_data(i) + tensors[2 * (l - 1)].offset, int(w[l - 1]), 0.0f,
-                    act.data() + l * batch * widest, int(w[l]));
-      }
-      for (std::size_t l = w.size() - 1; l >= 1; --l) {
-        const float* a = l == 1 ? x : act.data() + (l - 1) * batch * widest;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(w[l]), int(w[l - 1]), int(batch), 1.0f,
-                    delta.data(), int(w[l]), a, int(w[l - 1]), 0.0f,
-                    grads.row_data(i) + tensors[2 * (l - 1)].offset, int(w[l - 1]));
-        if (l == 1) {
-          break;
+/// Uniform random floats and labels from a fixed seed: the benchmark measures arithmetic and memory traffic,
+/// not learning.
+dbench::models::Dataset random_dataset(std::int64_t samples, std::uint64_t seed) {
+  dbench::models::Dataset d;
+  d.size = samples;
+  d.channels = 1;
+  d.height = 28;
+  d.width = 28;
+  d.classes = 10;
+  d.images.resize(static_cast<std::size_t>(samples * d.sample_elements()));
+  d.labels.resize(static_cast<std::size_t>(samples));
+  std::uint64_t state = seed;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return state >> 33;
+  };
+  for (float& v : d.images) {
+    v = static_cast<float>(next() % 256) / 255.0f;
+  }
+  for (std::int32_t& y : d.labels) {
+    y = static_cast<std::int32_t>(next() % 10);
+  }
+  return d;
+}
+
+/// to[0, n) = from[0, n) with stores that bypass the cache; both 64-byte aligned, n a multiple of 16.
+void stream_copy(float* to, const float* from, std::size_t n) {
+#if defined(__x86_64__) && defined(__SSE2__)
+  for (std::size_t k = 0; k < n; k += 4) {
+    _mm_stream_ps(to + k, _mm_load_ps(from + k));
+  }
+  _mm_sfence();
+#else
+  std::memcpy(to, from, n * sizeof(float));
+#endif
+}
+
+/// The floor's two measurements, with everything they touch allocated and first touched up front.
+class Floor {
+ public:
+  Floor(const core::BatchedMlp& mlp, std::size_t replicas, std::size_t batch, unsigned threads)
+      : mlp_(mlp),
+        replicas_(replicas),
+        batch_(batch),
+        threads_(threads),
+        inputs_(replicas * batch * mlp.inputs()),
+        matrix_floats_(replicas * core::ReplicaStore::padded_stride(mlp.param_count())),
+        from_(matrix_floats_),
+        to_(matrix_floats_) {
+    const std::size_t widest = *std::max_element(mlp.widths().begin(), mlp.widths().end());
+    for (unsigned t = 0; t < threads; ++t) {
+      Scratch& s = scratch_.emplace_back();
+      s.params = core::AlignedBuffer(mlp.param_count());
+      s.grads = core::AlignedBuffer(mlp.param_count());
+      s.act = core::AlignedBuffer(batch * widest * mlp.widths().size());
+      s.delta = core::AlignedBuffer(batch * widest);
+      s.back = core::AlignedBuffer(batch * widest);
+      mlp.init(s.params.span(), 1);
+    }
+    std::fill(inputs_.begin(), inputs_.end(), 0.5f);
+  }
+
+  /// Bytes of one [N, P] matrix (rows padded as the replica store pads them).
+  double matrix_bytes() const { return static_cast<double>(matrix_floats_ * sizeof(float)); }
+
+  /// Seconds of every replica's training GEMMs (forward, weight and input gradients, the shapes of
+  /// BatchedMlp's step) on its own inputs, with parameters and gradients in per-thread buffers that stay in
+  /// cache: the arithmetic of an iteration without its [N, P] traffic.
+  double gemm_seconds() {
+    const auto t0 = Clock::now();
+    core::parallel_for(threads_, threads_, [&](std::size_t w0, std::size_t w1) {
+      for (std::size_t w = w0; w < w1; ++w) {
+        for (std::size_t i = replicas_ * w / threads_; i < replicas_ * (w + 1) / threads_; ++i) {
+          gemms(inputs_.data() + i * batch_ * mlp_.inputs(), scratch_[w]);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(batch), int(w[l - 1]), int(w[l]), 1.0f,
-                    delta.data(), int(w[l]), params.row_data(i) + tensors[2 * (l - 1)].offset, int(w[l - 1]),
-                    0.0f, back.data(), int(w[l - 1]));
+      }
+    });
+    return seconds_since(t0);
+  }
+
+  /// Seconds to copy one [N, P] matrix into another, the matrix split over the threads (one read and one
+  /// write of every byte): with memcpy and with streaming stores. glibc's memcpy writes through the cache
+  /// below a size it derives from the last-level cache, which costs a read of every destination line; the
+  /// floor takes the faster of the two, the best bandwidth this machine gives.
+  std::pair<double, double> copy_seconds() {
+    const double plain = timed_copy(
+        [](float* to, const float* from, std::size_t n) { std::memcpy(to, from, n * sizeof(float)); });
+    return {plain, timed_copy(stream_copy)};
+  }
+
+ private:
+  struct Scratch {
+    core::AlignedBuffer params, grads, act, delta, back;
+  };
+
+  template <class Copy>
+  double timed_copy(Copy&& copy) {
+    const auto t0 = Clock::now();
+    core::parallel_for(threads_, threads_, [&](std::size_t w0, std::size_t w1) {
+      // Whole 64-byte lines per thread, so that streaming stores stay aligned.
+      const std::size_t begin = matrix_floats_ * w0 / threads_ / 16 * 16;
+      const std::size_t end = w1 == threads_ ? matrix_floats_ : matrix_floats_ * w1 / threads_ / 16 * 16;
+      copy(to_.data() + begin, from_.data() + begin, end - begin);
+    });
+    return seconds_since(t0);
+  }
+
+  void gemms(const float* x, Scratch& s) const {
+    const auto& w = mlp_.widths();
+    const auto& tensors = mlp_.layout().tensors();
+    const std::size_t widest = *std::max_element(w.begin(), w.end());
+    const int b = static_cast<int>(batch_);
+    for (std::size_t l = 1; l < w.size(); ++l) {
+      const float* a = l == 1 ? x : s.act.data() + (l - 1) * batch_ * widest;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, b, int(w[l]), int(w[l - 1]), 1.0f, a,
+                  int(w[l - 1]), s.params.data() + tensors[2 * (l - 1)].offset, int(w[l - 1]), 0.0f,
+                  s.act.data() + l * batch_ * widest, int(w[l]));
+    }
+    for (std::size_t l = w.size() - 1; l >= 1; --l) {
+      const float* a = l == 1 ? x : s.act.data() + (l - 1) * batch_ * widest;
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, int(w[l]), int(w[l - 1]), b, 1.0f, s.delta.data(),
+                  int(w[l]), a, int(w[l - 1]), 0.0f, s.grads.data() + tensors[2 * (l - 1)].offset,
+                  int(w[l - 1]));
+      if (l == 1) {
+        break;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, int(w[l - 1]), int(w[l]), 1.0f,
+                  s.delta.data(), int(w[l]), s.params.data() + tensors[2 * (l - 1)].offset, int(w[l - 1]),
+                  0.0f, s.back.data(), int(w[l - 1]));
+    }
+  }
+
+  const core::BatchedMlp& mlp_;
+  std::size_t replicas_;
+  std::size_t batch_;
+  unsigned threads_;
+  std::vector<float> inputs_;
+  std::size_t matrix_floats_;
+  core::AlignedBuffer from_;
+  core::AlignedBuffer to_;
+  std::vector<Scratch> scratch_;
+};
+
+/// Mean seconds per iteration of one graph at one scale, and of its floor's parts.
+struct Measured {
+  std::string name;
+  const char* buffers = "";
+  double iteration = 0.0;
+  double gemm = 0.0;
+  double copy = 0.0;
+  double memcpy = 0.0;
+
+  double floor() const { return gemm + kBuffersTouched * copy; }
+};
+
+/// MiB of this process's memory in transparent huge pages (Linux), -1 where that is not reported.
+double huge_page_mib() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string key;
+  double kib = 0.0;
+  while (in >> key) {
+    if (key == "AnonHugePages:" && in >> kib) {
+      return kib / 1024.0;
+    }
+    in.ignore(1 << 12, '\n');
+  }
+  return -1.0;
+}
+
+std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned threads) {
+  const core::BatchedMlp mlp({784, o.hidden, 10}, threads);
+  Floor floor(mlp, n, o.batch, threads);
+  // Two batches per replica's shard, so that the sampler reshuffles during the run as it does in training.
+  const auto train = random_dataset(static_cast<std::int64_t>(n * o.batch * 2), 12345);
+  const auto test = random_dataset(64, 54321);
+  core::NumericsSpec spec;
+  spec.model.mlp_hidden = {static_cast<int>(o.hidden)};
+  spec.workers = static_cast<int>(n);
+  spec.batch_per_worker = static_cast<int>(o.batch);
+  spec.iterations = o.iterations + o.warmup;
+  spec.sgd = {.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true};
+  spec.threads = threads;
+
+  const double flops = mlp.train_flops_per_sample() * static_cast<double>(n * o.batch);
+  std::printf(
+      "%zu replicas x MLP 784-%zu-10 (P = %zu, an [N, P] matrix is %.0f MB), batch %zu, %u threads, "
+      "%d iterations after %d warm-up per graph\n",
+      n, o.hidden, mlp.param_count(), floor.matrix_bytes() * 1e-6, o.batch, threads, o.iterations, o.warmup);
+  std::vector<Measured> out;
+  for (GraphCase& c : graph_cases(static_cast<int>(n))) {
+    Measured m{c.name, c.buffers};
+    core::VirtualReplicas engine(spec, train, test);
+    // The reference runs inside every iteration, so that both see the same machine load.
+    for (int it = -o.warmup; it < o.iterations; ++it) {
+      const std::int64_t t = it + o.warmup;
+      const topology::ScheduleStep step = c.policy->graph_for(t, nullptr);
+      auto t0 = Clock::now();
+      engine.step(t, step, false);
+      const double iteration = seconds_since(t0);
+      const double gemm = floor.gemm_seconds();
+      const auto [memcpy_s, streaming_s] = floor.copy_seconds();
+      if (it >= 0) {
+        m.iteration += iteration / o.iterations;
+        m.gemm += gemm / o.iterations;
+        m.copy += std::min(memcpy_s, streaming_s) / o.iterations;
+        m.memcpy += memcpy_s / o.iterations;
       }
     }
-  });
+    const double hp = huge_page_mib();
+    if (hp >= 0.0) {
+      std::printf("  (%.0f MiB of this process in huge pages while running %s)\n", hp, c.name);
+    }
+    const double ratio = m.iteration / m.floor();
+    std::printf("%s\n", c.name);
+    std::printf(
+        "  iteration      %8.4f s  (VirtualReplicas::step: batch gather, local step, communication)\n",
+        m.iteration);
+    std::printf("  floor          %8.4f s  = sgemm loop + %d x copy of an [N, P] matrix (%s)\n", m.floor(),
+                kBuffersTouched, c.buffers);
+    std::printf("    sgemm loop   %8.4f s  %6.1f GFLOP/s (%.2f GFLOP, operands in cache)\n", m.gemm,
+                flops / m.gemm * 1e-9, flops * 1e-9);
+    std::printf(
+        "    copy         %8.4f s  %6.1f GB/s (bytes read + bytes written; faster of memcpy and streaming "
+        "stores)\n",
+        m.copy, 2.0 * floor.matrix_bytes() / m.copy * 1e-9);
+    std::printf("  ratio iteration / floor: %.2f (target <= %.1f) %s\n", ratio, kFloorTarget,
+                ratio <= kFloorTarget ? "met" : "NOT met");
+    std::printf("  (memcpy alone: %.1f GB/s; with its copy the floor would be %.4f s and the ratio %.2f)\n",
+                2.0 * floor.matrix_bytes() / m.memcpy * 1e-9, m.gemm + kBuffersTouched * m.memcpy,
+                m.iteration / (m.gemm + kBuffersTouched * m.memcpy));
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -95,6 +324,8 @@ bool parse(int argc, char** argv, Options& o) {
     const auto v = std::strtoull(argv[++k], nullptr, 10);
     if (a == "--replicas") {
       o.replicas = v;
+    } else if (a == "--scale-to") {
+      o.scale_to = v;
     } else if (a == "--batch") {
       o.batch = v;
     } else if (a == "--hidden") {
@@ -105,13 +336,11 @@ bool parse(int argc, char** argv, Options& o) {
       o.warmup = static_cast<int>(v);
     } else if (a == "--threads") {
       o.threads = static_cast<unsigned>(v);
-    } else if (a == "--block-cols") {
-      o.block_cols = v;
     } else {
       return false;
     }
   }
-  return o.replicas > 0 && o.batch > 0 && o.hidden > 0 && o.iterations > 0;
+  return o.replicas > 0 && o.batch > 0 && o.hidden > 0 && o.iterations > 0 && o.warmup >= 0;
 }
 
 }  // namespace
@@ -119,157 +348,29 @@ bool parse(int argc, char** argv, Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(
-        stderr,
-        "usage: bench_numerics [--replicas N] [--batch B] [--hidden H] [--iterations I] [--warmup W]\n"
-        "                      [--threads T (0: all)] [--block-cols C (0: auto)]\n");
+    std::fprintf(stderr,
+                 "usage: bench_numerics [--replicas N (1008)] [--scale-to M (4096; 0: only N)] [--batch B]\n"
+                 "                      [--hidden H] [--iterations I] [--warmup W] [--threads T (0: all)]\n");
     return 2;
   }
-  const unsigned threads = dbench::core::resolve_threads(o.threads);
-  const std::size_t n = o.replicas;
-  const BatchedMlp mlp({784, o.hidden, 10}, threads);
-  dbench::core::ReplicaStore store(n, mlp.layout());
-  mlp.init(store.replica(0), 1);
-  store.broadcast_params(0);
-  const dbench::core::MixingMatrix w =
-      dbench::core::to_mixing_matrix(dbench::topology::exponential(static_cast<int>(n)));
-  const std::size_t degree = w.entries() / n - 1;
-
-  // Random data: the benchmark measures arithmetic and memory traffic, not learning.
-  std::vector<float> inputs(n * o.batch * mlp.inputs());
-  std::vector<std::int32_t> labels(n * o.batch);
-  std::uint64_t state = 12345;
-  auto next = [&state] {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return state >> 33;
-  };
-  for (float& v : inputs) {
-    v = static_cast<float>(next() % 256) / 255.0f;
+  const unsigned threads = core::resolve_threads(o.threads);
+  std::printf("bench_numerics: each graph's iteration against its floor, measured in the same iterations\n");
+  const std::vector<Measured> base = run_scale(o, o.replicas, threads);
+  if (o.scale_to == 0) {
+    return 0;
   }
-  for (std::int32_t& y : labels) {
-    y = static_cast<std::int32_t>(next() % mlp.classes());
-  }
-  std::vector<dbench::core::BatchStats> stats(n);
-  const dbench::core::MixOptions mix_options{.block_cols = o.block_cols, .threads = threads};
-  const dbench::core::MixOptions streaming{.block_cols = store.param_count(), .threads = threads};
-  const double lr = 0.05;
-
-  // One phase per way of running the local step; the reference runs inside every iteration, so that both see
-  // the same machine load (other processes share these cores).
-  auto run_phase = [&](bool fused) {
-    dbench::core::Sgd sgd({.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true}, threads);
-    Timings t;
-    for (int it = -o.warmup; it < o.iterations; ++it) {
-      auto t0 = Clock::now();
-      double compute = 0.0;
-      double opt = 0.0;
-      if (fused) {
-        mlp.train_sgd_step(store.params(), inputs, labels, o.batch, sgd, lr, store.momentum(), stats);
-        compute = seconds_since(t0);
-      } else {
-        mlp.train_step(store.params(), inputs, labels, o.batch, store.grads(), stats);
-        compute = seconds_since(t0);
-        t0 = Clock::now();
-        sgd.step(lr, store.params(), store.grads(), store.momentum());
-        opt = seconds_since(t0);
-      }
-      t0 = Clock::now();
-      dbench::core::mix(w.rows(), store.params(), store.mix_target(), mix_options);
-      store.swap_mixed();
-      const double mixing = seconds_since(t0);
-      t0 = Clock::now();
-      gemm_loop(mlp, store.params(), inputs, o.batch, store.grads(), threads);
-      const double gemm = seconds_since(t0);
-      t0 = Clock::now();
-      dbench::core::mix(w.rows(), store.params(), store.mix_target(), streaming);
-      const double stream = seconds_since(t0);
-      if (it >= 0) {
-        t.compute += compute / o.iterations;
-        t.optimizer += opt / o.iterations;
-        t.mixing += mixing / o.iterations;
-        t.gemm += gemm / o.iterations;
-        t.stream += stream / o.iterations;
-      }
-    }
-    double loss = 0.0;
-    for (const auto& b : stats) {
-      loss += b.loss;
-    }
-    t.loss = loss / static_cast<double>(n);
-    return t;
+  const std::vector<Measured> scaled = run_scale(o, o.scale_to, threads);
+  const auto per_replica_us = [](double seconds, std::size_t n) {
+    return seconds / static_cast<double>(n) * 1e6;
   };
-  const Timings separate = run_phase(false);
-  const Timings fused = run_phase(true);
-
-  const double flops = mlp.train_flops_per_sample() * static_cast<double>(n * o.batch);
-  const double row_bytes = static_cast<double>(store.param_count()) * sizeof(float);
-  const double stream_bytes = static_cast<double>((degree + 2) * n) * row_bytes;
-  const double mixing_bytes = 2.0 * static_cast<double>(n) * row_bytes;
-  std::printf(
-      "bench_numerics: %zu replicas x MLP 784-%zu-10 (P = %zu), batch %zu, exponential graph (d = %zu), "
-      "%u threads, %d iterations after %d warm-up per phase\n",
-      n, o.hidden, store.param_count(), o.batch, degree, threads, o.iterations, o.warmup);
-  auto report = [&](const char* name, const Timings& t) {
-    const double total = t.compute + t.optimizer + t.mixing;
-    const double reference = t.gemm + t.stream;
-    std::printf("%s (mean loss on random labels %.4f)\n", name, t.loss);
-    std::printf("  iteration         %8.4f s\n", total);
-    std::printf("    compute         %8.4f s  %6.1f GFLOP/s (%.2f GFLOP)%s\n", t.compute,
-                flops / t.compute * 1e-9, flops * 1e-9, t.optimizer == 0.0 ? ", SGD step fused in" : "");
-    if (t.optimizer > 0.0) {
-      std::printf("    optimizer       %8.4f s  %6.1f GB/s (5 passes over N x P)\n", t.optimizer,
-                  5.0 * static_cast<double>(n) * row_bytes / t.optimizer * 1e-9);
-    }
+  std::printf("cost per replica, %zu against %zu replicas\n", o.scale_to, o.replicas);
+  for (std::size_t g = 0; g < base.size(); ++g) {
+    const double a = per_replica_us(base[g].iteration, o.replicas);
+    const double b = per_replica_us(scaled[g].iteration, o.scale_to);
     std::printf(
-        "    mixing          %8.4f s  %6.1f GB/s moved (N x P read + written once), %.1f GB/s equivalent\n",
-        t.mixing, mixing_bytes / t.mixing * 1e-9, stream_bytes / t.mixing * 1e-9);
-    std::printf("  reference         %8.4f s\n", reference);
-    std::printf("    sgemm loop      %8.4f s  %6.1f GFLOP/s\n", t.gemm, flops / t.gemm * 1e-9);
-    std::printf("    streaming pass  %8.4f s  %6.1f GB/s ((d+1) N P reads + N P writes = %.2f GB)\n",
-                t.stream, stream_bytes / t.stream * 1e-9, stream_bytes * 1e-9);
-    std::printf("  ratio iteration / reference: %.2f (target <= 2); mixing / streaming pass: %.2f\n",
-                total / reference, t.mixing / t.stream);
-    std::printf("  target 0.3 s per iteration: %s\n", total <= 0.3 ? "met" : "NOT met");
-  };
-  report("train_step + Sgd::step + mix", separate);
-  report("train_sgd_step (fused) + mix", fused);
-
-  // The whole engine as `dbench simulate` runs it: Fashion-MNIST batches gathered from each replica's shard,
-  // the fused local step and the topology library's exponential graph, against the same reference.
-  try {
-    const auto train = dbench::models::read_fashion_mnist(dbench::models::Split::train);
-    const auto test = dbench::models::read_fashion_mnist(dbench::models::Split::test);
-    dbench::core::NumericsSpec spec;
-    spec.model.mlp_hidden = {static_cast<int>(o.hidden)};
-    spec.workers = static_cast<int>(n);
-    spec.batch_per_worker = static_cast<int>(o.batch);
-    spec.iterations = o.iterations + o.warmup;
-    spec.sgd = {.momentum = 0.9, .weight_decay = 1e-4, .nesterov = true};
-    spec.threads = threads;
-    dbench::core::VirtualReplicas engine(spec, train, test);
-    dbench::topology::SequencePolicy policy(
-        dbench::topology::GraphSequence(dbench::topology::exponential(static_cast<int>(n))));
-    double engine_s = 0.0;
-    double reference_s = 0.0;
-    for (int it = -o.warmup; it < o.iterations; ++it) {
-      auto t0 = Clock::now();
-      engine.step(it + o.warmup, policy.graph_for(it + o.warmup, nullptr), false);
-      const double step = seconds_since(t0);
-      t0 = Clock::now();
-      gemm_loop(mlp, store.params(), inputs, o.batch, store.grads(), threads);
-      dbench::core::mix(w.rows(), store.params(), store.mix_target(), streaming);
-      const double reference = seconds_since(t0);
-      if (it >= 0) {
-        engine_s += step / o.iterations;
-        reference_s += reference / o.iterations;
-      }
-    }
-    std::printf("VirtualReplicas::step on Fashion-MNIST (data gather + fused step + mix)\n");
-    std::printf("  iteration         %8.4f s\n  reference         %8.4f s\n", engine_s, reference_s);
-    std::printf("  ratio iteration / reference: %.2f (target <= 2)\n  target 0.3 s per iteration: %s\n",
-                engine_s / reference_s, engine_s <= 0.3 ? "met" : "NOT met");
-  } catch (const std::exception& e) {
-    std::printf("VirtualReplicas::step: skipped (%s)\n", e.what());
+        "  %-21s %6.1f us against %6.1f us: %.2f (target <= %.2f) %s; floor %.1f us against %.1f us\n",
+        base[g].name.c_str(), b, a, b / a, kPerReplicaTarget, b / a <= kPerReplicaTarget ? "met" : "NOT met",
+        per_replica_us(scaled[g].floor(), o.scale_to), per_replica_us(base[g].floor(), o.replicas));
   }
   return 0;
 }

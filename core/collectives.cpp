@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
+#include "core/sgd.hpp"
 #include "core/simd.hpp"
 
 namespace dbench::core {
@@ -12,6 +14,9 @@ namespace {
 
 // Columns per block: the block's slices of all replicas stay in L2 between the summing and the writing pass.
 constexpr std::size_t kBlockCols = 256;
+// Columns per block of the fused all-reduce and step, which re-reads nothing but the block's mean: long row
+// slices (8 KB) stream at close to copy bandwidth where short ones do not.
+constexpr std::size_t kStepBlockCols = 2048;
 
 /// acc[j] += x[j] in double.
 void accumulate(const float* x, double* acc, std::size_t len) {
@@ -81,6 +86,37 @@ void allreduce_mean(ReplicaView values, unsigned threads) {
       std::copy_n(mean, c1 - c0, values.row_data(i) + c0);
     }
   });
+}
+
+void allreduce_mean_step(Sgd& sgd, double lr, ReplicaView params, ConstReplicaView grads,
+                         ReplicaView momentum, unsigned threads) {
+  const bool use_momentum = sgd.config().momentum != 0.0;
+  if (grads.rows != params.rows || grads.cols != params.cols ||
+      (use_momentum && (momentum.rows != params.rows || momentum.cols != params.cols))) {
+    throw ShapeError("allreduce_mean_step: parameters are " + std::to_string(params.rows) + "x" +
+                     std::to_string(params.cols) + ", gradients " + std::to_string(grads.rows) + "x" +
+                     std::to_string(grads.cols) + ", momentum " + std::to_string(momentum.rows) + "x" +
+                     std::to_string(momentum.cols));
+  }
+  if (params.rows > 0) {
+    const bool avx512 = cpu_has_avx512f();
+    const std::size_t blocks = (params.cols + kStepBlockCols - 1) / kStepBlockCols;
+    parallel_for(threads, blocks, [&](std::size_t b0, std::size_t b1) {
+      std::vector<double> acc(kStepBlockCols);
+      std::vector<float> mean(kStepBlockCols);
+      for (std::size_t b = b0; b < b1; ++b) {
+        const std::size_t c0 = b * kStepBlockCols;
+        const std::size_t len = std::min(params.cols, c0 + kStepBlockCols) - c0;
+        column_mean(grads, c0, c0 + len, avx512, acc.data(), mean.data());
+        const std::span<const float> g(mean.data(), len);
+        for (std::size_t i = 0; i < params.rows; ++i) {
+          sgd.step_replica(lr, params.row(i).subspan(c0, len), g,
+                           use_momentum ? momentum.row(i).subspan(c0, len) : std::span<float>());
+        }
+      }
+    });
+  }
+  sgd.finish_step();
 }
 
 void replica_average(ConstReplicaView values, std::span<float> average, unsigned threads) {

@@ -147,8 +147,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (step.graph == nullptr && !step.average_parameters) {
     // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
     s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
-    allreduce_mean(s.store.grads(), s.threads);
-    s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
+    allreduce_mean_step(s.sgd, s.last_lr, s.store.params(), s.store.grads(), s.store.momentum(), s.threads);
   } else {
     // D-PSGD: each replica's local step, applied while its gradient is still in cache where the model can.
     if (!s.net.train_sgd_step(s.store.params(), s.inputs, s.labels, batch, s.sgd, s.last_lr,

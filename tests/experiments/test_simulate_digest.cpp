@@ -1,0 +1,77 @@
+// `dbench simulate` on the quickstart config keeps its numbers: each graph's metrics, replica norms and
+// schedule hash to the digests recorded when the kernels were last changed on purpose. A kernel made faster
+// must leave these files byte for byte as they were.
+#include <cblas.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "support/files.hpp"
+#include "support/run_dbench.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// FNV-1a, 64 bits.
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = 14695981039346656037ULL) {
+  for (const char c : bytes) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  return hash;
+}
+
+/// One run of the quickstart config (16 replicas) cut to 30 iterations: its overrides and the digest of its
+/// files.
+struct DigestCase {
+  const char* overrides;
+  std::uint64_t digest;
+};
+
+// Recorded where OpenBLAS picks its SkylakeX (AVX-512) kernels: the GEMMs' rounding and core/'s choice of
+// AVX-512 kernels depend on the CPU, so other CPUs are not compared against these digests.
+constexpr std::string_view kRecordedCore = "SkylakeX";
+
+constexpr DigestCase kCases[] = {
+    {"--set algorithm.kind=centralized", 0xbc2d5f38d5b36a14},
+    {"--set algorithm.graph=ring", 0xd1f5f376f8245877},
+    {"--set algorithm.graph=exponential", 0x1686eec2878b5aa8},
+    {"--set algorithm.graph=one-peer-exponential", 0x1d4c3a890732792b},
+    {"--set algorithm.graph=ada", 0x8dc96849688f8e7b},
+};
+
+}  // namespace
+
+TEST_CASE("experiments::simulate: the quickstart config's metrics are byte-identical to the recorded ones") {
+  const std::string core = openblas_get_corename();
+  if (core != kRecordedCore) {
+    std::cout << DBENCH_SKIP_MARKER << " digests were recorded with OpenBLAS core " << kRecordedCore
+              << "; this machine's is " << core << "\n";
+    return;
+  }
+  const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";
+  for (const DigestCase& c : kCases) {
+    const std::string overrides = c.overrides;
+    CAPTURE(overrides);
+    const fs::path out = fs::temp_directory_path() / ("dbench-test-digest-" + std::to_string(::getpid()));
+    const auto run = dbench::testing::run_dbench("simulate \"" + config.string() +
+                                                 "\" --set train.iterations=30 --set train.eval_every=10 " +
+                                                 overrides + " -q --out \"" + out.string() + "\"");
+    CAPTURE(run.output);
+    REQUIRE(run.status == 0);
+    std::uint64_t digest = 14695981039346656037ULL;
+    for (const char* file : {"metrics.csv", "replica_norms.csv", "schedule.csv"}) {
+      digest = fnv1a(dbench::testing::read_file(out / file), digest);
+    }
+    fs::remove_all(out);
+    char hex[19];
+    std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(digest));
+    CHECK_MESSAGE(digest == c.digest, "digest " << hex);
+  }
+}
