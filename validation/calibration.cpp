@@ -168,8 +168,8 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
                      m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
   out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
   const bool loops = m.ring_loop_seconds.size() == m.batches.size();
-  out += loops ? "# (the step: dbench train's ring loop per iteration less the exchange above at the model's "
-                 "size)\n"
+  out += loops ? "# (the step: dbench train's ring loop per iteration less the communication this platform "
+                 "charges a ring)\n"
                : "# (the step in the training loop: a step and a communication round - a ring's gossip, or a "
                  "single\n# worker's all-reduce - less the round alone)\n";
   for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size() &&

@@ -21,8 +21,8 @@ struct ModelCalibration {
   double parameter_bytes = 0.0;
   std::vector<double> batches;  ///< batch sizes measured
   /// Per batch: the step the platform is fitted to. On CPU workers, dbench train's own ring loop
-  /// (ring_loop_seconds) less the exchange the platform charges a ring's iteration; elsewhere the step in
-  /// the training loop as kernel_seconds times it.
+  /// (ring_loop_seconds) less the communication the platform charges a ring's iteration; elsewhere the step
+  /// in the training loop as kernel_seconds times it.
   std::vector<double> seconds;
   /// Per batch: a step followed by a gossip round, less the round alone, round by round, the fastest of the
   /// rounds, each timed until the slowest worker is done.
