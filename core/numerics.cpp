@@ -167,7 +167,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph))) {
     // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
     allreduce_mean(s.store.params(), s.threads);
-  } else if (step.graph != nullptr) {
+  } else if (step.graph != nullptr && topology::communicates(step)) {
     mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
         MixOptions{0, s.threads, true});
     s.store.swap_mixed();

@@ -60,7 +60,7 @@ ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, 
     const topology::ScheduleStep step = policy.graph_for(t, &progress.observations.back());
     observer.on_schedule(t, step);
     const bool eval = (t + 1) % eval_every == 0 || t + 1 == iterations;
-    const bool observe = observe_every > 0 && (t + 1) % observe_every == 0;
+    const bool observe = step.observe || (observe_every > 0 && (t + 1) % observe_every == 0);
     replicas.step(t, step, eval || observe);
     // Every step's loss is checked, so a divergence is reported the iteration it shows, whatever eval_every.
     if (!std::isfinite(replicas.train_loss())) {

@@ -109,9 +109,10 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("algorithm", "switch_at", a.switch_at, each_at_least(0, true), "graph = switch: stage starts");
   v.field("algorithm", "ada_ladder", a.ada_ladder, non_empty(),
           "graph = ada: sparse to dense, comma-separated");
-  v.field("algorithm", "ada_low", a.ada_low, at_least(0.0), "relative consensus distance band: low");
-  v.field("algorithm", "ada_high", a.ada_high, above(0.0), "relative consensus distance band: high");
-  v.field("algorithm", "ada_check_every", a.ada_check_every, at_least(1), "iterations between measurements");
+  v.field("algorithm", "ada_low", a.ada_low, above(0.0), "spread ratio band: low");
+  v.field("algorithm", "ada_high", a.ada_high, above(0.0), "spread ratio band: high");
+  v.field("algorithm", "ada_probe_every", a.ada_probe_every, at_least(1),
+          "global averages between one-step spread measurements");
   v.field("algorithm", "ada_min_dwell", a.ada_min_dwell, at_least(0),
           "iterations on a rung before leaving it");
   v.field("algorithm", "ada_patience", a.ada_patience, at_least(1),
@@ -121,7 +122,7 @@ void visit_fields(Config& c, Visitor& v) {
           "keep only rungs no denser rung beats on simulated time");
 
   auto& p = c.platform;
-  v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | custom | a file");
+  v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | commodity | custom | a file");
   v.field("platform", "timing_model", p.timing_model, timing_model_or_file(),
           "mlp | lenet | resnet20 | resnet50 | a zoo model | a profile file (.toml or .json)");
   v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");

@@ -123,21 +123,23 @@ struct AlgorithmConfig {
   std::string switch_graphs = "exponential,one-peer-exponential";
   /// graph = "switch": the iteration at which each stage starts (the first is 0).
   std::vector<int> switch_at = {0, 250};
-  /// graph = "ada": the ladder from sparse to dense, comma-separated; "global-average" averages the
-  /// parameters every iteration (D-PSGD on the complete graph at the cost of an all-reduce).
-  std::string ada_ladder = "one-peer-exponential,global-average";
-  /// graph = "ada": below this relative consensus distance Ada goes sparser.
-  double ada_low = 1e-3;
-  /// graph = "ada": above this relative consensus distance Ada goes denser.
-  double ada_high = 8e-3;
-  /// graph = "ada": iterations between measurements of the replicas.
-  int ada_check_every = 10;
+  /// graph = "ada": the ladder from sparse to dense, comma-separated: "<exchange>:<H>" (local steps, or
+  /// gossip on a graph kind, between global averages of the parameters every H iterations) and
+  /// "global-average" (every iteration: D-PSGD on the complete graph at the cost of an all-reduce).
+  std::string ada_ladder = "local:2,global-average";
+  /// graph = "ada": below this spread ratio (consensus distance before a global average over the one-step
+  /// spread) Ada goes sparser.
+  double ada_low = 2.5;
+  /// graph = "ada": above this spread ratio Ada goes denser.
+  double ada_high = 5.0;
+  /// graph = "ada": global averages between two measurements of the one-step spread.
+  int ada_probe_every = 8;
   /// graph = "ada": iterations on a rung before it may be left.
-  int ada_min_dwell = 20;
+  int ada_min_dwell = 0;
   /// graph = "ada": consecutive measurements below ada_low before going sparser.
-  int ada_patience = 3;
+  int ada_patience = 2;
   /// graph = "ada": the rung of iteration 0: "sparsest", "densest" or one of the ladder's names.
-  std::string ada_start = "sparsest";
+  std::string ada_start = "densest";
   /// graph = "ada": drop every rung that a denser rung beats on simulated seconds per iteration on the
   /// configured [platform] (timing_model at timing_batch_per_gpu), so Ada optimises time to accuracy.
   bool ada_cost_aware = false;
@@ -147,7 +149,7 @@ struct AlgorithmConfig {
 
 /// [platform]: the machine on which time is simulated.
 struct PlatformConfig {
-  /// frontier | summit | dgx-h100 | custom, or the path of a calibration file (.toml or .json).
+  /// frontier | summit | dgx-h100 | commodity | custom, or the path of a calibration file (.toml or .json).
   std::string preset = "frontier";
   /// Model profile whose compute and communication are timed: mlp | lenet | resnet20 | resnet50.
   std::string timing_model = "resnet50";

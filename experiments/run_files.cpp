@@ -34,12 +34,12 @@ results::ResultsDir stage_results(const std::filesystem::path& target, const Exp
 RunRecorder::RunRecorder(std::int64_t total_iterations, bool progress)
     : total_(total_iterations),
       progress_(progress),
-      schedule_("iteration,graph\n"),
+      schedule_("iteration,graph,signal\n"),
       started_s_(now_s()),
       terminal_(isatty(STDERR_FILENO) != 0) {}
 
 void RunRecorder::on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) {
-  schedule_ += fmt::format("{},{}\n", iteration, step.name);
+  schedule_ += fmt::format("{},{},{}\n", iteration, step.name, num(step.signal));
   if (step.graph != nullptr) {
     messages_ += static_cast<std::int64_t>(step.graph->entries().size()) - step.graph->nodes();
   }

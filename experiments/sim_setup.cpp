@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -82,7 +83,7 @@ std::string config_key(topology::GraphInput input, std::string_view graph_key) {
     case topology::GraphInput::band:
       return "algorithm.ada_low";
     case topology::GraphInput::ada_timing:
-      return "algorithm.ada_check_every";
+      return "algorithm.ada_probe_every";
     case topology::GraphInput::start_rung:
       return "algorithm.ada_start";
     case topology::GraphInput::kind:
@@ -115,7 +116,7 @@ topology::GraphSpec spec_for(const ExperimentConfig& config, const std::string& 
     spec.kind = topology::parse_graph_kind(kind);
   } catch (const topology::GraphError& e) {
     throw ConfigKeyError(
-        key, e.reason() + "; or ada, switch, allreduce, global-average where a policy is allowed");
+        key, e.reason() + "; or ada, switch, local, global-average, and allreduce where a policy is allowed");
   }
   spec.nodes = config.train.workers;
   spec.degree = config.algorithm.degree;
@@ -148,18 +149,58 @@ std::unique_ptr<topology::GraphPolicy> simple_policy(const ExperimentConfig& con
   if (name == "global-average") {
     return std::make_unique<topology::GlobalAveragePolicy>();
   }
+  if (name == "local") {
+    return std::make_unique<topology::LocalPolicy>(config.train.workers);
+  }
   const topology::GraphSpec spec = spec_for(config, name, key);
   return std::make_unique<topology::SequencePolicy>(
       with_config_keys(key, name, [&] { return topology::make_graph(spec); }));
 }
 
-/// Simulated seconds per iteration of one rung on the configured platform, over 16 iterations (enough for
-/// every period of the families at the usual scales; identical graphs are simulated once).
+/// One rung of algorithm.ada_ladder: "global-average", or "<exchange>:<H>" (local steps or a graph kind
+/// between global averages every H iterations, H >= 2).
+topology::AdaRung ada_rung(const ExperimentConfig& config, const std::string& name) {
+  constexpr const char* key = "algorithm.ada_ladder";
+  topology::AdaRung rung;
+  rung.name = name;
+  if (name == "global-average") {
+    return rung;
+  }
+  const std::size_t colon = name.find(':');
+  if (colon == std::string::npos) {
+    throw ConfigKeyError(key, fmt::format("rung '{}': write global-average, or the exchange between global "
+                                          "averages and their period, e.g. local:4 or {}:4",
+                                          name, name));
+  }
+  const std::string exchange = name.substr(0, colon);
+  const std::string period = name.substr(colon + 1);
+  std::int64_t h = 0;
+  const auto [end, error] = std::from_chars(period.data(), period.data() + period.size(), h);
+  if (error != std::errc() || end != period.data() + period.size() || h < 2 || h > 1000) {
+    throw ConfigKeyError(key, fmt::format("rung '{}': the period after ':' must be a whole number of "
+                                          "iterations in [2, 1000], got '{}'",
+                                          name, period));
+  }
+  if (exchange == "allreduce" || exchange == "global-average") {
+    throw ConfigKeyError(key, fmt::format("rung '{}': between global averages the replicas take local steps "
+                                          "(local) or gossip on a graph kind, not {}",
+                                          name, exchange));
+  }
+  rung.period = h;
+  rung.between = simple_policy(config, exchange, key);
+  return rung;
+}
+
+/// Simulated seconds per iteration of one rung on the configured platform, over enough iterations for
+/// every period of the families and of the global average at the usual scales (identical graphs are
+/// simulated once).
 double rung_seconds(const ExperimentConfig& config, const std::string& name) {
-  auto rung = simple_policy(config, name, "algorithm.ada_ladder");
+  topology::AdaRung rung = ada_rung(config, name);
   std::vector<topology::ScheduleStep> steps;
-  for (std::int64_t t = 0; t < 16; ++t) {
-    steps.push_back(rung->graph_for(t, nullptr));
+  const std::int64_t count = std::max<std::int64_t>(16, 4 * rung.period);
+  for (std::int64_t t = 0; t < count; ++t) {
+    steps.push_back((t + 1) % rung.period == 0 ? topology::GlobalAveragePolicy().graph_for(t, nullptr)
+                                               : rung.between->graph_for(t, nullptr));
   }
   return sim::time_schedule(timing_spec(config), steps, false).seconds_per_iteration;
 }
@@ -168,7 +209,7 @@ double rung_seconds(const ExperimentConfig& config, const std::string& name) {
 std::vector<std::string> ada_ladder(const ExperimentConfig& config) {
   std::vector<std::string> names = split_names(config.algorithm.ada_ladder);
   if (names.empty()) {
-    throw ConfigKeyError("algorithm.ada_ladder", "needs at least one graph");
+    throw ConfigKeyError("algorithm.ada_ladder", "needs at least one rung");
   }
   return names;
 }
@@ -193,7 +234,7 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config, co
     }
     start = static_cast<std::size_t>(it - names.begin());
   }
-  std::vector<std::unique_ptr<topology::GraphPolicy>> ladder;
+  std::vector<topology::AdaRung> ladder;
   int start_rung = -1;
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (!keep[i]) {
@@ -202,15 +243,15 @@ std::unique_ptr<topology::AdaPolicy> make_ada(const ExperimentConfig& config, co
     if (start_rung < 0 && i >= start) {
       start_rung = static_cast<int>(ladder.size());
     }
-    ladder.push_back(simple_policy(config, names[i], "algorithm.ada_ladder"));
+    ladder.push_back(ada_rung(config, names[i]));
   }
   topology::AdaOptions options;
   options.low = a.ada_low;
   options.high = a.ada_high;
-  options.check_every = a.ada_check_every;
+  options.probe_every = a.ada_probe_every;
   options.min_dwell = a.ada_min_dwell;
   options.patience = a.ada_patience;
-  options.start_rung = start_rung;
+  options.start_rung = start_rung < 0 ? static_cast<int>(ladder.size()) - 1 : start_rung;
   return with_config_keys("algorithm.ada_ladder", "",
                           [&] { return std::make_unique<topology::AdaPolicy>(std::move(ladder), options); });
 }
@@ -279,6 +320,15 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
       return std::make_unique<topology::SwitchPolicy>(
           std::move(stages), std::vector<std::int64_t>(a.switch_at.begin(), a.switch_at.end()));
     });
+  }
+  if (a.graph == "local" || a.graph == "global-average") {
+    if (a.global_every > 0 && a.graph == "local") {
+      // Local SGD: local steps, a global average every global_every iterations.
+      const topology::LocalPolicy local(config.train.workers);
+      return std::make_unique<topology::PeriodicAveragePolicy>(topology::GraphSequence(local.graph()),
+                                                               a.global_every);
+    }
+    return simple_policy(config, a.graph, "algorithm.graph");
   }
   const topology::GraphSpec spec = graph_spec(config);
   auto sequence = with_config_keys("algorithm.graph", a.graph, [&] { return topology::make_graph(spec); });

@@ -177,13 +177,13 @@ void run_simulate(const SimulateOptions& options) {
     }
     check_memory(simulate_memory(config, nullptr, options.per_gpu_trace), available_memory_bytes());
     std::vector<topology::ScheduleStep> schedule;
-    std::string schedule_csv = "iteration,graph\n";
+    RunRecorder schedule_csv(config.train.iterations, false);
     for (std::int64_t t = 0; t < config.train.iterations; ++t) {
       schedule.push_back(policy->graph_for(t, nullptr));
-      schedule_csv += fmt::format("{},{}\n", t, schedule.back().name);
+      schedule_csv.on_schedule(t, schedule.back());
     }
     const sim::TimingResult timing = sim::time_schedule(timing_spec, schedule, options.per_gpu_trace);
-    dir.write_text("schedule.csv", schedule_csv);
+    dir.write_text("schedule.csv", schedule_csv.schedule_csv());
     dir.write_text("trace.csv", simulated_trace_csv(timing));
     if (options.per_gpu_trace) {
       dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));

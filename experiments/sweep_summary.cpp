@@ -297,12 +297,16 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     if (config.algorithm.kind != "centralized") {
       std::vector<std::string> kinds = {config.algorithm.graph};
       if (config.algorithm.graph == "ada") {
-        kinds = split_names(config.algorithm.ada_ladder);
+        // A rung "<exchange>:<H>" gossips on its exchange between global averages.
+        kinds.clear();
+        for (const auto& rung : split_names(config.algorithm.ada_ladder)) {
+          kinds.push_back(rung.substr(0, rung.find(':')));
+        }
       } else if (config.algorithm.graph == "switch") {
         kinds = split_names(config.algorithm.switch_graphs);
       }
       for (const auto& kind : kinds) {
-        if (kind != "allreduce" && kind != "global-average") {
+        if (kind != "allreduce" && kind != "global-average" && kind != "local") {
           const auto& family = cache.family(config, kind);
           families.emplace(family.kind, &family);
         }
@@ -318,6 +322,9 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
         edges_sum += n * (n - 1.0) / 2.0;
         gap_sum += 1.0;
         continue;
+      }
+      if (name == "local") {
+        continue;  // no edges, and no mixing at all
       }
       const GraphStatsCache::Family* family = nullptr;
       std::size_t round = 0;

@@ -145,7 +145,7 @@ class TorchWorker final : public core::ScheduleReplicas {
       flatten(false);
       mean_over_workers();
       unflatten(flat_, false);
-    } else if (step->graph != nullptr) {
+    } else if (step->graph != nullptr && topology::communicates(*step)) {
       gossip(*step->graph, t);
     }
   }

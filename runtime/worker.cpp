@@ -187,7 +187,7 @@ class Worker final : public core::ScheduleReplicas {
       net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
       average_over_workers(comm_, store_.grads().row(0), sum_);
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
-    } else if (!options_.overlap || step.graph == nullptr) {
+    } else if (!options_.overlap || !topology::communicates(step) || step.graph == nullptr) {
       local_step(stats);
     } else {
       // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
@@ -212,7 +212,7 @@ class Worker final : public core::ScheduleReplicas {
     if (step.average_parameters) {
       // Periodic global averaging: every worker takes the mean of the parameters.
       average_over_workers(comm_, store_.replica(0), sum_);
-    } else if (step.graph != nullptr) {
+    } else if (step.graph != nullptr && topology::communicates(step)) {
       const GossipPlan& plan = plans_(*step.graph);
       const auto x = store_.replica(0);
       auto mixed = store_.mix_target().row(0);

@@ -10,7 +10,7 @@ namespace dbench::sim {
 namespace {
 
 constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
-constexpr std::array<std::string_view, 3> kPresets = {"frontier", "summit", "dgx-h100"};
+constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "commodity"};
 
 // The cost of starting a collective (kernel launch and setup): fitted to the 4 KB all-reduce on one 8-GPU
 // NVSwitch node, ~16.7 us (github.com/deepseek-ai/DeepEP issue 303), the row it then cannot be checked on.
@@ -147,6 +147,45 @@ PlatformSpec dgx_h100() {
   return p;
 }
 
+// A commodity GPU cluster: off-the-shelf 8-GPU servers on 100 Gb/s Ethernet, where the network, not the
+// GPUs, limits data-parallel training.
+// * 8 NVIDIA A100 PCIe per node, each on its own PCIe 4.0 x16 link: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s
+//   per direction (PCI-SIG PCIe 4.0 base specification; NVIDIA A100 PCIe product brief). GPU-to-GPU copies
+//   through the PCIe switches reach about 25 GB/s of it (p2pBandwidthLatencyTest figures on such servers):
+//   0.8.
+// * One 100 GbE NIC per node (e.g. ConnectX-6 Dx): 12.5 GB/s; RoCE v2 reaches about 90 % of the line rate
+//   for large messages (ib_write_bw figures the NIC vendors publish).
+// * Leaf-spine Ethernet, non-blocking: 16 nodes per leaf switch, 100 Gb/s links (one per node's NIC).
+// * Latencies (typical): ~2 us per PCIe hop through the switch, 1.5 us per RoCE NIC, 0.6 us per Ethernet
+//   switch hop; collective start and bulk-protocol step costs as dgx-h100's.
+// * Compute: one A100 trains ResNet-50 at ~2,470 samples/s with mixed precision, batch 256 (NVIDIA
+//   DeepLearningExamples, PyTorch ResNet-50 v1.5; T2 of the published timings). That is the SXM board's
+//   figure; the 250-300 W PCIe board may be up to ~10 % slower under sustained load.
+PlatformSpec commodity() {
+  PlatformSpec p;
+  p.name = "commodity";
+  p.gpus_per_node = 8;
+  p.intra_node_bandwidth_Bps = 31.5e9;
+  p.intra_node_latency_s = 2e-6;
+  p.intra_node_efficiency = 0.8;
+  p.nics_per_node = 1;
+  p.nic_bandwidth_Bps = 12.5e9;
+  p.nic_latency_s = 1.5e-6;
+  p.network_efficiency = 0.9;
+  p.fabric = Fabric::fat_tree;
+  p.switch_bandwidth_Bps = 12.5e9;
+  p.switch_latency_s = 0.6e-6;
+  p.nodes_per_switch = 16;
+  p.collective_latency_s = kCollectiveLatency_s;
+  p.bulk_step_latency_s = kBulkStepLatency_s;
+  p.iteration_overhead_s = 3e-3;
+  p.reference_resnet50_samples_per_s = 2470.0;
+  p.reference_resnet50_batch = 256;
+  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
+                                           p.reference_resnet50_batch, p.iteration_overhead_s);
+  return p;
+}
+
 void require_positive(double value, std::string_view key) {
   if (!(value > 0.0) || !std::isfinite(value)) {
     throw PlatformError(fmt::format("platform.{}", key),
@@ -204,6 +243,9 @@ PlatformSpec platform_preset(std::string_view name) {
   }
   if (name == "dgx-h100" || name == "dgx-h200") {
     return dgx_h100();
+  }
+  if (name == "commodity") {
+    return commodity();
   }
   throw PlatformError("platform.preset",
                       fmt::format("unknown preset '{}' (known: {}, custom)", name, join(kPresets)));

@@ -117,7 +117,7 @@ struct PlatformSpec {
   int reference_resnet50_batch = 0;
 };
 
-/// The preset names: frontier, summit, dgx-h100 (custom is built from the config alone).
+/// The preset names: frontier, summit, dgx-h100, commodity (custom is built from the config alone).
 std::span<const std::string_view> known_presets() noexcept;
 /// A preset machine; throws PlatformError("platform.preset", ...) on an unknown name.
 PlatformSpec platform_preset(std::string_view name);

@@ -32,7 +32,7 @@ bool timed_as_allreduce(const topology::ScheduleStep& step, std::size_t gpus, co
 void gpu_bytes(IterationTiming& row, const topology::ScheduleStep& step, bool allreduce, double bytes,
                std::size_t gpus) {
   row.gpu_bytes_sent.assign(gpus, allreduce ? row.bytes_sent : 0.0);
-  if (allreduce) {
+  if (allreduce || !topology::communicates(step)) {
     return;
   }
   for (int j = 0; j < step.graph->nodes(); ++j) {
@@ -100,7 +100,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     // Every gossip graph of the schedule in one SimGrid run: one platform build instead of one per graph.
     std::vector<const topology::Graph*> graphs;
     for (const topology::ScheduleStep& step : schedule) {
-      if (!timed_as_allreduce(step, n, spec.platform) &&
+      if (topology::communicates(step) && !timed_as_allreduce(step, n, spec.platform) &&
           std::find(graphs.begin(), graphs.end(), step.graph) == graphs.end()) {
         graphs.push_back(step.graph);
       }
@@ -129,7 +129,10 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
       ready[i] = clock[i] + own_compute[i] - (overlapped ? own_backward[i] : 0.0);
     }
     double bytes_sent = 0.0;
-    if (fast) {
+    if (!topology::communicates(step)) {
+      // A local step: each GPU is done when its own compute is, and waits for no one.
+      std::copy(ready.begin(), ready.end(), finish.begin());
+    } else if (fast) {
       const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
       auto it = seen.find(key);
       if (it == seen.end()) {

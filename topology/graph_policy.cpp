@@ -2,7 +2,30 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
+#include <limits>
+
 namespace dbench::topology {
+namespace {
+
+Graph identity(int nodes) {
+  if (nodes < 1) {
+    throw GraphError(GraphInput::nodes, fmt::format("local steps need at least 1 replica, got {}", nodes));
+  }
+  std::vector<std::vector<MixingEntry>> rows(static_cast<std::size_t>(nodes));
+  for (int i = 0; i < nodes; ++i) {
+    rows[static_cast<std::size_t>(i)].push_back({i, 1.0});
+  }
+  return Graph("local", std::move(rows), true);
+}
+
+}  // namespace
+
+LocalPolicy::LocalPolicy(int nodes) : identity_(identity(nodes)) {}
+
+bool communicates(const ScheduleStep& step) noexcept {
+  return step.graph == nullptr || step.graph->entries().size() > static_cast<std::size_t>(step.graph->nodes());
+}
 
 ScheduleStep SequencePolicy::graph_for(std::int64_t iteration, const PolicyObservation*) {
   const Graph& graph = sequence_.at(iteration);
@@ -68,21 +91,32 @@ std::string SwitchPolicy::name() const {
   return name;
 }
 
-AdaPolicy::AdaPolicy(std::vector<std::unique_ptr<GraphPolicy>> ladder, AdaOptions options)
-    : ladder_(std::move(ladder)), options_(options), rung_(options.start_rung) {
+AdaPolicy::AdaPolicy(std::vector<AdaRung> ladder, AdaOptions options)
+    : ladder_(std::move(ladder)),
+      options_(options),
+      rung_(options.start_rung),
+      reference_(std::numeric_limits<double>::quiet_NaN()),
+      last_ratio_(std::numeric_limits<double>::quiet_NaN()) {
   if (ladder_.empty()) {
     throw GraphError(GraphInput::ladder, "needs at least one rung");
   }
-  if (!(options_.low >= 0.0) || !(options_.high > options_.low)) {
-    throw GraphError(GraphInput::band, fmt::format("needs 0 <= low < high, got low {} and high {}",
+  for (const AdaRung& r : ladder_) {
+    if (r.period < 1 || (r.period > 1 && r.between == nullptr)) {
+      throw GraphError(GraphInput::ladder,
+                       fmt::format("rung '{}': needs a global-average period >= 2 and an exchange between "
+                                   "averages, or period 1",
+                                   r.name));
+    }
+  }
+  if (!(options_.low > 0.0) || !(options_.high > options_.low)) {
+    throw GraphError(GraphInput::band, fmt::format("needs 0 < low < high, got low {} and high {}",
                                                    options_.low, options_.high));
   }
-  if (options_.check_every < 1 || options_.min_dwell < 0 || options_.patience < 1) {
-    throw GraphError(
-        GraphInput::ada_timing,
-        fmt::format("the check interval and patience must be >= 1 and the dwell >= 0, got {}, {} "
-                    "and {}",
-                    options_.check_every, options_.patience, options_.min_dwell));
+  if (options_.probe_every < 1 || options_.min_dwell < 0 || options_.patience < 1) {
+    throw GraphError(GraphInput::ada_timing,
+                     fmt::format("the probe interval and patience must be >= 1 and the dwell >= 0, got {}, {} "
+                                 "and {}",
+                                 options_.probe_every, options_.patience, options_.min_dwell));
   }
   if (rung_ < 0 || rung_ >= static_cast<int>(ladder_.size())) {
     throw GraphError(GraphInput::start_rung,
@@ -90,30 +124,75 @@ AdaPolicy::AdaPolicy(std::vector<std::unique_ptr<GraphPolicy>> ladder, AdaOption
   }
 }
 
-ScheduleStep AdaPolicy::graph_for(std::int64_t iteration, const PolicyObservation* latest) {
-  // Decide once per new observation, and only after the dwell time: hysteresis against oscillation.
-  if (latest != nullptr && latest->iteration > last_seen_ && latest->iteration > 0) {
-    last_seen_ = latest->iteration;
-    const double disagreement = latest->relative_consensus();
-    const bool settled = iteration - rung_since_ >= options_.min_dwell;
-    if (disagreement > options_.high) {
-      below_ = 0;
-      if (settled && rung_ + 1 < static_cast<int>(ladder_.size())) {
-        ++rung_;
-        rung_since_ = iteration;
-      }
-    } else if (disagreement < options_.low) {
-      ++below_;
-      if (settled && below_ >= options_.patience && rung_ > 0) {
-        --rung_;
-        rung_since_ = iteration;
-        below_ = 0;
-      }
-    } else {
-      below_ = 0;
+void AdaPolicy::move(int rung, std::int64_t iteration) {
+  rung_ = rung;
+  rung_since_ = iteration;
+  below_ = 0;
+}
+
+bool AdaPolicy::observe(const PolicyObservation& seen) {
+  if (seen.iteration != pending_iteration_) {
+    return false;  // not a measurement Ada asked for (an evaluation's)
+  }
+  pending_iteration_ = -1;
+  const double spread = seen.consensus_distance;
+  if (pending_steps_ == 1) {
+    // One local step from a common point: the reference. Its first value also starts the comparisons.
+    reference_ = spread;
+    if (ladder_[static_cast<std::size_t>(rung_)].period != 1) {
+      return false;
     }
   }
-  return ladder_[static_cast<std::size_t>(rung_)]->graph_for(iteration, latest);
+  if (!(reference_ > 0.0)) {
+    return false;  // nothing to compare with yet (or replicas that do not spread at all)
+  }
+  last_ratio_ = spread / reference_;
+  const bool settled = seen.iteration - rung_since_ >= options_.min_dwell;
+  if (last_ratio_ > options_.high) {
+    below_ = 0;
+    if (settled && rung_ + 1 < static_cast<int>(ladder_.size())) {
+      move(rung_ + 1, seen.iteration);
+    }
+  } else if (last_ratio_ < options_.low) {
+    ++below_;
+    if (settled && below_ >= options_.patience && rung_ > 0) {
+      move(rung_ - 1, seen.iteration);
+    }
+  } else {
+    below_ = 0;
+  }
+  return true;
+}
+
+ScheduleStep AdaPolicy::graph_for(std::int64_t iteration, const PolicyObservation* latest) {
+  bool acted = false;
+  if (latest != nullptr && latest->iteration > last_seen_) {
+    last_seen_ = latest->iteration;
+    acted = observe(*latest);
+  }
+  ScheduleStep step = next_step(iteration, latest);
+  if (acted) {
+    step.signal = last_ratio_;
+  }
+  return step;
+}
+
+ScheduleStep AdaPolicy::next_step(std::int64_t iteration, const PolicyObservation* latest) {
+  const AdaRung& rung = ladder_[static_cast<std::size_t>(rung_)];
+  const std::int64_t steps = iteration - last_average_;  // local steps since the common point, this one included
+  // A probe (one step from the last average) before the first comparison and every probe_every averages.
+  const bool probe = rung.period > 1 && (std::isnan(reference_) || averages_ >= options_.probe_every);
+  const std::int64_t period = probe ? 1 : rung.period;
+  if (steps < period) {
+    return rung.between->graph_for(iteration, latest);
+  }
+  ScheduleStep step = GlobalAveragePolicy().graph_for(iteration, latest);
+  step.observe = true;
+  pending_iteration_ = iteration + 1;
+  pending_steps_ = steps;
+  averages_ = probe ? 0 : averages_ + 1;
+  last_average_ = iteration;
+  return step;
 }
 
 }  // namespace dbench::topology

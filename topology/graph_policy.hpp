@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,11 @@ struct ScheduleStep {
   std::string name;  ///< what schedule.csv records, e.g. "exponential" or "one-peer-exponential/3"
   const Graph* graph = nullptr;     ///< nullptr: an all-reduce; owned by the policy
   bool average_parameters = false;  ///< with graph == nullptr: all-reduce the parameters, not the gradients
+  /// The policy wants the replica statistics of this iteration (after the local step, before the exchange).
+  bool observe = false;
+  /// The measured signal the policy acted on when it chose this step (Ada's spread ratio); NaN when it acted
+  /// on none.
+  double signal = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// Maps (iteration, latest observation) to the communication of that iteration.
@@ -62,6 +68,25 @@ class GlobalAveragePolicy final : public GraphPolicy {
   }
   std::string name() const override { return "global-average"; }
 };
+
+/// No communication: every replica takes its local step alone (local SGD between global averages). Its graph
+/// is the identity W = I, which no engine sends a message for.
+class LocalPolicy final : public GraphPolicy {
+ public:
+  /// Replicas 1 and up.
+  explicit LocalPolicy(int nodes);
+  ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override { return {"local", &identity_}; }
+  std::string name() const override { return "local"; }
+  /// The identity on the replicas.
+  const Graph& graph() const noexcept { return identity_; }
+
+ private:
+  Graph identity_;
+};
+
+/// Whether a step sends anything: an all-reduce does, gossip on a graph with at least one edge does, a local
+/// step (the identity) does not.
+bool communicates(const ScheduleStep& step) noexcept;
 
 /// A static graph or a time-varying family cycled by iteration (t uses rounds[t mod period]).
 class SequencePolicy final : public GraphPolicy {
@@ -107,37 +132,67 @@ class SwitchPolicy final : public GraphPolicy {
   std::vector<std::int64_t> starts_;
 };
 
-/// Ada's knobs; the defaults are the documented ones.
-struct AdaOptions {
-  /// Relative consensus distance band: above `high` Ada goes one rung denser, below `low` (for `patience`
-  /// consecutive checks) one rung sparser.
-  double low = 1e-3;
-  double high = 8e-3;
-  std::int64_t check_every = 10;  ///< iterations between observations
-  std::int64_t min_dwell = 20;    ///< iterations on a rung before Ada may leave it
-  int patience = 3;               ///< consecutive checks below `low` before going sparser (hysteresis)
-  int start_rung = 0;             ///< the rung of iteration 0 (0: the sparsest)
+/// One rung of Ada's ladder: `between` on the iterations between global averages, and a global average of
+/// the parameters every `period` iterations (period 1: every iteration, and no `between`).
+struct AdaRung {
+  std::string name;                        ///< as the ladder names it, e.g. "local:4" or "global-average"
+  std::unique_ptr<GraphPolicy> between;    ///< null when period is 1
+  std::int64_t period = 1;
 };
 
-/// Ada: decentralized SGD that moves along a ladder of communication policies ordered from sparse to dense
-/// (e.g. one-peer exponential, exponential, all-reduce) so that the replicas' relative consensus distance
-/// stays in a band: denser when it rises above the band, sparser when it stays below it.
+/// Ada's knobs; the defaults are the documented ones.
+struct AdaOptions {
+  /// Band of the spread ratio (the replicas' consensus distance before a global average over the spread one
+  /// local step creates from a common point): above `high` Ada goes one rung denser, below `low` (for
+  /// `patience` consecutive measurements) one rung sparser.
+  double low = 2.5;
+  double high = 5.0;
+  /// Global averages between two measurements of the one-step spread (a period of one iteration).
+  std::int64_t probe_every = 8;
+  std::int64_t min_dwell = 0;  ///< iterations on a rung before Ada may leave it
+  int patience = 2;            ///< consecutive measurements below `low` before going sparser (hysteresis)
+  int start_rung = 0;          ///< the rung of iteration 0 (0: the sparsest)
+};
+
+/// Ada: decentralized SGD that chooses, while training, how much the replicas communicate. Its ladder runs
+/// from sparse (local steps with a rare global average, or sparse gossip) to dense (a global average every
+/// iteration). Where a rung averages globally, Ada measures there, where the average is computed anyway: the
+/// consensus distance the replicas built since the last average, D_H. It compares it with D_1, the spread
+/// one local step creates from a common point, which it measures by averaging twice in a row every
+/// `probe_every` averages. The ratio D_H / D_1 is 1 when H local steps spread the replicas no more than one
+/// does, and it grows as they drift apart; it means the same at every scale, because D_1 grows with the
+/// shards' disagreement exactly as D_H does. Above the band Ada goes denser, below it sparser.
 class AdaPolicy final : public GraphPolicy {
  public:
   /// `ladder` sparse to dense, at least one rung; throws GraphError on the input at fault.
-  AdaPolicy(std::vector<std::unique_ptr<GraphPolicy>> ladder, AdaOptions options);
+  AdaPolicy(std::vector<AdaRung> ladder, AdaOptions options);
   ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) override;
   std::string name() const override { return "ada"; }
-  std::int64_t observe_every() const override { return options_.check_every; }
   /// The rung in use.
   int rung() const noexcept { return rung_; }
+  /// The last spread ratio D_H / D_1 Ada acted on (NaN before the first).
+  double last_ratio() const noexcept { return last_ratio_; }
+  /// The one-step spread D_1 Ada compares with (NaN before the first probe).
+  double reference_spread() const noexcept { return reference_; }
 
  private:
-  std::vector<std::unique_ptr<GraphPolicy>> ladder_;
+  /// Takes a measurement Ada asked for; true when it compared it with the reference.
+  bool observe(const PolicyObservation& seen);
+  void move(int rung, std::int64_t iteration);
+  ScheduleStep next_step(std::int64_t iteration, const PolicyObservation* latest);
+
+  std::vector<AdaRung> ladder_;
   AdaOptions options_;
   int rung_;
   std::int64_t rung_since_ = 0;
-  std::int64_t last_seen_ = -1;
+  std::int64_t last_seen_ = 0;
+  std::int64_t last_average_ = -1;  ///< the last iteration that averaged globally (-1: the common start)
+  std::int64_t averages_ = 0;       ///< global averages since the last probe
+  /// The measurement the next observation answers: its iteration (done count) and the local steps it covers.
+  std::int64_t pending_iteration_ = -1;
+  std::int64_t pending_steps_ = 0;
+  double reference_;
+  double last_ratio_;
   int below_ = 0;
 };
 

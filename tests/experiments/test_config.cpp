@@ -182,7 +182,7 @@ TEST_CASE("experiments::config: refuses an unknown or empty graph name under its
       "test.toml:2:9: algorithm.graph: unknown kind 'moebius' (known: ring, torus, hypercube, complete, "
       "star, "
       "exponential, one-peer-exponential, random-regular, erdos-renyi, hyper-hypercube, simple-base, base); "
-      "or ada, switch, allreduce, global-average where a policy is allowed");
+      "or ada, switch, local, global-average, and allreduce where a policy is allowed");
   CHECK(contains(error_of("[algorithm]\ngraph = \"\"\n"), "algorithm.graph: must not be empty"));
 }
 
