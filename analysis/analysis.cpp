@@ -277,6 +277,15 @@ Observation correlation_observation(const SweepAnalysis& a, std::string claim, s
   return o;
 }
 
+}  // namespace
+
+std::string label_context(const std::string& label) {
+  const std::size_t space = label.find(' ');
+  return space == std::string::npos ? std::string() : label.substr(space);
+}
+
+namespace {
+
 AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
   AdaComparison c;
   c.label = ada.label;
@@ -287,9 +296,16 @@ AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
   const GroupStats* centralized = nullptr;
   const GroupStats* best_static = nullptr;
   const GroupStats* fastest_static = nullptr;
+  const GroupStats* fastest = nullptr;
+  const std::string context = label_context(ada.label);
   for (const auto& g : a.groups) {
-    if (g.workers != ada.workers) {
+    if (g.workers != ada.workers || g.adaptive() || label_context(g.label) != context) {
       continue;
+    }
+    if (g.runs > 0 && g.reached_target == g.runs &&
+        std::isfinite(g.simulated_time_to_target_s.mean) &&
+        (fastest == nullptr || g.simulated_time_to_target_s.mean < fastest->simulated_time_to_target_s.mean)) {
+      fastest = &g;
     }
     if (g.centralized() && centralized == nullptr) {
       centralized = &g;
@@ -320,6 +336,13 @@ AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
   if (fastest_static != nullptr) {
     c.fastest_static_label = fastest_static->label;
     c.best_static_iterations_to_target = fastest_static->iterations_to_target.mean;
+  }
+  if (fastest != nullptr) {
+    c.fastest_label = fastest->label;
+    c.fastest_time_to_target_s = fastest->simulated_time_to_target_s.mean;
+    if (ada.runs > 0 && ada.reached_target == ada.runs) {
+      c.time_vs_fastest = ada.simulated_time_to_target_s.mean / c.fastest_time_to_target_s;
+    }
   }
   return c;
 }

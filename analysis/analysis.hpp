@@ -86,7 +86,9 @@ struct Observation {
   std::string evidence;  ///< the numbers the verdict rests on
 };
 
-/// Ada against centralized training and the static graphs at one scale.
+/// Ada against centralized training and the static graphs at one scale, among the groups that share its
+/// label's context (the other axes' values and the design: "ada preset=frontier" is compared with
+/// "centralized preset=frontier").
 struct AdaComparison {
   std::string label;  ///< the Ada group's label
   int workers = 0;
@@ -101,9 +103,20 @@ struct AdaComparison {
   double bytes_per_gpu_vs_centralized = kUndefined;      ///< ratio of total bytes sent per GPU
   double simulated_time_to_target_s = kUndefined;
   double centralized_simulated_time_to_target_s = kUndefined;
-  /// Whether Ada's accuracy is within 1 percentage point of centralized training's (or above it).
-  bool matches_centralized() const { return vs_centralized_pp > -1.0; }
+  /// The alternative (centralized or a static graph) with the lowest mean simulated time to the target,
+  /// among those whose every run reached it; empty when none did.
+  std::string fastest_label;
+  double fastest_time_to_target_s = kUndefined;
+  /// Ada's mean simulated time to the target over the fastest alternative's (NaN unless every Ada run
+  /// reached the target too).
+  double time_vs_fastest = kUndefined;
+  /// Whether Ada's accuracy is within 0.3 percentage points of centralized training's (or above it).
+  bool matches_centralized() const { return vs_centralized_pp >= -0.3; }
 };
+
+/// The part of a label after its algorithm: " key=value ..." of the other axes and the design ("" when
+/// none). Groups with the same context differ only in their algorithm.
+std::string label_context(const std::string& label);
 
 /// What a training design's budget meant at one scale.
 struct DesignScale {

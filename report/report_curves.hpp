@@ -46,6 +46,9 @@ class RunTable {
   /// The number in a cell (NaN when empty); throws ReportError naming the cell when it is not a number.
   double number(std::size_t row, std::size_t column) const;
 
+  /// The text of a cell.
+  const std::string& text(std::size_t row, std::size_t column) const { return table_.rows[row][column]; }
+
  private:
   std::filesystem::path file_;
   results::CsvTable table_;

@@ -73,13 +73,17 @@ void mix_received(const GossipPlan& plan, std::span<const float> self, std::span
   core::mix_row(plan.weight, sources, plan.self_term, out, core::MixOptions{0, threads, true});
 }
 
-void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum) {
-  sum.assign(values.begin(), values.end());
-  comm.allreduce(std::span<double>(sum), ReduceOp::sum);
-  const auto n = static_cast<double>(comm.size());
+void take_mean(std::span<float> values, std::span<const double> sum, int workers) {
+  const auto n = static_cast<double>(workers);
   for (std::size_t j = 0; j < values.size(); ++j) {
     values[j] = static_cast<float>(sum[j] / n);
   }
+}
+
+void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum) {
+  sum.assign(values.begin(), values.end());
+  comm.allreduce(std::span<double>(sum), ReduceOp::sum);
+  take_mean(values, sum, comm.size());
 }
 
 }  // namespace dbench::runtime

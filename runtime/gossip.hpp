@@ -46,6 +46,9 @@ void exchange_parameters(Communicator& comm, const GossipPlan& plan, std::span<c
 void mix_received(const GossipPlan& plan, std::span<const float> self, std::span<const float> received,
                   std::span<float> out, unsigned threads = 1);
 
+/// values <- sum / workers: the mean of parameters whose sum over the workers an all-reduce gave.
+void take_mean(std::span<float> values, std::span<const double> sum, int workers);
+
 /// values <- their mean over every worker, summed in double like the simulator's all-reduce (a sum of a few
 /// floats in double is exact, so the order in which MPI adds them does not matter); `sum` is scratch space.
 void average_over_workers(Communicator& comm, std::span<float> values, std::vector<double>& sum);

@@ -142,8 +142,11 @@ class TorchWorker final : public core::ScheduleReplicas {
       measure_replicas();
     }
     if (step->average_parameters) {
-      flatten(false);
-      mean_over_workers();
+      // A measurement has just computed this mean (in flat_): one all-reduce, not two.
+      if (!measure) {
+        flatten(false);
+        mean_over_workers();
+      }
       unflatten(flat_, false);
     } else if (step->graph != nullptr && topology::communicates(*step)) {
       gossip(*step->graph, t);

@@ -209,7 +209,10 @@ class Worker final : public core::ScheduleReplicas {
     if (measure) {
       measure_replicas();
     }
-    if (step.average_parameters) {
+    if (step.average_parameters && measure) {
+      // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
+      take_mean(store_.replica(0), sum_, workers_);
+    } else if (step.average_parameters) {
       // Periodic global averaging: every worker takes the mean of the parameters.
       average_over_workers(comm_, store_.replica(0), sum_);
     } else if (step.graph != nullptr && topology::communicates(step)) {

@@ -180,8 +180,9 @@ ScheduleStep AdaPolicy::graph_for(std::int64_t iteration, const PolicyObservatio
 ScheduleStep AdaPolicy::next_step(std::int64_t iteration, const PolicyObservation* latest) {
   const AdaRung& rung = ladder_[static_cast<std::size_t>(rung_)];
   const std::int64_t steps = iteration - last_average_;  // local steps since the common point, this one included
-  // A probe (one step from the last average) before the first comparison and every probe_every averages.
-  const bool probe = rung.period > 1 && (std::isnan(reference_) || averages_ >= options_.probe_every);
+  // A probe (one step from the last average) at the first average and every probe_every averages after the
+  // last probe (without measurements, as in a timing-only run, the rung's own pattern and its probes).
+  const bool probe = rung.period > 1 && (!probed_ || averages_ >= options_.probe_every);
   const std::int64_t period = probe ? 1 : rung.period;
   if (steps < period) {
     return rung.between->graph_for(iteration, latest);
@@ -191,6 +192,7 @@ ScheduleStep AdaPolicy::next_step(std::int64_t iteration, const PolicyObservatio
   pending_iteration_ = iteration + 1;
   pending_steps_ = steps;
   averages_ = probe ? 0 : averages_ + 1;
+  probed_ = true;
   last_average_ = iteration;
   return step;
 }

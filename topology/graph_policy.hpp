@@ -170,6 +170,8 @@ class AdaPolicy final : public GraphPolicy {
   std::string name() const override { return "ada"; }
   /// The rung in use.
   int rung() const noexcept { return rung_; }
+  /// Its name as the ladder gives it.
+  const std::string& rung_name() const noexcept { return ladder_[static_cast<std::size_t>(rung_)].name; }
   /// The last spread ratio D_H / D_1 Ada acted on (NaN before the first).
   double last_ratio() const noexcept { return last_ratio_; }
   /// The one-step spread D_1 Ada compares with (NaN before the first probe).
@@ -188,6 +190,7 @@ class AdaPolicy final : public GraphPolicy {
   std::int64_t last_seen_ = 0;
   std::int64_t last_average_ = -1;  ///< the last iteration that averaged globally (-1: the common start)
   std::int64_t averages_ = 0;       ///< global averages since the last probe
+  bool probed_ = false;             ///< whether an average of period 1 has been scheduled
   /// The measurement the next observation answers: its iteration (done count) and the local steps it covers.
   std::int64_t pending_iteration_ = -1;
   std::int64_t pending_steps_ = 0;

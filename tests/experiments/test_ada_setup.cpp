@@ -1,5 +1,7 @@
 // Ada as a config builds it: where it starts, and which rungs its cost-aware mode keeps.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 #include <string>
@@ -20,31 +22,49 @@ ex::ExperimentConfig ada_config(const std::string& extra) {
   return ex::load_config("[train]\nworkers = 64\n[algorithm]\ngraph = \"ada\"\n" + extra);
 }
 
+const std::string kLadder = "ada_ladder = \"one-peer-exponential:4,local:2,ring:2,global-average\"\n";
+const std::vector<std::string> kRungs = {"one-peer-exponential:4", "local:2", "ring:2", "global-average"};
+
 // The family of a schedule entry: "one-peer-exponential/3" -> "one-peer-exponential".
 std::string family(const topology::ScheduleStep& step) {
   return step.name.substr(0, step.name.find('/'));
 }
 
-// Walks Ada up its ladder by reporting replicas far out of band at every check; returns the rungs visited.
-std::vector<std::string> climb(topology::GraphPolicy& policy, int checks) {
-  std::vector<std::string> visited;
-  topology::PolicyObservation far;
-  far.consensus_distance = 1.0;
-  far.mean_norm_sq = 1.0;
-  for (std::int64_t t = 0; t <= checks; ++t) {
-    far.iteration = t;
-    const std::string rung = family(policy.graph_for(t, t == 0 ? nullptr : &far));
-    if (visited.empty() || visited.back() != rung) {
-      visited.push_back(rung);
+// Walks Ada up its ladder by answering every measurement with replicas far apart (100 times the one-step
+// spread); returns the rungs visited until the densest.
+std::vector<std::string> climb(topology::GraphPolicy& policy, int iterations) {
+  auto& ada = dynamic_cast<topology::AdaPolicy&>(policy);
+  std::vector<std::string> visited = {ada.rung_name()};
+  topology::PolicyObservation latest;
+  std::int64_t last_average = -1;
+  for (std::int64_t t = 0; t < iterations; ++t) {
+    const topology::ScheduleStep step = policy.graph_for(t, &latest);
+    if (step.observe) {
+      latest.iteration = t + 1;
+      latest.consensus_distance = t - last_average == 1 ? 1.0 : 100.0;
+    }
+    if (step.average_parameters) {
+      last_average = t;
+    }
+    if (visited.back() != ada.rung_name()) {
+      visited.push_back(ada.rung_name());
+    }
+    if (ada.rung_name() == "global-average") {
+      break;  // the top: from here a ratio of 1 sends Ada back down, which is not what this follows
     }
   }
   return visited;
 }
 
-// Seconds per iteration of one graph or policy alone, timed the way `dbench simulate` times a schedule.
-double seconds_alone(const std::string& algorithm_section) {
-  const ex::ExperimentConfig config =
-      ex::load_config("[train]\nworkers = 64\n[algorithm]\n" + algorithm_section);
+// Seconds per iteration of one rung alone (its exchange, and a global average every H iterations), timed
+// the way `dbench simulate` times a schedule.
+double seconds_alone(const std::string& rung) {
+  const std::size_t colon = rung.find(':');
+  const std::string section =
+      colon == std::string::npos
+          ? "graph = \"" + rung + "\"\n"
+          : "graph = \"" + rung.substr(0, colon) + "\"\nglobal_every = " + rung.substr(colon + 1) + "\n";
+  const ex::ExperimentConfig config = ex::load_config("[train]\nworkers = 64\n[algorithm]\n" + section);
   auto policy = ex::make_policy(config);
   std::vector<topology::ScheduleStep> steps;
   for (std::int64_t t = 0; t < 16; ++t) {
@@ -56,19 +76,21 @@ double seconds_alone(const std::string& algorithm_section) {
 }  // namespace
 
 TEST_CASE("experiments::make_policy: ada_start picks the rung of iteration 0") {
-  const std::string ladder = "ada_ladder = \"one-peer-exponential,exponential,global-average\"\n";
-  CHECK(family(ex::make_policy(ada_config(ladder))->graph_for(0, nullptr)) == "one-peer-exponential");
-  CHECK(family(ex::make_policy(ada_config(ladder + "ada_start = \"densest\"\n"))->graph_for(0, nullptr)) ==
-        "global-average");
-  CHECK(
-      family(ex::make_policy(ada_config(ladder + "ada_start = \"exponential\"\n"))->graph_for(0, nullptr)) ==
-      "exponential");
+  // Iteration 0 measures the one-step spread (a global average); the rung shows from iteration 1.
+  const auto second_step = [](const std::string& extra) {
+    auto policy = ex::make_policy(ada_config(kLadder + extra));
+    policy->graph_for(0, nullptr);
+    return family(policy->graph_for(1, nullptr));
+  };
+  CHECK(second_step("ada_start = \"sparsest\"\n") == "one-peer-exponential");
+  CHECK(second_step("") == "global-average");
+  CHECK(second_step("ada_start = \"local:2\"\n") == "local");
   // The loader refuses it, and make_policy on a config built in code names the same key.
   CHECK_THROWS_WITH_AS(
-      ada_config(ladder + "ada_start = \"torus\"\n"),
+      ada_config(kLadder + "ada_start = \"torus\"\n"),
       doctest::Contains("algorithm.ada_start: 'torus' is neither sparsest, densest nor a rung"),
       ex::ConfigError);
-  ex::ExperimentConfig config = ada_config(ladder);
+  ex::ExperimentConfig config = ada_config(kLadder);
   config.algorithm.ada_start = "torus";
   try {
     ex::make_policy(config);
@@ -78,58 +100,69 @@ TEST_CASE("experiments::make_policy: ada_start picks the rung of iteration 0") {
   }
 }
 
+TEST_CASE("experiments::make_policy: a rung names its exchange and its global-average period") {
+  const auto refused = [](const std::string& ladder, const char* reason) {
+    CAPTURE(ladder);
+    CHECK_THROWS_WITH_AS(ada_config("ada_ladder = \"" + ladder + "\"\n"), doctest::Contains(reason),
+                         ex::ConfigError);
+  };
+  refused("ring,global-average",
+          "algorithm.ada_ladder: rung 'ring': write global-average, or the exchange between global averages "
+          "and their period, e.g. local:4 or ring:4");
+  refused("local:1", "rung 'local:1': the period after ':' must be a whole number of iterations in [2, 1000], "
+                     "got '1'");
+  refused("local:x2", "got 'x2'");
+  refused("allreduce:2",
+          "rung 'allreduce:2': between global averages the replicas take local steps (local) or gossip on a "
+          "graph kind, not allreduce");
+  refused("moebius:2", "algorithm.ada_ladder: unknown kind 'moebius'");
+}
+
 TEST_CASE("experiments::make_policy: without cost-awareness Ada climbs every rung of its ladder") {
-  auto policy = ex::make_policy(
-      ada_config("ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
-                 "ada_check_every = 1\n"));
-  CHECK(climb(*policy, 10) ==
-        std::vector<std::string>{"one-peer-exponential", "ring", "exponential", "global-average"});
+  auto policy = ex::make_policy(ada_config(kLadder + "ada_start = \"sparsest\"\n"));
+  const auto visited = climb(*policy, 40);
+  CAPTURE(fmt::format("{}", fmt::join(visited, " ")));
+  CHECK(visited == kRungs);
 }
 
 TEST_CASE("experiments::make_policy: cost-aware Ada keeps only rungs cheaper than every denser rung") {
-  const std::vector<std::string> names = {"one-peer-exponential", "ring", "exponential", "global-average"};
   // Each rung timed on its own (Frontier-like preset, ResNet-50, the defaults of [platform]).
   std::vector<double> seconds;
-  for (const auto& name : names) {
-    seconds.push_back(name == "global-average" ? seconds_alone("kind = \"centralized\"\n")
-                                               : seconds_alone("graph = \"" + name + "\"\n"));
+  for (const auto& name : kRungs) {
+    seconds.push_back(seconds_alone(name));
   }
   std::vector<std::string> expected;
-  for (std::size_t i = 0; i < names.size(); ++i) {
+  for (std::size_t i = 0; i < kRungs.size(); ++i) {
     bool beaten = false;
-    for (std::size_t j = i + 1; j < names.size(); ++j) {
+    for (std::size_t j = i + 1; j < kRungs.size(); ++j) {
       beaten = beaten || seconds[j] <= seconds[i];
     }
     if (!beaten) {
-      expected.push_back(names[i]);
+      expected.push_back(kRungs[i]);
     }
   }
-  // The exponential graph's 6 neighbours per GPU cost more than the all-reduce on this platform: dropped.
-  CHECK(seconds[2] > seconds[3]);
-  const auto config = ada_config(
-      "ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
-      "ada_check_every = 1\nada_cost_aware = true\n");
+  // Local steps wait for no one and send nothing: the cheapest rung.
+  CHECK(seconds[1] < seconds[3]);
+  const auto config = ada_config(kLadder + "ada_start = \"sparsest\"\nada_cost_aware = true\n");
   auto policy = ex::make_policy(config);
-  CHECK(climb(*policy, 10) == expected);
-  CHECK(expected.size() < names.size());
+  CHECK(climb(*policy, 40) == expected);
+  CHECK(expected.size() < kRungs.size());
   // The same choice as flags over the ladder, the form real workers receive from rank 0.
   const std::vector<bool> kept = ex::ada_rungs_kept(config);
-  REQUIRE(kept.size() == names.size());
+  REQUIRE(kept.size() == kRungs.size());
   std::vector<std::string> kept_names;
-  for (std::size_t i = 0; i < names.size(); ++i) {
+  for (std::size_t i = 0; i < kRungs.size(); ++i) {
     if (kept[i]) {
-      kept_names.push_back(names[i]);
+      kept_names.push_back(kRungs[i]);
     }
   }
   CHECK(kept_names == expected);
 }
 
 TEST_CASE("experiments::make_policy: Ada uses the rungs it is given and simulates nothing") {
-  const auto config = ada_config(
-      "ada_ladder = \"one-peer-exponential,ring,exponential,global-average\"\nada_min_dwell = 0\n"
-      "ada_check_every = 1\nada_cost_aware = true\n");
-  auto policy = ex::make_policy(config, std::vector<bool>{true, false, true, false});
-  CHECK(climb(*policy, 10) == std::vector<std::string>{"one-peer-exponential", "exponential"});
+  const auto config = ada_config(kLadder + "ada_start = \"sparsest\"\nada_cost_aware = true\n");
+  auto policy = ex::make_policy(config, std::vector<bool>{true, false, true, true});
+  CHECK(climb(*policy, 40) == std::vector<std::string>{"one-peer-exponential:4", "ring:2", "global-average"});
   // Flags for another ladder are a programming error, not a config one.
   CHECK_THROWS_AS(ex::make_policy(config, std::vector<bool>{true, true}), std::invalid_argument);
 }

@@ -1,6 +1,7 @@
 // Graph policies: the schedule each produces from iterations and observations.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -11,20 +12,52 @@ namespace {
 
 namespace dt = dbench::topology;
 
-std::vector<std::unique_ptr<dt::GraphPolicy>> ladder(int n) {
-  std::vector<std::unique_ptr<dt::GraphPolicy>> rungs;
-  rungs.push_back(std::make_unique<dt::SequencePolicy>(dt::one_peer_exponential(n)));
-  rungs.push_back(std::make_unique<dt::SequencePolicy>(dt::GraphSequence(dt::exponential(n))));
-  rungs.push_back(std::make_unique<dt::GlobalAveragePolicy>());
+/// local:4 (local steps, a global average every 4th iteration), then the global average every iteration.
+std::vector<dt::AdaRung> ladder(int n) {
+  std::vector<dt::AdaRung> rungs(2);
+  rungs[0].name = "local:4";
+  rungs[0].between = std::make_unique<dt::LocalPolicy>(n);
+  rungs[0].period = 4;
+  rungs[1].name = "global-average";
   return rungs;
 }
 
-dt::PolicyObservation seen(std::int64_t iteration, double relative) {
-  dt::PolicyObservation o;
-  o.iteration = iteration;
-  o.mean_norm_sq = 100.0;
-  o.consensus_distance = relative * 100.0;
+dt::AdaOptions options() {
+  dt::AdaOptions o;
+  o.low = 2.5;
+  o.high = 5.0;
+  o.probe_every = 3;
+  o.patience = 2;
   return o;
+}
+
+/// Runs Ada over [from, to) as an engine would: every step it asks to observe is answered, at the next
+/// iteration, with the consensus distance `spread(k)` of replicas k local steps after their last average.
+template <class Spread>
+std::vector<dt::ScheduleStep> drive(dt::AdaPolicy& ada, std::int64_t from, std::int64_t to, Spread spread,
+                                    dt::PolicyObservation& latest, std::int64_t& last_average) {
+  std::vector<dt::ScheduleStep> steps;
+  for (std::int64_t t = from; t < to; ++t) {
+    steps.push_back(ada.graph_for(t, &latest));
+    if (steps.back().observe) {
+      latest.iteration = t + 1;
+      latest.consensus_distance = spread(t - last_average);
+    }
+    if (steps.back().average_parameters) {
+      last_average = t;
+    }
+  }
+  return steps;
+}
+
+std::vector<std::int64_t> averages(const std::vector<dt::ScheduleStep>& steps, std::int64_t from) {
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].average_parameters) {
+      out.push_back(from + static_cast<std::int64_t>(i));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -71,58 +104,92 @@ TEST_CASE("topology::policy: a switch schedule changes graphs at its start itera
                     "stage starts: the first stage must start at iteration 0, got 5");
 }
 
-TEST_CASE("topology::ada: denser above the band after the dwell time, sparser after patience below it") {
-  dt::AdaOptions options;
-  options.low = 0.01;
-  options.high = 0.05;
-  options.check_every = 10;
-  options.min_dwell = 20;
-  options.patience = 2;
-  dt::AdaPolicy ada(ladder(16), options);
-  CHECK(ada.graph_for(0, nullptr).name == "one-peer-exponential/0");
+TEST_CASE("topology::local: no messages, and every other step communicates") {
+  dt::LocalPolicy local(8);
+  const auto step = local.graph_for(3, nullptr);
+  CHECK(step.name == "local");
+  REQUIRE(step.graph != nullptr);
+  CHECK(step.graph->nodes() == 8);
+  CHECK_FALSE(dt::communicates(step));
+  CHECK(dt::communicates(dt::AllReducePolicy().graph_for(0, nullptr)));
+  CHECK(dt::communicates(dt::GlobalAveragePolicy().graph_for(0, nullptr)));
+  dt::SequencePolicy ring(dt::GraphSequence(dt::ring(8)));
+  CHECK(dt::communicates(ring.graph_for(0, nullptr)));
+}
 
-  // Above the band before the dwell time has passed: stays.
-  auto o = seen(10, 0.2);
-  ada.graph_for(10, &o);
+TEST_CASE("topology::ada: measures at its global averages and probes the one-step spread") {
+  dt::AdaPolicy ada(ladder(16), options());
+  dt::PolicyObservation latest;
+  std::int64_t last_average = -1;
+  // H = 4 spreads the replicas 3 times as far as one step does: inside the band [2.5, 5].
+  const auto steps = drive(ada, 0, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 3.0; }, latest, last_average);
+  // A probe first (one step from the common start), then every 4th iteration, and after every 3 averages
+  // another probe: two averages in a row.
+  CHECK(averages(steps, 0) == std::vector<std::int64_t>{0, 4, 8, 12, 13, 17, 21, 25, 26});
+  for (const auto& step : steps) {
+    CHECK(step.observe == step.average_parameters);
+    if (!step.average_parameters) {
+      CHECK(step.name == "local");
+    }
+  }
   CHECK(ada.rung() == 0);
-  // Above the band after it: one rung denser, and the same observation is not used twice.
-  o = seen(20, 0.2);
-  CHECK(ada.graph_for(20, &o).name == "exponential");
-  CHECK(ada.graph_for(21, &o).name == "exponential");
-  // Inside the band: stays.
-  o = seen(50, 0.03);
-  ada.graph_for(50, &o);
+  CHECK(ada.reference_spread() == doctest::Approx(1.0));
+  CHECK(ada.last_ratio() == doctest::Approx(3.0));
+  // The step chosen right after a comparison carries the ratio; the probe's answer is no comparison.
+  CHECK(std::isnan(steps[1].signal));
+  CHECK(steps[5].signal == doctest::Approx(3.0));
+  CHECK(std::isnan(steps[6].signal));
+}
+
+TEST_CASE("topology::ada: denser above the band at once, sparser after patience below it") {
+  dt::AdaPolicy ada(ladder(16), options());
+  dt::PolicyObservation latest;
+  std::int64_t last_average = -1;
+  // Drift: four local steps spread the replicas 6 times as far as one.
+  auto steps = drive(ada, 0, 6, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
-  // Above again: to the top rung, where it stays however high the disagreement.
-  o = seen(60, 0.2);
-  const auto top = ada.graph_for(60, &o);
-  CHECK(top.average_parameters);
-  CHECK(ada.rung() == 2);
-  o = seen(100, 0.5);
-  ada.graph_for(100, &o);
-  CHECK(ada.rung() == 2);
-  // Below the band: only after `patience` consecutive checks.
-  o = seen(110, 0.001);
-  ada.graph_for(110, &o);
-  CHECK(ada.rung() == 2);
-  o = seen(120, 0.001);
-  ada.graph_for(120, &o);
+  CHECK(ada.last_ratio() == doctest::Approx(6.0));
+  CHECK(steps[5].signal == doctest::Approx(6.0));
+  CHECK(steps[5].average_parameters);
+  // On the global average every measurement is a one-step spread: ratio 1, below the band; after two of
+  // them Ada tries the sparser rung again.
+  steps = drive(ada, 6, 7, [](std::int64_t) { return 1.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
-  // A check inside the band resets the count.
-  o = seen(150, 0.001);
-  ada.graph_for(150, &o);
-  o = seen(160, 0.02);
-  ada.graph_for(160, &o);
-  o = seen(170, 0.001);
-  ada.graph_for(170, &o);
+  steps = drive(ada, 7, 12, [](std::int64_t) { return 1.0; }, latest, last_average);
+  CHECK(ada.rung() == 0);
+  // Three averages since the last probe (on the dense rung): the sparser rung starts with a probe.
+  CHECK(averages(steps, 7) == std::vector<std::int64_t>{7, 11});
+  CHECK(steps[1].name == "local");
+}
+
+TEST_CASE("topology::ada: the dwell time holds a rung") {
+  dt::AdaOptions o = options();
+  o.min_dwell = 20;
+  dt::AdaPolicy ada(ladder(16), o);
+  dt::PolicyObservation latest;
+  std::int64_t last_average = -1;
+  drive(ada, 0, 19, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
+  CHECK(ada.rung() == 0);
+  drive(ada, 19, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
 }
 
-TEST_CASE("topology::ada: rejects an empty ladder and an inverted band") {
+TEST_CASE("topology::ada: rejects an empty ladder, an inverted band and a rung without its exchange") {
   CHECK_THROWS_WITH(dt::AdaPolicy({}, dt::AdaOptions{}), "ladder: needs at least one rung");
   dt::AdaOptions inverted;
   inverted.low = 0.1;
   inverted.high = 0.01;
   CHECK_THROWS_WITH(dt::AdaPolicy(ladder(8), inverted),
-                    "band: needs 0 <= low < high, got low 0.1 and high 0.01");
+                    "band: needs 0 < low < high, got low 0.1 and high 0.01");
+  std::vector<dt::AdaRung> bare(1);
+  bare[0].name = "local:3";
+  bare[0].period = 3;
+  CHECK_THROWS_WITH(dt::AdaPolicy(std::move(bare), dt::AdaOptions{}),
+                    "ladder: rung 'local:3': needs a global-average period >= 2 and an exchange between "
+                    "averages, or period 1");
+  dt::AdaOptions no_probe;
+  no_probe.probe_every = 0;
+  CHECK_THROWS_WITH(dt::AdaPolicy(ladder(8), no_probe),
+                    "ada timing: the probe interval and patience must be >= 1 and the dwell >= 0, got 0, 2 "
+                    "and 0");
 }
