@@ -302,9 +302,9 @@ AdaComparison compare_ada(const SweepAnalysis& a, const GroupStats& ada) {
     if (g.workers != ada.workers || g.adaptive() || label_context(g.label) != context) {
       continue;
     }
-    if (g.runs > 0 && g.reached_target == g.runs &&
-        std::isfinite(g.simulated_time_to_target_s.mean) &&
-        (fastest == nullptr || g.simulated_time_to_target_s.mean < fastest->simulated_time_to_target_s.mean)) {
+    if (g.runs > 0 && g.reached_target == g.runs && std::isfinite(g.simulated_time_to_target_s.mean) &&
+        (fastest == nullptr ||
+         g.simulated_time_to_target_s.mean < fastest->simulated_time_to_target_s.mean)) {
       fastest = &g;
     }
     if (g.centralized() && centralized == nullptr) {

@@ -122,7 +122,8 @@ void visit_fields(Config& c, Visitor& v) {
           "keep only rungs no denser rung beats on simulated time");
 
   auto& p = c.platform;
-  v.field("platform", "preset", p.preset, preset_or_file(), "frontier | summit | dgx-h100 | commodity | custom | a file");
+  v.field("platform", "preset", p.preset, preset_or_file(),
+          "frontier | summit | dgx-h100 | commodity | custom | a file");
   v.field("platform", "timing_model", p.timing_model, timing_model_or_file(),
           "mlp | lenet | resnet20 | resnet50 | a zoo model | a profile file (.toml or .json)");
   v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");

@@ -271,8 +271,8 @@ class SweepReport {
       return;
     }
     PlotSpec spec{SweepPlotNames::ada_schedule(k, c.workers),
-                  fmt::format("{}, {} workers (run {}): its rung and its signal over the run", c.label, c.workers,
-                              run->run),
+                  fmt::format("{}, {} workers (run {}): its rung and its signal over the run", c.label,
+                              c.workers, run->run),
                   "iteration", "iterations between averages; spread ratio"};
     spec.log_y = true;
     spec.series.push_back(std::move(period));
@@ -416,7 +416,8 @@ class SweepReport {
     doc_.heading("Ada against centralized training and the static graphs");
     doc_.paragraph(
         "Per Ada label and scale, against the groups that differ from it only in their algorithm: its final "
-        "accuracy against centralized training's (within 0.3 pp is the bar), the bytes each GPU sent over the "
+        "accuracy against centralized training's (within 0.3 pp is the bar), the bytes each GPU sent over "
+        "the "
         "run against the all-reduce's, and its simulated time to the target accuracy against the fastest "
         "alternative whose every run reached the target. Times to the target are means over the runs; "
         "iterations are counted at the evaluations.");
@@ -432,24 +433,27 @@ class SweepReport {
                ? fmt::format("{} ({})", signed_pp(c.vs_centralized_pp),
                              c.matches_centralized() ? "within 0.3 pp" : "more than 0.3 pp below")
                : std::string(kNone),
-           std::isfinite(c.bytes_per_gpu_vs_centralized) ? fmt::format("{:.3g}x", c.bytes_per_gpu_vs_centralized)
-                                                         : std::string(kNone),
+           std::isfinite(c.bytes_per_gpu_vs_centralized)
+               ? fmt::format("{:.3g}x", c.bytes_per_gpu_vs_centralized)
+               : std::string(kNone),
            std::isfinite(c.simulated_time_to_target_s)
                ? fmt::format("{} s ({}/{} runs)", number(c.simulated_time_to_target_s), g->reached_target,
                              g->runs)
                : fmt::format("{} (0/{} runs)", kNone, g->runs),
-           c.fastest_label.empty() ? std::string(kNone)
-                                   : fmt::format("{}: {} s", c.fastest_label, number(c.fastest_time_to_target_s)),
+           c.fastest_label.empty()
+               ? std::string(kNone)
+               : fmt::format("{}: {} s", c.fastest_label, number(c.fastest_time_to_target_s)),
            std::isfinite(c.time_vs_fastest)
-               ? fmt::format("{:.3g}x ({})", c.time_vs_fastest, c.time_vs_fastest < 1.0 ? "Ada lowest" : "not lowest")
+               ? fmt::format("{:.3g}x ({})", c.time_vs_fastest,
+                             c.time_vs_fastest < 1.0 ? "Ada lowest" : "not lowest")
                : std::string(kNone)});
     }
     doc_.table(std::move(t));
     for (std::size_t k = 0; k < a_.ada.size(); ++k) {
       const analysis::AdaComparison& c = a_.ada[k];
-      doc_.paragraph(fmt::format("**{} workers, {}**: every alternative.", c.workers, c.label));
-      Table all{{"label", "final accuracy", "bytes per GPU", "vs centralized", "iterations to target (reached)",
-                 "simulated time to target"},
+      doc_.paragraph(fmt::format("{} workers, {}: every alternative.", c.workers, c.label));
+      Table all{{"label", "final accuracy", "bytes per GPU", "vs centralized",
+                 "iterations to target (reached)", "simulated time to target"},
                 {}};
       const std::string context = analysis::label_context(c.label);
       const GroupStats* central = nullptr;
@@ -474,11 +478,12 @@ class SweepReport {
                  : std::string(kNone)});
       }
       doc_.table(std::move(all));
-      figure(plots, SweepPlotNames::ada_schedule(k, c.workers),
-             fmt::format("{}, {} workers: the iterations between its global averages (its rung; 1 is the global "
-                         "average every iteration) and the spread ratio it measured at them, D_H / D_1: the "
-                         "consensus distance after H local steps over the one after a single step.",
-                         c.label, c.workers));
+      figure(
+          plots, SweepPlotNames::ada_schedule(k, c.workers),
+          fmt::format("{}, {} workers: the iterations between its global averages (its rung; 1 is the global "
+                      "average every iteration) and the spread ratio it measured at them, D_H / D_1: the "
+                      "consensus distance after H local steps over the one after a single step.",
+                      c.label, c.workers));
     }
   }
 

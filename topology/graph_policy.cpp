@@ -24,7 +24,8 @@ Graph identity(int nodes) {
 LocalPolicy::LocalPolicy(int nodes) : identity_(identity(nodes)) {}
 
 bool communicates(const ScheduleStep& step) noexcept {
-  return step.graph == nullptr || step.graph->entries().size() > static_cast<std::size_t>(step.graph->nodes());
+  return step.graph == nullptr ||
+         step.graph->entries().size() > static_cast<std::size_t>(step.graph->nodes());
 }
 
 ScheduleStep SequencePolicy::graph_for(std::int64_t iteration, const PolicyObservation*) {
@@ -113,10 +114,11 @@ AdaPolicy::AdaPolicy(std::vector<AdaRung> ladder, AdaOptions options)
                                                    options_.low, options_.high));
   }
   if (options_.probe_every < 1 || options_.min_dwell < 0 || options_.patience < 1) {
-    throw GraphError(GraphInput::ada_timing,
-                     fmt::format("the probe interval and patience must be >= 1 and the dwell >= 0, got {}, {} "
-                                 "and {}",
-                                 options_.probe_every, options_.patience, options_.min_dwell));
+    throw GraphError(
+        GraphInput::ada_timing,
+        fmt::format("the probe interval and patience must be >= 1 and the dwell >= 0, got {}, {} "
+                    "and {}",
+                    options_.probe_every, options_.patience, options_.min_dwell));
   }
   if (rung_ < 0 || rung_ >= static_cast<int>(ladder_.size())) {
     throw GraphError(GraphInput::start_rung,
@@ -179,7 +181,8 @@ ScheduleStep AdaPolicy::graph_for(std::int64_t iteration, const PolicyObservatio
 
 ScheduleStep AdaPolicy::next_step(std::int64_t iteration, const PolicyObservation* latest) {
   const AdaRung& rung = ladder_[static_cast<std::size_t>(rung_)];
-  const std::int64_t steps = iteration - last_average_;  // local steps since the common point, this one included
+  const std::int64_t steps =
+      iteration - last_average_;  // local steps since the common point, this one included
   // A probe (one step from the last average) at the first average and every probe_every averages after the
   // last probe (without measurements, as in a timing-only run, the rung's own pattern and its probes).
   const bool probe = rung.period > 1 && (!probed_ || averages_ >= options_.probe_every);

@@ -135,8 +135,8 @@ class SwitchPolicy final : public GraphPolicy {
 /// One rung of Ada's ladder: `between` on the iterations between global averages, and a global average of
 /// the parameters every `period` iterations (period 1: every iteration, and no `between`).
 struct AdaRung {
-  std::string name;                        ///< as the ladder names it, e.g. "local:4" or "global-average"
-  std::unique_ptr<GraphPolicy> between;    ///< null when period is 1
+  std::string name;                      ///< as the ladder names it, e.g. "local:4" or "global-average"
+  std::unique_ptr<GraphPolicy> between;  ///< null when period is 1
   std::int64_t period = 1;
 };
 

@@ -269,7 +269,8 @@ TEST_CASE("analysis::analysis: a sweep built to agree with the study gets three 
   CHECK(ada.bytes_per_gpu_vs_centralized == doctest::Approx(2.5 / 4.0));
 }
 
-TEST_CASE("analysis::analysis: Ada is compared within its context, and only with runs that reached the target") {
+TEST_CASE(
+    "analysis::analysis: Ada is compared within its context, and only with runs that reached the target") {
   std::string csv = header();
   // Two presets as a second axis: each Ada group is compared with the groups of its own preset.
   for (const std::string preset : {"a", "b"}) {

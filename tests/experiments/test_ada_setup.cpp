@@ -109,8 +109,9 @@ TEST_CASE("experiments::make_policy: a rung names its exchange and its global-av
   refused("ring,global-average",
           "algorithm.ada_ladder: rung 'ring': write global-average, or the exchange between global averages "
           "and their period, e.g. local:4 or ring:4");
-  refused("local:1", "rung 'local:1': the period after ':' must be a whole number of iterations in [2, 1000], "
-                     "got '1'");
+  refused("local:1",
+          "rung 'local:1': the period after ':' must be a whole number of iterations in [2, 1000], "
+          "got '1'");
   refused("local:x2", "got 'x2'");
   refused("allreduce:2",
           "rung 'allreduce:2': between global averages the replicas take local steps (local) or gossip on a "

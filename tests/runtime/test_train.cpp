@@ -194,16 +194,16 @@ Schedule read_schedule(const fs::path& file) {
   return s;
 }
 
-/// The same schedule: every step equal, every signal equal to rounding (the engines sum the replicas'
-/// distances in different orders).
-void check_same_schedule(const Schedule& realized, const Schedule& simulated) {
+/// The same schedule: every step equal, every signal equal within `tolerance` (relative: the engines sum
+/// the replicas' distances in different orders).
+void check_same_schedule(const Schedule& realized, const Schedule& simulated, double tolerance = 1e-9) {
   CHECK(realized.steps == simulated.steps);
   REQUIRE(realized.signals.size() == simulated.signals.size());
   for (std::size_t i = 0; i < realized.signals.size(); ++i) {
     CAPTURE(i);
     CHECK(std::isnan(realized.signals[i]) == std::isnan(simulated.signals[i]));
     if (!std::isnan(realized.signals[i])) {
-      CHECK(realized.signals[i] == doctest::Approx(simulated.signals[i]).epsilon(1e-9));
+      CHECK(realized.signals[i] == doctest::Approx(simulated.signals[i]).epsilon(tolerance));
     }
   }
 }
@@ -242,9 +242,10 @@ TEST_CASE(
   TempDir dir;
   const auto [realized, simulated] = realized_and_simulated_schedules(
       dir.path(),
-      config_text("dpsgd", "ada", 4, 60,
-                  "ada_ladder = \"one-peer-exponential:4,local:2,ring:2,global-average\"\nada_cost_aware = true\n"
-                  "ada_start = \"sparsest\"\n"),
+      config_text(
+          "dpsgd", "ada", 4, 60,
+          "ada_ladder = \"one-peer-exponential:4,local:2,ring:2,global-average\"\nada_cost_aware = true\n"
+          "ada_start = \"sparsest\"\n"),
       4);
   check_same_schedule(realized, simulated);
   CHECK(std::count(realized.steps.begin(), realized.steps.end(), '\n') == 61);
@@ -341,11 +342,12 @@ TEST_CASE(
     INFO(run.output);
     REQUIRE(run.status == 0);
   }
-  const std::string schedule = dbench::testing::read_file(dir.path() / "sim" / "schedule.csv");
-  CHECK(std::count(schedule.begin(), schedule.end(), '\n') == 121);
-  CHECK(schedule.find("global-average") != std::string::npos);
-  CHECK(dbench::testing::read_file(dir.path() / "cpu" / "schedule.csv") == schedule);
-  CHECK(dbench::testing::read_file(dir.path() / "torch" / "schedule.csv") == schedule);
+  const Schedule schedule = read_schedule(dir.path() / "sim" / "schedule.csv");
+  CHECK(std::count(schedule.steps.begin(), schedule.steps.end(), '\n') == 121);
+  CHECK(schedule.steps.find("global-average") != std::string::npos);
+  check_same_schedule(read_schedule(dir.path() / "cpu" / "schedule.csv"), schedule, 1e-9);
+  // LibTorch sums in another order: the same decisions, the signals within 1 %.
+  check_same_schedule(read_schedule(dir.path() / "torch" / "schedule.csv"), schedule, 0.01);
 
   const auto sim = metrics_column(dir.path() / "sim" / "metrics.csv", "consensus_distance");
   const auto cpu = metrics_column(dir.path() / "cpu" / "metrics.csv", "consensus_distance");
@@ -408,13 +410,15 @@ TEST_CASE(
   const std::string m1((std::istreambuf_iterator<char>(full_metrics)), {});
   const std::string m2((std::istreambuf_iterator<char>(cut_metrics)), {});
   CHECK(m1 == m2);
-  // Ada's state came back too: the resumed run chose the same graphs, and Ada did move up its ladder.
+  // Ada's state came back too: the resumed run chose the same steps and measured the same signals, and Ada
+  // used both of its rungs.
   std::ifstream full_schedule(dir.path() / "full" / "schedule.csv");
   std::ifstream cut_schedule(dir.path() / "cut" / "schedule.csv");
   const std::string s1((std::istreambuf_iterator<char>(full_schedule)), {});
   const std::string s2((std::istreambuf_iterator<char>(cut_schedule)), {});
   CHECK(s1 == s2);
-  CHECK(s1.find(",global-average\n") != std::string::npos);
+  CHECK(s1.find(",global-average,") != std::string::npos);
+  CHECK(s1.find(",local,") != std::string::npos);
 }
 
 TEST_CASE("runtime::faults: when the launcher keeps the job alive, the survivors name the lost worker") {

@@ -122,7 +122,8 @@ TEST_CASE("topology::ada: measures at its global averages and probes the one-ste
   dt::PolicyObservation latest;
   std::int64_t last_average = -1;
   // H = 4 spreads the replicas 3 times as far as one step does: inside the band [2.5, 5].
-  const auto steps = drive(ada, 0, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 3.0; }, latest, last_average);
+  const auto steps = drive(
+      ada, 0, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 3.0; }, latest, last_average);
   // A probe first (one step from the common start), then every 4th iteration, and after every 3 averages
   // another probe: two averages in a row.
   CHECK(averages(steps, 0) == std::vector<std::int64_t>{0, 4, 8, 12, 13, 17, 21, 25, 26});
@@ -146,16 +147,19 @@ TEST_CASE("topology::ada: denser above the band at once, sparser after patience 
   dt::PolicyObservation latest;
   std::int64_t last_average = -1;
   // Drift: four local steps spread the replicas 6 times as far as one.
-  auto steps = drive(ada, 0, 6, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
+  auto steps = drive(
+      ada, 0, 6, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
   CHECK(ada.last_ratio() == doctest::Approx(6.0));
   CHECK(steps[5].signal == doctest::Approx(6.0));
   CHECK(steps[5].average_parameters);
   // On the global average every measurement is a one-step spread: ratio 1, below the band; after two of
   // them Ada tries the sparser rung again.
-  steps = drive(ada, 6, 7, [](std::int64_t) { return 1.0; }, latest, last_average);
+  steps = drive(
+      ada, 6, 7, [](std::int64_t) { return 1.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
-  steps = drive(ada, 7, 12, [](std::int64_t) { return 1.0; }, latest, last_average);
+  steps = drive(
+      ada, 7, 12, [](std::int64_t) { return 1.0; }, latest, last_average);
   CHECK(ada.rung() == 0);
   // Three averages since the last probe (on the dense rung): the sparser rung starts with a probe.
   CHECK(averages(steps, 7) == std::vector<std::int64_t>{7, 11});
@@ -168,9 +172,11 @@ TEST_CASE("topology::ada: the dwell time holds a rung") {
   dt::AdaPolicy ada(ladder(16), o);
   dt::PolicyObservation latest;
   std::int64_t last_average = -1;
-  drive(ada, 0, 19, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
+  drive(
+      ada, 0, 19, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 0);
-  drive(ada, 19, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
+  drive(
+      ada, 19, 30, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
 }
 
