@@ -54,14 +54,12 @@ ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, 
     }
     replay(policy, progress.observations, progress.iterations_done);
   }
-  const std::int64_t observe_every = policy.observe_every();
   for (std::int64_t t = progress.iterations_done; t < iterations; ++t) {
     replicas.begin_iteration(t);
     const topology::ScheduleStep step = policy.graph_for(t, &progress.observations.back());
     observer.on_schedule(t, step);
     const bool eval = (t + 1) % eval_every == 0 || t + 1 == iterations;
-    const bool observe = step.observe || (observe_every > 0 && (t + 1) % observe_every == 0);
-    replicas.step(t, step, eval || observe);
+    replicas.step(t, step, eval || step.observe);
     // Every step's loss is checked, so a divergence is reported the iteration it shows, whatever eval_every.
     if (!std::isfinite(replicas.train_loss())) {
       throw DivergenceError(
@@ -69,7 +67,7 @@ ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, 
                       "train.lr",
                       t, replicas.train_loss()));
     }
-    if (eval || observe) {
+    if (eval || step.observe) {
       progress.observations.push_back(replicas.observation());
     }
     if (eval) {

@@ -86,8 +86,8 @@ class ScheduleReplicas {
 /// Runs iterations [from.iterations_done, iterations) of the policy's schedule on the replicas. A fresh run
 /// (from.iterations_done == 0) measures and reports the initial state; a resumed one first replays the
 /// policy's calls with the observations it saw, so that its state is what it was. Statistics are measured
-/// at every evaluation (every eval_every iterations and the last) and every policy.observe_every()
-/// iterations. Throws DivergenceError the iteration a training or test loss is not finite.
+/// at every evaluation (every eval_every iterations and the last) and at every step the policy marks
+/// `observe`. Throws DivergenceError the iteration a training or test loss is not finite.
 ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, topology::GraphPolicy& policy,
                               ScheduleReplicas& replicas, NumericsObserver& observer,
                               ScheduleProgress from = {});

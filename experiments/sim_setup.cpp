@@ -166,14 +166,13 @@ topology::AdaRung ada_rung(const ExperimentConfig& config, const std::string& na
   if (name == "global-average") {
     return rung;
   }
-  const std::size_t colon = name.find(':');
-  if (colon == std::string::npos) {
+  const std::string exchange = ada_rung_exchange(name);
+  if (exchange == name) {
     throw ConfigKeyError(key, fmt::format("rung '{}': write global-average, or the exchange between global "
                                           "averages and their period, e.g. local:4 or {}:4",
                                           name, name));
   }
-  const std::string exchange = name.substr(0, colon);
-  const std::string period = name.substr(colon + 1);
+  const std::string period = name.substr(exchange.size() + 1);
   std::int64_t h = 0;
   const auto [end, error] = std::from_chars(period.data(), period.data() + period.size(), h);
   if (error != std::errc() || end != period.data() + period.size() || h < 2 || h > 1000) {
@@ -196,11 +195,16 @@ topology::AdaRung ada_rung(const ExperimentConfig& config, const std::string& na
 /// simulated once).
 double rung_seconds(const ExperimentConfig& config, const std::string& name) {
   topology::AdaRung rung = ada_rung(config, name);
-  std::vector<topology::ScheduleStep> steps;
   const std::int64_t count = std::max<std::int64_t>(16, 4 * rung.period);
+  std::unique_ptr<topology::GraphPolicy> alone;
+  if (rung.period == 1) {
+    alone = std::make_unique<topology::GlobalAveragePolicy>();
+  } else {
+    alone = std::make_unique<topology::PeriodicAveragePolicy>(std::move(rung.between), rung.period);
+  }
+  std::vector<topology::ScheduleStep> steps;
   for (std::int64_t t = 0; t < count; ++t) {
-    steps.push_back((t + 1) % rung.period == 0 ? topology::GlobalAveragePolicy().graph_for(t, nullptr)
-                                               : rung.between->graph_for(t, nullptr));
+    steps.push_back(alone->graph_for(t, nullptr));
   }
   return sim::time_schedule(timing_spec(config), steps, false).seconds_per_iteration;
 }
@@ -274,6 +278,10 @@ std::vector<std::string> split_names(const std::string& text) {
   return names;
 }
 
+std::string ada_rung_exchange(const std::string& rung) {
+  return rung.substr(0, rung.find(':'));
+}
+
 topology::GraphSpec graph_spec(const ExperimentConfig& config) {
   return spec_for(config, config.algorithm.graph, "algorithm.graph");
 }
@@ -322,13 +330,12 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
     });
   }
   if (a.graph == "local" || a.graph == "global-average") {
+    auto policy = simple_policy(config, a.graph, "algorithm.graph");
     if (a.global_every > 0 && a.graph == "local") {
       // Local SGD: local steps, a global average every global_every iterations.
-      const topology::LocalPolicy local(config.train.workers);
-      return std::make_unique<topology::PeriodicAveragePolicy>(topology::GraphSequence(local.graph()),
-                                                               a.global_every);
+      return std::make_unique<topology::PeriodicAveragePolicy>(std::move(policy), a.global_every);
     }
-    return simple_policy(config, a.graph, "algorithm.graph");
+    return policy;
   }
   const topology::GraphSpec spec = graph_spec(config);
   auto sequence = with_config_keys("algorithm.graph", a.graph, [&] { return topology::make_graph(spec); });

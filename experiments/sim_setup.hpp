@@ -28,6 +28,10 @@ topology::GraphSpec graph_spec(const ExperimentConfig& config);
 /// "a,b,c" -> {"a", "b", "c"}, blanks trimmed (ladders and stages of [algorithm]).
 std::vector<std::string> split_names(const std::string& text);
 
+/// The exchange of a rung of algorithm.ada_ladder between its global averages: "ring" for "ring:4", and the
+/// name itself for one without a period ("global-average").
+std::string ada_rung_exchange(const std::string& rung);
+
 /// Which rungs of algorithm.ada_ladder Ada uses, in ladder order: every one, unless ada_cost_aware, which
 /// keeps a rung only when it is faster than every denser rung on the configured platform. The one part of
 /// making a policy that runs the simulator (seconds at thousands of GPUs): real workers compute it once, on

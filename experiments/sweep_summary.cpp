@@ -297,10 +297,10 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     if (config.algorithm.kind != "centralized") {
       std::vector<std::string> kinds = {config.algorithm.graph};
       if (config.algorithm.graph == "ada") {
-        // A rung "<exchange>:<H>" gossips on its exchange between global averages.
+        // A rung gossips on its exchange between global averages.
         kinds.clear();
         for (const auto& rung : split_names(config.algorithm.ada_ladder)) {
-          kinds.push_back(rung.substr(0, rung.find(':')));
+          kinds.push_back(ada_rung_exchange(rung));
         }
       } else if (config.algorithm.graph == "switch") {
         kinds = split_names(config.algorithm.switch_graphs);

@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <cmath>
 #include <limits>
 
 namespace dbench::topology {
@@ -40,22 +39,25 @@ ScheduleStep SequencePolicy::graph_for(std::int64_t iteration, const PolicyObser
 
 namespace dbench::topology {
 
-PeriodicAveragePolicy::PeriodicAveragePolicy(GraphSequence sequence, std::int64_t every)
-    : gossip_(std::move(sequence)), every_(every) {
+PeriodicAveragePolicy::PeriodicAveragePolicy(std::unique_ptr<GraphPolicy> between, std::int64_t every)
+    : between_(std::move(between)), every_(every) {
   if (every < 1) {
     throw GraphError(GraphInput::period, fmt::format("global averaging needs a period >= 1, got {}", every));
   }
 }
 
+PeriodicAveragePolicy::PeriodicAveragePolicy(GraphSequence sequence, std::int64_t every)
+    : PeriodicAveragePolicy(std::make_unique<SequencePolicy>(std::move(sequence)), every) {}
+
 ScheduleStep PeriodicAveragePolicy::graph_for(std::int64_t iteration, const PolicyObservation* latest) {
   if ((iteration + 1) % every_ == 0) {
     return GlobalAveragePolicy().graph_for(iteration, latest);
   }
-  return gossip_.graph_for(iteration, latest);
+  return between_->graph_for(iteration, latest);
 }
 
 std::string PeriodicAveragePolicy::name() const {
-  return fmt::format("{}+global/{}", gossip_.name(), every_);
+  return fmt::format("{}+global/{}", between_->name(), every_);
 }
 
 SwitchPolicy::SwitchPolicy(std::vector<std::unique_ptr<GraphPolicy>> stages, std::vector<std::int64_t> starts)

@@ -19,9 +19,6 @@ struct PolicyObservation {
   double norm_variance = 0.0;       ///< sum over tensors of the cross-replica variance of the tensor's norm
   double train_loss = 0.0;          ///< mean training loss over replicas at that iteration
   double mean_norm_sq = 0.0;        ///< mean over replicas of ||x_i||^2, the scale of consensus_distance
-
-  /// consensus_distance / mean ||x_i||^2: how far replicas disagree relative to their size (0 at consensus).
-  double relative_consensus() const { return mean_norm_sq > 0.0 ? consensus_distance / mean_norm_sq : 0.0; }
 };
 
 /// One iteration's communication: gossip with a mixing matrix, an all-reduce of the gradients (centralized
@@ -45,8 +42,6 @@ class GraphPolicy {
   virtual ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) = 0;
   /// How the policy is named in reports, e.g. "exponential" or "allreduce".
   virtual std::string name() const = 0;
-  /// Every how many iterations the policy wants an observation (0: it never looks).
-  virtual std::int64_t observe_every() const { return 0; }
 };
 
 /// Centralized training: every iteration all-reduces the gradients.
@@ -107,13 +102,16 @@ class SequencePolicy final : public GraphPolicy {
 /// averaging").
 class PeriodicAveragePolicy final : public GraphPolicy {
  public:
-  /// Throws GraphError (GraphInput::period) when every < 1.
+  /// `between` on the other iterations (gossip, or local steps); throws GraphError (GraphInput::period) when
+  /// every < 1.
+  PeriodicAveragePolicy(std::unique_ptr<GraphPolicy> between, std::int64_t every);
+  /// Gossip on `sequence` between the averages.
   PeriodicAveragePolicy(GraphSequence sequence, std::int64_t every);
   ScheduleStep graph_for(std::int64_t iteration, const PolicyObservation* latest) override;
   std::string name() const override;
 
  private:
-  SequencePolicy gossip_;
+  std::unique_ptr<GraphPolicy> between_;
   std::int64_t every_;
 };
 
