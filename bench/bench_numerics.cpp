@@ -5,10 +5,6 @@
 // alone). Run at two scales, it also compares the cost per replica.
 #include <cblas.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -54,27 +50,27 @@ struct Options {
 struct GraphCase {
   const char* name;
   std::unique_ptr<topology::GraphPolicy> policy;
-  const char* buffers;
+  int buffers;
+  const char* touched;
 };
 
 std::vector<GraphCase> graph_cases(int n) {
   using topology::GraphSequence;
   using topology::SequencePolicy;
   // D-PSGD fuses each replica's SGD step into its backward pass (no gradient matrix), then mixes into the
-  // mixing target; centralized training writes every gradient, all-reduces them in place and steps.
+  // mixing target. Centralized replicas stay identical: their mean gradient is one large batch's, and one
+  // copy of the parameters and momentum steps, so no [N, P] matrix is read or written.
   const char* gossip = "parameters, momentum, mixing target";
   std::vector<GraphCase> cases;
   cases.push_back(
-      {"exponential", std::make_unique<SequencePolicy>(GraphSequence(topology::exponential(n))), gossip});
-  cases.push_back(
-      {"one-peer-exponential", std::make_unique<SequencePolicy>(topology::one_peer_exponential(n)), gossip});
-  cases.push_back({"ring", std::make_unique<SequencePolicy>(GraphSequence(topology::ring(n))), gossip});
-  cases.push_back(
-      {"centralized", std::make_unique<topology::AllReducePolicy>(), "parameters, momentum, gradients"});
+      {"exponential", std::make_unique<SequencePolicy>(GraphSequence(topology::exponential(n))), 3, gossip});
+  cases.push_back({"one-peer-exponential",
+                   std::make_unique<SequencePolicy>(topology::one_peer_exponential(n)), 3, gossip});
+  cases.push_back({"ring", std::make_unique<SequencePolicy>(GraphSequence(topology::ring(n))), 3, gossip});
+  cases.push_back({"centralized", std::make_unique<topology::AllReducePolicy>(), 0,
+                   "none: identical replicas share one copy"});
   return cases;
 }
-
-constexpr int kBuffersTouched = 3;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -103,18 +99,6 @@ dbench::models::Dataset random_dataset(std::int64_t samples, std::uint64_t seed)
     y = static_cast<std::int32_t>(next() % 10);
   }
   return d;
-}
-
-/// to[0, n) = from[0, n) with stores that bypass the cache; both 64-byte aligned, n a multiple of 16.
-void stream_copy(float* to, const float* from, std::size_t n) {
-#if defined(__x86_64__) && defined(__SSE2__)
-  for (std::size_t k = 0; k < n; k += 4) {
-    _mm_stream_ps(to + k, _mm_load_ps(from + k));
-  }
-  _mm_sfence();
-#else
-  std::memcpy(to, from, n * sizeof(float));
-#endif
 }
 
 /// The floor's two measurements, with everything they touch allocated and first touched up front.
@@ -167,7 +151,7 @@ class Floor {
   std::pair<double, double> copy_seconds() {
     const double plain = timed_copy(
         [](float* to, const float* from, std::size_t n) { std::memcpy(to, from, n * sizeof(float)); });
-    return {plain, timed_copy(stream_copy)};
+    return {plain, timed_copy(core::copy_past_cache)};
   }
 
  private:
@@ -226,13 +210,14 @@ class Floor {
 /// Mean seconds per iteration of one graph at one scale, and of its floor's parts.
 struct Measured {
   std::string name;
-  const char* buffers = "";
+  const char* touched = "";
+  int buffers = 0;
   double iteration = 0.0;
   double gemm = 0.0;
   double copy = 0.0;
   double memcpy = 0.0;
 
-  double floor() const { return gemm + kBuffersTouched * copy; }
+  double floor() const { return gemm + buffers * copy; }
 };
 
 /// MiB of this process's memory in transparent huge pages (Linux), -1 where that is not reported.
@@ -270,7 +255,7 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
       n, o.hidden, mlp.param_count(), floor.matrix_bytes() * 1e-6, o.batch, threads, o.iterations, o.warmup);
   std::vector<Measured> out;
   for (GraphCase& c : graph_cases(static_cast<int>(n))) {
-    Measured m{c.name, c.buffers};
+    Measured m{c.name, c.touched, c.buffers};
     core::VirtualReplicas engine(spec, train, test);
     // The reference runs inside every iteration, so that both see the same machine load.
     for (int it = -o.warmup; it < o.iterations; ++it) {
@@ -298,7 +283,7 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
         "  iteration      %8.4f s  (VirtualReplicas::step: batch gather, local step, communication)\n",
         m.iteration);
     std::printf("  floor          %8.4f s  = sgemm loop + %d x copy of an [N, P] matrix (%s)\n", m.floor(),
-                kBuffersTouched, c.buffers);
+                m.buffers, c.touched);
     std::printf("    sgemm loop   %8.4f s  %6.1f GFLOP/s (%.2f GFLOP, operands in cache)\n", m.gemm,
                 flops / m.gemm * 1e-9, flops * 1e-9);
     std::printf(
@@ -308,8 +293,8 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
     std::printf("  ratio iteration / floor: %.2f (target <= %.1f) %s\n", ratio, kFloorTarget,
                 ratio <= kFloorTarget ? "met" : "NOT met");
     std::printf("  (memcpy alone: %.1f GB/s; with its copy the floor would be %.4f s and the ratio %.2f)\n",
-                2.0 * floor.matrix_bytes() / m.memcpy * 1e-9, m.gemm + kBuffersTouched * m.memcpy,
-                m.iteration / (m.gemm + kBuffersTouched * m.memcpy));
+                2.0 * floor.matrix_bytes() / m.memcpy * 1e-9, m.gemm + m.buffers * m.memcpy,
+                m.iteration / (m.gemm + m.buffers * m.memcpy));
     out.push_back(std::move(m));
   }
   return out;

@@ -4,6 +4,10 @@
 #include <cstring>
 #include <new>
 
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -41,6 +45,22 @@ AlignedBuffer::AlignedBuffer(std::size_t size) : size_(size) {
 
 void AlignedBuffer::Free::operator()(float* p) const noexcept {
   std::free(p);
+}
+
+void copy_past_cache(float* to, const float* from, std::size_t n) noexcept {
+#if defined(__x86_64__)
+  std::size_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    _mm_stream_ps(to + k, _mm_loadu_ps(from + k));
+  }
+  for (; k < n; ++k) {
+    to[k] = from[k];
+  }
+  // Streaming stores are weakly ordered: make them visible before another thread reads them.
+  _mm_sfence();
+#else
+  std::memcpy(to, from, n * sizeof(float));
+#endif
 }
 
 }  // namespace dbench::core

@@ -19,6 +19,11 @@ namespace {
 // do not depend on the thread count.
 constexpr std::size_t kEvalRows = 256;
 
+// train_shared() gathers the samples of this many replicas (1.6 MB at batch 16 of 784 features) and takes
+// them through one set of GEMMs; the chunks' gradients are summed in chunk order, so results do not depend
+// on the thread count either.
+constexpr std::size_t kSharedChunk = 32;
+
 ParamLayout mlp_layout(const std::vector<std::size_t>& widths) {
   std::vector<std::pair<std::string, std::size_t>> tensors;
   for (std::size_t l = 1; l < widths.size(); ++l) {
@@ -156,10 +161,11 @@ void BatchedMlp::forward(const float* params, const float* x, std::size_t rows, 
   }
 }
 
-void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t rows, std::size_t mean_over, bool grad,
-                              Scratch& s, double& loss_sum, std::size_t& correct) const {
+void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t first, std::size_t rows,
+                              std::size_t mean_over, bool grad, Scratch& s, double& loss_sum,
+                              std::size_t& correct) const {
   const std::size_t c = classes();
-  const float* logits = s.act.back().data();
+  const float* logits = s.act.back().data() + first * c;
   const float scale = 1.0f / static_cast<float>(mean_over);
   for (std::size_t r = 0; r < rows; ++r) {
     const float* z = logits + r * c;
@@ -174,7 +180,7 @@ void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t rows, std:
     loss_sum += static_cast<double>(zmax + std::log(sum) - z[y]);
     correct += top == y ? 1 : 0;
     if (grad) {
-      float* d = s.delta.data() + r * c;
+      float* d = s.delta.data() + (first + r) * c;
       for (std::size_t k = 0; k < c; ++k) {
         d[k] = std::exp(z[k] - zmax) / sum * scale;
       }
@@ -235,7 +241,7 @@ BatchStats BatchedMlp::train_replica(const float* params, const float* x, const 
   forward(params, x, batch, s);
   double loss = 0.0;
   std::size_t correct = 0;
-  softmax_xent(y, batch, batch, true, s, loss, correct);
+  softmax_xent(y, 0, batch, batch, true, s, loss, correct);
   backward(params, x, batch, s, grads);
   return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int32_t>(correct)};
 }
@@ -253,9 +259,12 @@ void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inpu
   const std::size_t in = widths_.front();
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
     Scratch s(widths_, batch);
+    // Each gradient is built in cache and then written out past it: nothing reads it before the optimizer.
+    AlignedBuffer grad(params.cols);
     for (std::size_t i = r0; i < r1; ++i) {
       stats[i] = train_replica(params.row_data(i), inputs.data() + i * batch * in, labels.data() + i * batch,
-                               batch, s, grads.row_data(i));
+                               batch, s, grad.data());
+      copy_past_cache(grads.row_data(i), grad.data(), grads.cols);
     }
   });
 }
@@ -288,11 +297,59 @@ void BatchedMlp::train_sgd_step(ReplicaView params, std::span<const float> input
   sgd.finish_step();
 }
 
+void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+                              std::span<float> mean_grad, std::span<BatchStats> stats) const {
+  check_params(params.size(), "BatchedMlp::train_shared");
+  check_params(mean_grad.size(), "BatchedMlp::train_shared");
+  const std::size_t n = stats.size();
+  if (batch == 0 || n == 0) {
+    throw ShapeError("BatchedMlp::train_shared: needs at least one replica and a batch of at least 1");
+  }
+  use_single_threaded_blas();
+  const std::size_t in = widths_.front();
+  const std::size_t cols = params.size();
+  const std::size_t chunks = (n + kSharedChunk - 1) / kSharedChunk;
+  AlignedBuffer sums(chunks * cols);
+  parallel_for(threads_, chunks, [&](std::size_t c0, std::size_t c1) {
+    const std::size_t rows = std::min(n, kSharedChunk) * batch;
+    Scratch s(widths_, rows);
+    // The chunk's samples are gathered here, where its GEMMs read them from cache.
+    AlignedBuffer x(rows * in);
+    std::vector<std::int32_t> y(rows);
+    for (std::size_t c = c0; c < c1; ++c) {
+      const std::size_t first = c * kSharedChunk;
+      const std::size_t count = std::min(n, first + kSharedChunk) - first;
+      fill(first, count, x.data(), y.data());
+      check_samples(std::span<const float>(x.data(), count * batch * in),
+                    std::span<const std::int32_t>(y.data(), count * batch), "BatchedMlp::train_shared");
+      forward(params.data(), x.data(), count * batch, s);
+      for (std::size_t i = 0; i < count; ++i) {
+        double loss = 0.0;
+        std::size_t correct = 0;
+        softmax_xent(y.data() + i * batch, i * batch, batch, batch, true, s, loss, correct);
+        stats[first + i] = {static_cast<float>(loss / static_cast<double>(batch)),
+                            static_cast<std::int32_t>(correct)};
+      }
+      backward(params.data(), x.data(), count * batch, s, sums.data() + c * cols);
+    }
+  });
+  // The chunks' sums added in chunk order, column ranges over the threads.
+  parallel_for(threads_, cols, [&](std::size_t j0, std::size_t j1) {
+    for (std::size_t j = j0; j < j1; ++j) {
+      double total = 0.0;
+      for (std::size_t c = 0; c < chunks; ++c) {
+        total += static_cast<double>(sums.data()[c * cols + j]);
+      }
+      mean_grad[j] = static_cast<float>(total / static_cast<double>(n));
+    }
+  });
+}
+
 EvalResult BatchedMlp::evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
                                       std::size_t begin, std::size_t end, Scratch& s) const {
   EvalResult r;
   forward(params, inputs + begin * widths_.front(), end - begin, s);
-  softmax_xent(labels + begin, end - begin, 1, false, s, r.loss, r.correct);
+  softmax_xent(labels + begin, 0, end - begin, 1, false, s, r.loss, r.correct);
   r.samples = end - begin;
   return r;
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct BatchStats {
   /// Samples whose largest logit is the label.
   std::int32_t correct = 0;
 };
+
+/// Writes the training batches of replicas [first, first + count): count x batch samples' inputs to x and
+/// their labels to y. Called from several threads at once, for disjoint ranges.
+using BatchFill = std::function<void(std::size_t first, std::size_t count, float* x, std::int32_t* y)>;
 
 /// Result of evaluating one parameter vector on a set of samples.
 struct EvalResult {
@@ -81,6 +86,15 @@ class BatchedMlp {
                       std::size_t batch, Sgd& sgd, double lr, ReplicaView momentum,
                       std::span<BatchStats> stats) const;
 
+  /// Centralized training's mean gradient while every replica holds the same `params`: the mean over the N
+  /// replicas (N = stats.size()) of each one's gradient on its own batch, which is the gradient of one batch
+  /// of N x batch samples. `fill` gathers the batches 32 replicas at a time, which then go through one set
+  /// of GEMMs; those sums are added in order, so the result does not depend on the thread count. It differs
+  /// from train_step's rows averaged by allreduce_mean() in rounding only. Replica i's loss and hits go to
+  /// stats[i]. Throws ShapeError on mismatched sizes and ValueError on a label outside [0, classes).
+  void train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+                    std::span<float> mean_grad, std::span<BatchStats> stats) const;
+
   /// Loss and accuracy of one parameter vector (e.g. the replica average) on samples [M, in] with labels [M].
   EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,
                       std::span<const std::int32_t> labels) const;
@@ -103,8 +117,9 @@ class BatchedMlp {
   /// Logits of `rows` samples into scratch, keeping hidden activations for backward.
   void forward(const float* params, const float* x, std::size_t rows, Scratch& s) const;
   /// Adds loss and hits of `rows` samples to the sums; leaves d(mean loss)/d(logits) in scratch when `grad`.
-  void softmax_xent(const std::int32_t* labels, std::size_t rows, std::size_t mean_over, bool grad,
-                    Scratch& s, double& loss_sum, std::size_t& correct) const;
+  /// Rows [first, first + rows) of the scratch's logits; `labels` points at row first's label.
+  void softmax_xent(const std::int32_t* labels, std::size_t first, std::size_t rows, std::size_t mean_over,
+                    bool grad, Scratch& s, double& loss_sum, std::size_t& correct) const;
   void backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads) const;
   EvalResult evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
                             std::size_t begin, std::size_t end, Scratch& s) const;

@@ -10,7 +10,9 @@
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
+#include "core/aligned_buffer.hpp"
 #include "core/collectives.hpp"
 #include "core/errors.hpp"
 #include "core/mixing.hpp"
@@ -48,7 +50,7 @@ struct VirtualReplicas::State {
   Sgd sgd;
   models::Partition partition;
   std::vector<models::BatchSampler> samplers;
-  std::vector<float> inputs;
+  AlignedBuffer inputs;
   std::vector<std::int32_t> labels;
   std::vector<BatchStats> stats;
   std::vector<float> eval_images;
@@ -59,6 +61,12 @@ struct VirtualReplicas::State {
   std::int64_t done = 0;
   double last_lr = 0.0;
   double last_train_loss = std::numeric_limits<double>::quiet_NaN();
+  // Centralized steps keep the replicas identical: while they are (from the common initialisation on, and
+  // for as long as every step is centralized), only row 0 of the parameters and momentum is stepped and the
+  // other rows are brought up to date when something reads them.
+  bool identical = true;
+  bool rows_behind = false;
+  AlignedBuffer mean_grad;
 
   State(const NumericsSpec& s, const models::Dataset& train_set, const models::Dataset& test_set)
       : spec(s),
@@ -82,26 +90,50 @@ struct VirtualReplicas::State {
                    std::span<const std::int64_t>(order.data(), static_cast<std::size_t>(eval_count)),
                    eval_images, eval_labels);
     const std::size_t batch = static_cast<std::size_t>(s.batch_per_worker);
-    inputs.resize(static_cast<std::size_t>(s.workers) * batch * net.inputs());
+    inputs = AlignedBuffer(static_cast<std::size_t>(s.workers) * batch * net.inputs());
     labels.resize(static_cast<std::size_t>(s.workers) * batch);
     stats.resize(static_cast<std::size_t>(s.workers));
+    mean_grad = AlignedBuffer(store.param_count());
     net.init(store.replica(0), models::derive_seed(s.seed, {0x1417}));
     store.broadcast_params(0);
   }
 
-  void gather_batches(std::int64_t t) {
+  /// The batches of replicas [first, first + count) at iteration t: inputs to x, labels to y.
+  void fill_batches(std::int64_t t, std::size_t first, std::size_t count, float* x, std::int32_t* y) {
     const std::size_t in = net.inputs();
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
-    parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) {
-        const auto indices = samplers[r].batch(t);
-        for (std::size_t b = 0; b < batch; ++b) {
-          const auto sample = static_cast<std::size_t>(indices[b]);
-          std::memcpy(&inputs[(r * batch + b) * in], &train.images[sample * in], in * sizeof(float));
-          labels[r * batch + b] = train.labels[sample];
-        }
+    for (std::size_t r = first; r < first + count; ++r) {
+      const auto indices = samplers[r].batch(t);
+      for (std::size_t b = 0; b < batch; ++b) {
+        const auto sample = static_cast<std::size_t>(indices[b]);
+        std::memcpy(x, &train.images[sample * in], in * sizeof(float));
+        *y++ = train.labels[sample];
+        x += in;
       }
+    }
+  }
+
+  void gather_batches(std::int64_t t) {
+    const std::size_t rows = static_cast<std::size_t>(spec.batch_per_worker) * net.inputs();
+    const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
+    parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
+      fill_batches(t, begin, end - begin, inputs.data() + begin * rows, labels.data() + begin * batch);
     });
+  }
+
+  /// Writes row 0's parameters and momentum to every other row, if they lag it.
+  void catch_up_rows() {
+    if (!rows_behind) {
+      return;
+    }
+    for (ReplicaView v : {store.params(), store.momentum()}) {
+      parallel_for(threads, v.rows - 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin + 1; i < end + 1; ++i) {
+          std::memcpy(v.row_data(i), v.row_data(0), v.cols * sizeof(float));
+        }
+      });
+    }
+    rows_behind = false;
   }
 
   const MixingMatrix& matrix_for(const topology::Graph& graph) {
@@ -136,23 +168,41 @@ VirtualReplicas::~VirtualReplicas() = default;
 
 void VirtualReplicas::measure() {
   State& s = *state_;
+  s.catch_up_rows();
   s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
 }
 
 void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
   State& s = *state_;
-  s.gather_batches(t);
   s.last_lr = s.spec.lr.at(t);
   const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
-  if (step.graph == nullptr && !step.average_parameters) {
+  const BatchFill fill = [&s, t](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    s.fill_batches(t, first, count, x, y);
+  };
+  const bool centralized = step.graph == nullptr && !step.average_parameters;
+  const ReplicaView p = s.store.params();
+  const ReplicaView m = s.store.momentum();
+  if (centralized && s.identical && s.net.train_shared(p.row(0), fill, batch, s.mean_grad.span(), s.stats)) {
+    // Identical replicas: the mean of their gradients is one large batch's, and one copy of the parameters
+    // and momentum steps for all of them.
+    s.sgd.step_replica(s.last_lr, p.row(0), s.mean_grad.span(),
+                       s.spec.sgd.momentum != 0.0 ? m.row(0) : std::span<float>());
+    s.sgd.finish_step();
+    s.rows_behind = true;
+  } else if (centralized) {
     // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
-    s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
-    allreduce_mean_step(s.sgd, s.last_lr, s.store.params(), s.store.grads(), s.store.momentum(), s.threads);
+    s.catch_up_rows();
+    s.gather_batches(t);
+    s.net.train_step(p, s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
+    allreduce_mean_step(s.sgd, s.last_lr, p, s.store.grads(), m, s.threads);
   } else {
+    s.catch_up_rows();
+    s.identical = false;
+    s.gather_batches(t);
     // D-PSGD: each replica's local step, applied while its gradient is still in cache where the model can.
-    if (!s.net.train_sgd_step(s.store.params(), s.inputs, s.labels, batch, s.sgd, s.last_lr,
+    if (!s.net.train_sgd_step(s.store.params(), s.inputs.span(), s.labels, batch, s.sgd, s.last_lr,
                               s.store.momentum(), s.stats)) {
-      s.net.train_step(s.store.params(), s.inputs, s.labels, batch, s.store.grads(), s.stats);
+      s.net.train_step(s.store.params(), s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
       s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
     }
   }
@@ -177,6 +227,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
 
 MetricsRow VirtualReplicas::metrics() {
   State& s = *state_;
+  s.catch_up_rows();
   if (!s.measured) {
     s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
   }
@@ -227,6 +278,7 @@ MetricsRow VirtualReplicas::metrics() {
 
 topology::PolicyObservation VirtualReplicas::observation() {
   State& s = *state_;
+  s.catch_up_rows();
   if (!s.measured) {
     s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
   }
@@ -246,6 +298,7 @@ topology::PolicyObservation VirtualReplicas::observation() {
 }
 
 ConstReplicaView VirtualReplicas::params() const {
+  state_->catch_up_rows();
   return std::as_const(state_->store).params();
 }
 

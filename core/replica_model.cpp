@@ -30,6 +30,11 @@ class MlpReplicas final : public ReplicaModel {
     mlp_.train_sgd_step(params, inputs, labels, batch, sgd, lr, momentum, stats);
     return true;
   }
+  bool train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+                    std::span<float> mean_grad, std::span<BatchStats> stats) const override {
+    mlp_.train_shared(params, fill, batch, mean_grad, stats);
+    return true;
+  }
   EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,
                       std::span<const std::int32_t> labels) const override {
     return mlp_.evaluate(params, inputs, labels);

@@ -35,6 +35,13 @@ class ReplicaModel {
                               Sgd&, double, ReplicaView, std::span<BatchStats>) const {
     return false;
   }
+  /// Centralized training's mean gradient over N = stats.size() replicas that all hold `params`, each on its
+  /// own batch (written by `fill`), where the model computes it as one large batch (false: not supported,
+  /// nothing done).
+  virtual bool train_shared(std::span<const float>, const BatchFill&, std::size_t, std::span<float>,
+                            std::span<BatchStats>) const {
+    return false;
+  }
   /// Loss and accuracy of one parameter vector on samples [M, in].
   virtual EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,
                               std::span<const std::int32_t> labels) const = 0;

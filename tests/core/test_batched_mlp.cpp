@@ -219,6 +219,55 @@ TEST_CASE("core::batched_mlp: the fused SGD step gives what train_step then Sgd:
   }
 }
 
+TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mean at any thread count") {
+  // 70 replicas: two whole chunks of 32 and a partial one.
+  Problem pr({9, 7, 4}, 70, 3, 1, 8);
+  pr.store.broadcast_params(0);
+  const std::vector<core::BatchStats> expected = pr.train();
+  const std::size_t cols = pr.mlp.param_count();
+  std::vector<double> mean(cols, 0.0);
+  double scale = 0.0;
+  for (std::size_t i = 0; i < 70; ++i) {
+    for (std::size_t k = 0; k < cols; ++k) {
+      mean[k] += pr.store.grads().row_data(i)[k] / 70.0;
+    }
+  }
+  for (double g : mean) {
+    scale = std::max(scale, std::abs(g));
+  }
+  const std::size_t in = pr.mlp.inputs();
+  const core::BatchFill fill = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    std::copy_n(pr.inputs.data() + first * pr.batch * in, count * pr.batch * in, x);
+    std::copy_n(pr.labels.data() + first * pr.batch, count * pr.batch, y);
+  };
+  std::vector<std::vector<float>> results;
+  for (const unsigned threads : {1u, 3u}) {
+    CAPTURE(threads);
+    const core::BatchedMlp mlp({9, 7, 4}, threads);
+    std::vector<float> grad(cols);
+    std::vector<core::BatchStats> stats(70);
+    mlp.train_shared(pr.store.replica(0), fill, pr.batch, grad, stats);
+    for (std::size_t k = 0; k < cols; ++k) {
+      REQUIRE(std::abs(grad[k] - mean[k]) < 1e-5 * scale);
+    }
+    for (std::size_t i = 0; i < 70; ++i) {
+      CHECK(stats[i].loss == doctest::Approx(expected[i].loss).epsilon(1e-5));
+      CHECK(stats[i].correct == expected[i].correct);
+    }
+    results.push_back(std::move(grad));
+  }
+  CHECK(results[0] == results[1]);
+
+  const core::BatchFill bad_label = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    fill(first, count, x, y);
+    y[0] = 4;
+  };
+  std::vector<float> grad(cols);
+  std::vector<core::BatchStats> stats(70);
+  CHECK_THROWS_AS(pr.mlp.train_shared(pr.store.replica(0), bad_label, pr.batch, grad, stats),
+                  core::ValueError);
+}
+
 TEST_CASE("core::batched_mlp: evaluation agrees with the training forward and does not depend on threads") {
   Problem pr({5, 8, 3}, 4, 300, 2, 4);  // 300 samples: more than one evaluation chunk
   const std::vector<core::BatchStats> stats = pr.train();

@@ -1,6 +1,7 @@
 // The numerics engine end to end: real data, real SGD, the schedule's mixing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -84,6 +85,32 @@ TEST_CASE("core::numerics: D-PSGD on the complete graph equals centralized SGD w
   }
   const double diff = max_relative_difference(central.params(), gossip.params());
   MESSAGE("max relative difference after 60 iterations: " << diff);
+  CHECK(diff < 1e-5);
+}
+
+TEST_CASE("core::numerics: centralized steps keep the replicas identical with their momentum") {
+  const auto& train = fashion(dm::Split::train);
+  const auto& test = fashion(dm::Split::test);
+  auto spec = mlp_spec(8, 4);
+  spec.sgd.momentum = 0.9;
+  ds::VirtualReplicas central(spec, train, test);
+  ds::VirtualReplicas switched(spec, train, test);
+  dt::AllReducePolicy allreduce;
+  dt::SequencePolicy complete(dt::GraphSequence(dt::complete(8)));
+  for (std::int64_t t = 0; t < 3; ++t) {
+    central.step(t, allreduce.graph_for(t, nullptr), false);
+    switched.step(t, allreduce.graph_for(t, nullptr), false);
+  }
+  const ds::ConstReplicaView p = central.params();
+  for (std::size_t i = 1; i < p.rows; ++i) {
+    REQUIRE(std::equal(p.row(i).begin(), p.row(i).end(), p.row(0).begin()));
+  }
+  // With momentum, a gossip step on the complete graph moves the replicas' average as a centralized step
+  // does only if every replica carries the momentum the centralized steps built.
+  central.step(3, allreduce.graph_for(3, nullptr), false);
+  switched.step(3, complete.graph_for(3, nullptr), false);
+  const double diff = max_relative_difference(central.params(), switched.params());
+  MESSAGE("max relative difference after the switch: " << diff);
   CHECK(diff < 1e-5);
 }
 

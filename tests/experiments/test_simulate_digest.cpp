@@ -35,13 +35,15 @@ struct DigestCase {
 };
 
 // Re-recorded when schedule.csv gained its signal column and Ada its new rule: the other four algorithms'
-// metrics and norms, and their schedules without that column, hash as before.
+// metrics and norms, and their schedules without that column, hash as before. Centralized re-recorded when
+// identical replicas began to take their mean gradient as one large batch (a summation order of its own:
+// final accuracy over 5 seeds 83.07 % against 83.15 % at 16 replicas, 86.53 % against 86.48 % at 256).
 // Recorded where OpenBLAS picks its SkylakeX (AVX-512) kernels: the GEMMs' rounding and core/'s choice of
 // AVX-512 kernels depend on the CPU, so other CPUs are not compared against these digests.
 constexpr std::string_view kRecordedCore = "SkylakeX";
 
 constexpr DigestCase kCases[] = {
-    {"--set algorithm.kind=centralized", 0x9ed30d4ffcfe6800},
+    {"--set algorithm.kind=centralized", 0xa8ba4f032538962c},
     {"--set algorithm.graph=ring", 0x000e24a876edd583},
     {"--set algorithm.graph=exponential", 0x63026514bd0cfac0},
     {"--set algorithm.graph=one-peer-exponential", 0xc99d6ca7e6c41d67},
