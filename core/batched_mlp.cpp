@@ -49,6 +49,20 @@ std::uint64_t next_random(std::uint64_t& state) {
 
 }  // namespace
 
+BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                             std::size_t batch) {
+  if (labels.empty() || inputs.size() % labels.size() != 0 || labels.size() % batch != 0) {
+    throw ShapeError("contiguous_batches: " + std::to_string(inputs.size()) + " input values and " +
+                     std::to_string(labels.size()) + " labels do not make batches of " +
+                     std::to_string(batch));
+  }
+  const std::size_t in = inputs.size() / labels.size();
+  return [inputs, labels, batch, in](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    std::copy_n(inputs.data() + first * batch * in, count * batch * in, x);
+    std::copy_n(labels.data() + first * batch, count * batch, y);
+  };
+}
+
 void use_single_threaded_blas() {
   if (openblas_get_num_threads() != 1) {
     openblas_set_num_threads(1);
@@ -269,10 +283,14 @@ void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inpu
   });
 }
 
-void BatchedMlp::train_sgd_step(ReplicaView params, std::span<const float> inputs,
-                                std::span<const std::int32_t> labels, std::size_t batch, Sgd& sgd, double lr,
-                                ReplicaView momentum, std::span<BatchStats> stats) const {
-  check_batch(params, inputs, labels, batch, stats, "BatchedMlp::train_sgd_step");
+void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd,
+                                double lr, ReplicaView momentum, std::span<BatchStats> stats) const {
+  check_params(params.cols, "BatchedMlp::train_sgd_step");
+  if (batch == 0 || stats.size() != params.rows) {
+    throw ShapeError("BatchedMlp::train_sgd_step: " + std::to_string(params.rows) +
+                     " replicas need as many stats (got " + std::to_string(stats.size()) +
+                     ") and a batch of at least 1");
+  }
   const bool use_momentum = sgd.config().momentum != 0.0;
   if (use_momentum && (momentum.rows != params.rows || momentum.cols != params.cols)) {
     throw ShapeError("BatchedMlp::train_sgd_step: momentum buffers are " + std::to_string(momentum.rows) +
@@ -288,9 +306,13 @@ void BatchedMlp::train_sgd_step(ReplicaView params, std::span<const float> input
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
     Scratch s(widths_, batch);
     AlignedBuffer grad(params.cols);
+    // Each replica's batch is gathered here, where its GEMMs read it from cache.
+    AlignedBuffer x(batch * in);
+    std::vector<std::int32_t> y(batch);
     for (std::size_t i = r0; i < r1; ++i) {
-      stats[i] = train_replica(params.row_data(i), inputs.data() + i * batch * in, labels.data() + i * batch,
-                               batch, s, grad.data());
+      fill(i, 1, x.data(), y.data());
+      check_samples(x.span(), y, "BatchedMlp::train_sgd_step");
+      stats[i] = train_replica(params.row_data(i), x.data(), y.data(), batch, s, grad.data());
       step.step_replica(lr, params.row(i), grad.span(), use_momentum ? momentum.row(i) : std::span<float>());
     }
   });

@@ -32,6 +32,11 @@ struct BatchStats {
 /// their labels to y. Called from several threads at once, for disjoint ranges.
 using BatchFill = std::function<void(std::size_t first, std::size_t count, float* x, std::int32_t* y)>;
 
+/// A BatchFill that copies from batches already gathered: inputs [N, batch, in], labels [N, batch] (which
+/// must outlive it). Throws ShapeError when the sizes do not make whole batches.
+BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                             std::size_t batch);
+
 /// Result of evaluating one parameter vector on a set of samples.
 struct EvalResult {
   /// Mean softmax cross-entropy.
@@ -78,13 +83,12 @@ class BatchedMlp {
                   std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
                   std::span<BatchStats> stats) const;
 
-  /// train_step fused with each replica's local SGD step (D-PSGD): a replica's gradient goes to a per-thread
-  /// buffer that stays in cache and `sgd` applies it at rate `lr` right away; ends with sgd.finish_step().
-  /// Same result as train_step then sgd.step, without writing and re-reading an [N, P] gradient matrix.
-  /// (Centralized training all-reduces the gradients in between, so it uses the two calls.)
-  void train_sgd_step(ReplicaView params, std::span<const float> inputs, std::span<const std::int32_t> labels,
-                      std::size_t batch, Sgd& sgd, double lr, ReplicaView momentum,
-                      std::span<BatchStats> stats) const;
+  /// train_step fused with each replica's local SGD step (D-PSGD), replica i's batch written by fill(i, 1):
+  /// the batch and the replica's gradient go to per-thread buffers that stay in cache and `sgd` applies the
+  /// gradient at rate `lr` right away; ends with sgd.finish_step(). Same result as train_step then sgd.step,
+  /// without writing and re-reading the batches or an [N, P] gradient matrix.
+  void train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd, double lr,
+                      ReplicaView momentum, std::span<BatchStats> stats) const;
 
   /// Centralized training's mean gradient while every replica holds the same `params`: the mean over the N
   /// replicas (N = stats.size()) of each one's gradient on its own batch, which is the gradient of one batch

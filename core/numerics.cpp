@@ -198,10 +198,10 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   } else {
     s.catch_up_rows();
     s.identical = false;
-    s.gather_batches(t);
-    // D-PSGD: each replica's local step, applied while its gradient is still in cache where the model can.
-    if (!s.net.train_sgd_step(s.store.params(), s.inputs.span(), s.labels, batch, s.sgd, s.last_lr,
-                              s.store.momentum(), s.stats)) {
+    // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
+    // can.
+    if (!s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats)) {
+      s.gather_batches(t);
       s.net.train_step(s.store.params(), s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
       s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
     }

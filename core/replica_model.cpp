@@ -24,10 +24,9 @@ class MlpReplicas final : public ReplicaModel {
                   std::span<BatchStats> stats) const override {
     mlp_.train_step(params, inputs, labels, batch, grads, stats);
   }
-  bool train_sgd_step(ReplicaView params, std::span<const float> inputs, std::span<const std::int32_t> labels,
-                      std::size_t batch, Sgd& sgd, double lr, ReplicaView momentum,
-                      std::span<BatchStats> stats) const override {
-    mlp_.train_sgd_step(params, inputs, labels, batch, sgd, lr, momentum, stats);
+  bool train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd, double lr,
+                      ReplicaView momentum, std::span<BatchStats> stats) const override {
+    mlp_.train_sgd_step(params, fill, batch, sgd, lr, momentum, stats);
     return true;
   }
   bool train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,

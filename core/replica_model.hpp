@@ -30,9 +30,10 @@ class ReplicaModel {
   virtual void train_step(ConstReplicaView params, std::span<const float> inputs,
                           std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
                           std::span<BatchStats> stats) const = 0;
-  /// train_step followed by sgd.step where the model can fuse them (false: not supported, nothing done).
-  virtual bool train_sgd_step(ReplicaView, std::span<const float>, std::span<const std::int32_t>, std::size_t,
-                              Sgd&, double, ReplicaView, std::span<BatchStats>) const {
+  /// train_step followed by sgd.step where the model can fuse them, replica i's batch written by fill(i, 1)
+  /// (false: not supported, nothing done).
+  virtual bool train_sgd_step(ReplicaView, const BatchFill&, std::size_t, Sgd&, double, ReplicaView,
+                              std::span<BatchStats>) const {
     return false;
   }
   /// Centralized training's mean gradient over N = stats.size() replicas that all hold `params`, each on its

@@ -203,8 +203,8 @@ TEST_CASE("core::batched_mlp: the fused SGD step gives what train_step then Sgd:
     core::Sgd b(config, 3);
     std::vector<core::BatchStats> stats_a(5);
     for (int step = 0; step < 3; ++step) {
-      fused.mlp.train_sgd_step(fused.store.params(), fused.inputs, fused.labels, 3, a, 0.1,
-                               fused.store.momentum(), stats_a);
+      fused.mlp.train_sgd_step(fused.store.params(), core::contiguous_batches(fused.inputs, fused.labels, 3),
+                               3, a, 0.1, fused.store.momentum(), stats_a);
       const std::vector<core::BatchStats> stats_b = separate.train();
       b.step(0.1, separate.store.params(), separate.store.grads(), separate.store.momentum());
       for (std::size_t i = 0; i < 5; ++i) {
