@@ -67,7 +67,8 @@ class VirtualReplicas final : public ScheduleReplicas {
   topology::PolicyObservation observation() override;
   /// The metrics row of the current state (the replica statistics of the last measured step); consumes them.
   MetricsRow metrics() override;
-  /// Every replica's parameters, [N, P].
+  /// Every replica's parameters, [N, P]. Logically const: while centralized steps keep the replicas identical
+  /// only row 0 is stepped, and this first copies it to the other rows.
   ConstReplicaView params() const;
   /// Parameter tensor names in order with their sizes.
   std::vector<std::pair<std::string, std::size_t>> tensors() const;
