@@ -114,10 +114,10 @@ struct VirtualReplicas::State {
   }
 
   void gather_batches(std::int64_t t) {
-    const std::size_t rows = static_cast<std::size_t>(spec.batch_per_worker) * net.inputs();
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
     parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
-      fill_batches(t, begin, end - begin, inputs.data() + begin * rows, labels.data() + begin * batch);
+      fill_batches(t, begin, end - begin, inputs.data() + begin * batch * net.inputs(),
+                   labels.data() + begin * batch);
     });
   }
 
@@ -126,13 +126,8 @@ struct VirtualReplicas::State {
     if (!rows_behind) {
       return;
     }
-    for (ReplicaView v : {store.params(), store.momentum()}) {
-      parallel_for(threads, v.rows - 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin + 1; i < end + 1; ++i) {
-          std::memcpy(v.row_data(i), v.row_data(0), v.cols * sizeof(float));
-        }
-      });
-    }
+    store.broadcast_params(0);
+    store.broadcast_momentum(0);
     rows_behind = false;
   }
 

@@ -34,14 +34,22 @@ std::span<float> ReplicaStore::tensor(std::size_t i, std::size_t t) {
 }
 
 void ReplicaStore::broadcast_params(std::size_t from) {
-  if (from >= replicas_) {
-    throw ShapeError("ReplicaStore::broadcast_params: replica " + std::to_string(from) + " out of range (" +
-                     std::to_string(replicas_) + " replicas)");
+  broadcast(params(), from, "ReplicaStore::broadcast_params");
+}
+
+void ReplicaStore::broadcast_momentum(std::size_t from) {
+  broadcast(momentum(), from, "ReplicaStore::broadcast_momentum");
+}
+
+void ReplicaStore::broadcast(ReplicaView v, std::size_t from, const char* what) {
+  if (from >= v.rows) {
+    throw ShapeError(std::string(what) + ": replica " + std::to_string(from) + " out of range (" +
+                     std::to_string(v.rows) + " replicas)");
   }
-  const std::span<const float> src = replica(from);
-  for (std::size_t i = 0; i < replicas_; ++i) {
+  const std::span<const float> src = v.row(from);
+  for (std::size_t i = 0; i < v.rows; ++i) {
     if (i != from) {
-      std::copy(src.begin(), src.end(), replica(i).begin());
+      std::copy(src.begin(), src.end(), v.row(i).begin());
     }
   }
 }

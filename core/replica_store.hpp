@@ -55,8 +55,11 @@ class ReplicaStore {
   void swap_mixed() noexcept { params_.swap(mixed_); }
   /// Copies replica `from`'s parameters to every replica (the usual common initialisation).
   void broadcast_params(std::size_t from);
+  /// Copies replica `from`'s momentum to every replica.
+  void broadcast_momentum(std::size_t from);
 
  private:
+  static void broadcast(ReplicaView v, std::size_t from, const char* what);
   ReplicaView view(AlignedBuffer& b) noexcept { return {b.data(), replicas_, layout_.size(), stride_}; }
   ConstReplicaView view(const AlignedBuffer& b) const noexcept {
     return {b.data(), replicas_, layout_.size(), stride_};

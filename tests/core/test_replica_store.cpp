@@ -59,6 +59,21 @@ TEST_CASE("core::replica_store: broadcast_params copies one replica to all") {
   CHECK_THROWS_AS(store.broadcast_params(4), core::ShapeError);
 }
 
+TEST_CASE("core::replica_store: broadcast_momentum copies one replica's momentum and leaves parameters") {
+  core::ReplicaStore store(3, core::ParamLayout({{"w", 4}}));
+  for (std::size_t c = 0; c < 4; ++c) {
+    store.momentum().row(1)[c] = static_cast<float>(c) - 1.5f;
+  }
+  store.broadcast_momentum(1);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t c = 0; c < 4; ++c) {
+      CHECK(store.momentum().row(i)[c] == static_cast<float>(c) - 1.5f);
+      CHECK(store.replica(i)[c] == 0.0f);
+    }
+  }
+  CHECK_THROWS_AS(store.broadcast_momentum(3), core::ShapeError);
+}
+
 TEST_CASE("core::replica_store: rejects empty shapes and bad layouts") {
   CHECK_THROWS_AS(core::ReplicaStore(0, core::ParamLayout({{"w", 4}})), core::ShapeError);
   CHECK_THROWS_AS(core::ReplicaStore(2, core::ParamLayout()), core::ShapeError);
