@@ -44,6 +44,8 @@ struct Options {
   int iterations = 10;
   int warmup = 2;
   unsigned threads = 0;
+  /// Only the graph of this name; empty: all.
+  std::string only;
 };
 
 /// One communication pattern: how the engine is driven, and which [N, P] matrices its iteration touches.
@@ -255,6 +257,9 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
       n, o.hidden, mlp.param_count(), floor.matrix_bytes() * 1e-6, o.batch, threads, o.iterations, o.warmup);
   std::vector<Measured> out;
   for (GraphCase& c : graph_cases(static_cast<int>(n))) {
+    if (!o.only.empty() && o.only != c.name) {
+      continue;
+    }
     Measured m{c.name, c.touched, c.buffers};
     core::VirtualReplicas engine(spec, train, test);
     // The reference runs inside every iteration, so that both see the same machine load.
@@ -306,6 +311,15 @@ bool parse(int argc, char** argv, Options& o) {
     if (a == "-h" || a == "--help" || k + 1 >= argc) {
       return false;
     }
+    if (a == "--graph") {
+      o.only = argv[++k];
+      const auto names = graph_cases(4);
+      if (std::none_of(names.begin(), names.end(), [&](const GraphCase& c) { return o.only == c.name; })) {
+        std::fprintf(stderr, "bench_numerics: --graph: unknown graph '%s'\n", o.only.c_str());
+        return false;
+      }
+      continue;
+    }
     const auto v = std::strtoull(argv[++k], nullptr, 10);
     if (a == "--replicas") {
       o.replicas = v;
@@ -335,7 +349,8 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
                  "usage: bench_numerics [--replicas N (1008)] [--scale-to M (4096; 0: only N)] [--batch B]\n"
-                 "                      [--hidden H] [--iterations I] [--warmup W] [--threads T (0: all)]\n");
+                 "                      [--hidden H] [--iterations I] [--warmup W] [--threads T (0: all)]\n"
+                 "                      [--graph exponential|one-peer-exponential|ring|centralized]\n");
     return 2;
   }
   const unsigned threads = core::resolve_threads(o.threads);
@@ -349,7 +364,7 @@ int main(int argc, char** argv) {
     return seconds / static_cast<double>(n) * 1e6;
   };
   std::printf("cost per replica, %zu against %zu replicas\n", o.scale_to, o.replicas);
-  for (std::size_t g = 0; g < base.size(); ++g) {
+  for (std::size_t g = 0; g < base.size() && g < scaled.size(); ++g) {
     const double a = per_replica_us(base[g].iteration, o.replicas);
     const double b = per_replica_us(scaled[g].iteration, o.scale_to);
     std::printf(

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -85,8 +86,68 @@ struct BatchedMlp::Scratch {
   std::vector<float> back;   // d loss / d input of that layer
 };
 
+/// One worker's buffers for a training call: activations for `rows` samples, the samples and labels
+/// themselves, and `floats` more (a gradient, or chunk sums).
+struct BatchedMlp::Workspace {
+  Workspace(const std::vector<std::size_t>& widths, std::size_t samples, std::size_t floats)
+      : rows(samples), scratch(widths, samples), x(samples * widths.front()), y(samples), extra(floats) {}
+  std::size_t rows;
+  Scratch scratch;
+  AlignedBuffer x;
+  std::vector<std::int32_t> y;
+  AlignedBuffer extra;
+};
+
+/// Workspaces not in use. take() hands one out for the caller's use alone; the Lease gives it back.
+class BatchedMlp::WorkspacePool {
+ public:
+  class Lease {
+   public:
+    Lease(WorkspacePool& pool, std::unique_ptr<Workspace> w) : pool_(pool), w_(std::move(w)) {}
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease() { pool_.give_back(std::move(w_)); }
+    Workspace& operator*() const { return *w_; }
+    Workspace* operator->() const { return w_.get(); }
+
+   private:
+    WorkspacePool& pool_;
+    std::unique_ptr<Workspace> w_;
+  };
+
+  /// A workspace for `rows` samples with at least `floats` extra floats, reused when one of that shape is
+  /// free.
+  Lease take(const std::vector<std::size_t>& widths, std::size_t rows, std::size_t floats) {
+    {
+      const std::lock_guard lock(mutex_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if ((*it)->rows == rows && (*it)->extra.size() >= floats) {
+          std::unique_ptr<Workspace> w = std::move(*it);
+          free_.erase(it);
+          return Lease(*this, std::move(w));
+        }
+      }
+    }
+    return Lease(*this, std::make_unique<Workspace>(widths, rows, floats));
+  }
+
+ private:
+  // A few shapes (one per kind of call) times the thread count: more are dropped rather than kept.
+  static constexpr std::size_t kMaxFree = 64;
+
+  void give_back(std::unique_ptr<Workspace> w) noexcept {
+    const std::lock_guard lock(mutex_);
+    if (free_.size() < kMaxFree) {
+      free_.push_back(std::move(w));
+    }
+  }
+
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Workspace>> free_;
+};
+
 BatchedMlp::BatchedMlp(std::vector<std::size_t> widths, unsigned threads)
-    : widths_(std::move(widths)), threads_(threads) {
+    : widths_(std::move(widths)), threads_(threads), pool_(std::make_shared<WorkspacePool>()) {
   if (widths_.size() < 2) {
     throw ValueError("BatchedMlp: needs at least an input and an output width, got " +
                      std::to_string(widths_.size()) + " widths");
@@ -272,13 +333,13 @@ void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inpu
   use_single_threaded_blas();
   const std::size_t in = widths_.front();
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
-    Scratch s(widths_, batch);
+    const auto w = pool_->take(widths_, batch, params.cols);
     // Each gradient is built in cache and then written out past it: nothing reads it before the optimizer.
-    AlignedBuffer grad(params.cols);
+    float* grad = w->extra.data();
     for (std::size_t i = r0; i < r1; ++i) {
       stats[i] = train_replica(params.row_data(i), inputs.data() + i * batch * in, labels.data() + i * batch,
-                               batch, s, grad.data());
-      copy_past_cache(grads.row_data(i), grad.data(), grads.cols);
+                               batch, w->scratch, grad);
+      copy_past_cache(grads.row_data(i), grad, grads.cols);
     }
   });
 }
@@ -304,16 +365,15 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
   const std::size_t in = widths_.front();
   const Sgd& step = sgd;
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
-    Scratch s(widths_, batch);
-    AlignedBuffer grad(params.cols);
+    const auto w = pool_->take(widths_, batch, params.cols);
+    const std::span<float> grad(w->extra.data(), params.cols);
     // Each replica's batch is gathered here, where its GEMMs read it from cache.
-    AlignedBuffer x(batch * in);
-    std::vector<std::int32_t> y(batch);
+    const std::span<const float> x(w->x.data(), batch * in);
     for (std::size_t i = r0; i < r1; ++i) {
-      fill(i, 1, x.data(), y.data());
-      check_samples(x.span(), y, "BatchedMlp::train_sgd_step");
-      stats[i] = train_replica(params.row_data(i), x.data(), y.data(), batch, s, grad.data());
-      step.step_replica(lr, params.row(i), grad.span(), use_momentum ? momentum.row(i) : std::span<float>());
+      fill(i, 1, w->x.data(), w->y.data());
+      check_samples(x, w->y, "BatchedMlp::train_sgd_step");
+      stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
+      step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>());
     }
   });
   sgd.finish_step();
@@ -331,28 +391,29 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fi
   const std::size_t in = widths_.front();
   const std::size_t cols = params.size();
   const std::size_t chunks = (n + kSharedChunk - 1) / kSharedChunk;
-  AlignedBuffer sums(chunks * cols);
+  // The chunks' sums: a workspace of no samples, all extra.
+  const auto sums = pool_->take(widths_, 0, chunks * cols);
   parallel_for(threads_, chunks, [&](std::size_t c0, std::size_t c1) {
     const std::size_t rows = std::min(n, kSharedChunk) * batch;
-    Scratch s(widths_, rows);
     // The chunk's samples are gathered here, where its GEMMs read them from cache.
-    AlignedBuffer x(rows * in);
-    std::vector<std::int32_t> y(rows);
+    const auto w = pool_->take(widths_, rows, 0);
+    float* x = w->x.data();
+    std::int32_t* y = w->y.data();
     for (std::size_t c = c0; c < c1; ++c) {
       const std::size_t first = c * kSharedChunk;
       const std::size_t count = std::min(n, first + kSharedChunk) - first;
-      fill(first, count, x.data(), y.data());
-      check_samples(std::span<const float>(x.data(), count * batch * in),
-                    std::span<const std::int32_t>(y.data(), count * batch), "BatchedMlp::train_shared");
-      forward(params.data(), x.data(), count * batch, s);
+      fill(first, count, x, y);
+      check_samples(std::span<const float>(x, count * batch * in),
+                    std::span<const std::int32_t>(y, count * batch), "BatchedMlp::train_shared");
+      forward(params.data(), x, count * batch, w->scratch);
       for (std::size_t i = 0; i < count; ++i) {
         double loss = 0.0;
         std::size_t correct = 0;
-        softmax_xent(y.data() + i * batch, i * batch, batch, batch, true, s, loss, correct);
+        softmax_xent(y + i * batch, i * batch, batch, batch, true, w->scratch, loss, correct);
         stats[first + i] = {static_cast<float>(loss / static_cast<double>(batch)),
                             static_cast<std::int32_t>(correct)};
       }
-      backward(params.data(), x.data(), count * batch, s, sums.data() + c * cols);
+      backward(params.data(), x, count * batch, w->scratch, sums->extra.data() + c * cols);
     }
   });
   // The chunks' sums added in chunk order, column ranges over the threads.
@@ -360,7 +421,7 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fi
     for (std::size_t j = j0; j < j1; ++j) {
       double total = 0.0;
       for (std::size_t c = 0; c < chunks; ++c) {
-        total += static_cast<double>(sums.data()[c * cols + j]);
+        total += static_cast<double>(sums->extra.data()[c * cols + j]);
       }
       mean_grad[j] = static_cast<float>(total / static_cast<double>(n));
     }

@@ -268,6 +268,29 @@ TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mea
                   core::ValueError);
 }
 
+TEST_CASE("core::batched_mlp: buffers kept between calls do not carry results from one call to the next") {
+  Problem pr({9, 7, 4}, 70, 3, 1, 8);
+  pr.store.broadcast_params(0);
+  const std::size_t in = pr.mlp.inputs();
+  const core::BatchFill fill = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    std::copy_n(pr.inputs.data() + first * pr.batch * in, count * pr.batch * in, x);
+    std::copy_n(pr.labels.data() + first * pr.batch, count * pr.batch, y);
+  };
+  const auto shared_grad = [&](const core::BatchedMlp& mlp, std::size_t replicas) {
+    std::vector<float> grad(mlp.param_count());
+    std::vector<core::BatchStats> stats(replicas);
+    mlp.train_shared(pr.store.replica(0), fill, pr.batch, grad, stats);
+    return grad;
+  };
+  const core::BatchedMlp mlp({9, 7, 4}, 2);
+  const std::vector<float> first = shared_grad(mlp, 70);
+  // Fewer replicas, so fewer chunks, on the same object: as on a fresh one.
+  const std::vector<float> fewer = shared_grad(mlp, 33);
+  CHECK(fewer == shared_grad(core::BatchedMlp({9, 7, 4}, 2), 33));
+  CHECK(fewer != first);
+  CHECK(shared_grad(mlp, 70) == first);
+}
+
 TEST_CASE("core::batched_mlp: evaluation agrees with the training forward and does not depend on threads") {
   Problem pr({5, 8, 3}, 4, 300, 2, 4);  // 300 samples: more than one evaluation chunk
   const std::vector<core::BatchStats> stats = pr.train();
