@@ -8,16 +8,9 @@
 #include <emmintrin.h>
 #endif
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
+#include "models/large_alloc.hpp"
 
 namespace dbench::core {
-namespace {
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-}  // namespace
 
 AlignedBuffer::AlignedBuffer(std::size_t size) : size_(size) {
   if (size == 0) {
@@ -25,21 +18,9 @@ AlignedBuffer::AlignedBuffer(std::size_t size) : size_(size) {
   }
   const std::size_t bytes = size * sizeof(float);
   // Replica matrices are walked with a stride of a whole replica (hundreds of KB): with 4 KB pages a column
-  // block of 1008 replicas touches more pages than the TLB holds, so large buffers are huge-page aligned and
-  // advised.
-  const std::size_t alignment = bytes >= kHugePage ? kHugePage : 64;
-  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
-  if (p == nullptr) {
-    throw std::bad_alloc();
-  }
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (alignment == kHugePage) {
-    // Advice only: where transparent huge pages are off this fails harmlessly.
-    (void)madvise(p, rounded, MADV_HUGEPAGE);
-  }
-#endif
-  std::memset(p, 0, rounded);
+  // block of 1008 replicas touches more pages than the TLB holds.
+  void* p = models::allocate_large(bytes);
+  std::memset(p, 0, bytes);
   data_.reset(static_cast<float*>(p));
 }
 

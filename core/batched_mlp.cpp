@@ -247,19 +247,21 @@ void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t first, std
     const auto y = static_cast<std::size_t>(labels[r]);
     const std::size_t top = static_cast<std::size_t>(std::max_element(z, z + c) - z);
     const float zmax = z[top];
+    // The exponentials go where the gradient will be (or to a row of their own), so each is computed once.
+    float* e = grad ? s.delta.data() + (first + r) * c : s.back.data();
     float sum = 0.0f;
     for (std::size_t k = 0; k < c; ++k) {
-      sum += std::exp(z[k] - zmax);
+      e[k] = std::exp(z[k] - zmax);
+      sum += e[k];
     }
     // log-sum-exp around the maximum, so that large logits do not overflow.
     loss_sum += static_cast<double>(zmax + std::log(sum) - z[y]);
     correct += top == y ? 1 : 0;
     if (grad) {
-      float* d = s.delta.data() + (first + r) * c;
       for (std::size_t k = 0; k < c; ++k) {
-        d[k] = std::exp(z[k] - zmax) / sum * scale;
+        e[k] = e[k] / sum * scale;
       }
-      d[y] -= scale;
+      e[y] -= scale;
     }
   }
 }

@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "models/large_alloc.hpp"
+
 namespace dbench::models {
 
 /// Labelled images held in memory, normalised per channel: (pixel / 255 - mean) / std.
@@ -20,8 +22,9 @@ struct Dataset {
   int width = 0;
   /// Number of classes; labels lie in [0, classes).
   int classes = 0;
-  /// size x channels x height x width floats, sample-major, channel planes within a sample (NCHW).
-  std::vector<float> images;
+  /// size x channels x height x width floats, sample-major, channel planes within a sample (NCHW). Training
+  /// gathers samples at random, so a large set lies in huge pages (LargeAllocator).
+  std::vector<float, LargeAllocator<float>> images;
   /// size labels.
   std::vector<std::int32_t> labels;
 
