@@ -51,8 +51,8 @@ MixingMatrix to_mixing_matrix(const topology::Graph& graph);
 struct MixOptions {
   /// Columns per cache block: all N replicas' slices of one block are read from memory once and then served
   /// from cache to their d+1 readers. 0 picks one from N and d: long slices up to a 32 MB block for d <= 2,
-  /// a block in half a core's L2 for larger d while its slices stay >= 512 bytes, else 2 KB slices (the
-  /// block in the last-level cache); >= P disables blocking.
+  /// a block of about 256 KB in slices of 64 to 512 columns for larger d while that block stays within
+  /// 512 KB, else 2 KB slices (the block in the last-level cache); >= P disables blocking.
   std::size_t block_cols = 0;
   /// Worker threads (0: all hardware threads); each column block is computed by one thread.
   unsigned threads = 1;
