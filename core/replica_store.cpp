@@ -16,11 +16,22 @@ ReplicaStore::ReplicaStore(std::size_t replicas, ParamLayout layout)
   if (layout_.size() == 0) {
     throw ShapeError("ReplicaStore: the parameter layout is empty");
   }
-  const std::size_t total = replicas_ * stride_;
-  params_ = AlignedBuffer(total);
-  grads_ = AlignedBuffer(total);
-  momentum_ = AlignedBuffer(total);
-  mixed_ = AlignedBuffer(total);
+  params_ = AlignedBuffer(replicas_ * stride_);
+  momentum_ = AlignedBuffer(replicas_ * stride_);
+}
+
+AlignedBuffer& ReplicaStore::allocated(AlignedBuffer& b) {
+  if (b.size() == 0) {
+    b = AlignedBuffer(replicas_ * stride_);
+  }
+  return b;
+}
+
+void ReplicaStore::swap_mixed() {
+  if (mixed_.size() == 0) {
+    throw ShapeError("ReplicaStore::swap_mixed: nothing was mixed (no mixing target was asked for)");
+  }
+  params_.swap(mixed_);
 }
 
 std::span<float> ReplicaStore::tensor(std::size_t i, std::size_t t) {

@@ -1,5 +1,6 @@
 // The state of N virtual replicas: parameters, gradients, momentum and a mixing target, each an aligned [N,
-// P] matrix whose rows are padded to whole cache lines.
+// P] matrix whose rows are padded to whole cache lines. The gradients and the mixing target are allocated
+// when first asked for: the fused D-PSGD step writes no gradients, and centralized training mixes nothing.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 
 namespace dbench::core {
 
-/// Owns the four [N, P] matrices of a set of replicas that share one parameter layout.
+/// Owns the [N, P] matrices of a set of replicas that share one parameter layout.
 class ReplicaStore {
  public:
   /// Floats per row: P rounded up to a 64-byte cache line, so every row starts aligned for vector loads.
@@ -33,16 +34,14 @@ class ReplicaStore {
   ReplicaView params() noexcept { return view(params_); }
   /// Parameters x, one row per replica.
   ConstReplicaView params() const noexcept { return view(params_); }
-  /// Gradients, written by the model and read by the optimizer.
-  ReplicaView grads() noexcept { return view(grads_); }
-  /// Gradients, written by the model and read by the optimizer.
-  ConstReplicaView grads() const noexcept { return view(grads_); }
+  /// Gradients, written by the model and read by the optimizer; zeroed when first asked for.
+  ReplicaView grads() { return view(allocated(grads_)); }
   /// SGD momentum buffers.
   ReplicaView momentum() noexcept { return view(momentum_); }
   /// SGD momentum buffers.
   ConstReplicaView momentum() const noexcept { return view(momentum_); }
-  /// Where a mixing step writes; swap_mixed() makes it the parameters.
-  ReplicaView mix_target() noexcept { return view(mixed_); }
+  /// Where a mixing step writes; swap_mixed() makes it the parameters. Zeroed when first asked for.
+  ReplicaView mix_target() { return view(allocated(mixed_)); }
 
   /// Replica i's parameters.
   std::span<float> replica(std::size_t i) noexcept { return params().row(i); }
@@ -51,8 +50,9 @@ class ReplicaStore {
   /// Tensor t of replica i's parameters.
   std::span<float> tensor(std::size_t i, std::size_t t);
 
-  /// After mix(params, mix_target): the mixed values become the parameters, in O(1).
-  void swap_mixed() noexcept { params_.swap(mixed_); }
+  /// After mix(params, mix_target): the mixed values become the parameters, in O(1). Throws ShapeError when
+  /// no mixing target was ever asked for.
+  void swap_mixed();
   /// Copies replica `from`'s parameters to every replica (the usual common initialisation).
   void broadcast_params(std::size_t from);
   /// Copies replica `from`'s momentum to every replica.
@@ -60,6 +60,8 @@ class ReplicaStore {
 
  private:
   static void broadcast(ReplicaView v, std::size_t from, const char* what);
+  /// b, allocated as a zeroed [N, P] matrix if it is not yet.
+  AlignedBuffer& allocated(AlignedBuffer& b);
   ReplicaView view(AlignedBuffer& b) noexcept { return {b.data(), replicas_, layout_.size(), stride_}; }
   ConstReplicaView view(const AlignedBuffer& b) const noexcept {
     return {b.data(), replicas_, layout_.size(), stride_};

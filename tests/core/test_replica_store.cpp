@@ -45,6 +45,18 @@ TEST_CASE("core::replica_store: swap_mixed exchanges parameters and mixing targe
   CHECK(store.params().row(1)[3] == 2.5f);
 }
 
+TEST_CASE("core::replica_store: swapping before anything was mixed is an error and keeps the parameters") {
+  core::ReplicaStore store(2, core::ParamLayout({{"w", 4}}));
+  store.replica(1)[2] = 1.5f;
+  float* params = store.params().data;
+  CHECK_THROWS_AS(store.swap_mixed(), core::ShapeError);
+  CHECK(store.params().data == params);
+  CHECK(store.replica(1)[2] == 1.5f);
+  // Asked for later, the gradients and the mixing target are zeroed and apart from the parameters.
+  CHECK(store.grads().row(1)[2] == 0.0f);
+  CHECK(store.mix_target().data != params);
+}
+
 TEST_CASE("core::replica_store: broadcast_params copies one replica to all") {
   core::ReplicaStore store(4, core::ParamLayout({{"w", 5}}));
   for (std::size_t c = 0; c < 5; ++c) {
