@@ -119,14 +119,22 @@ MemoryEstimate simulate_memory(const ExperimentConfig& config, const NumericsSha
   const std::string model_keys = config.train.model == "mlp"
                                      ? "lower train.workers or train.mlp_hidden"
                                      : "lower train.workers or choose a smaller train.model";
-  // Four [N, P] float matrices (parameters, gradients, momentum, the mixing buffer) and one replica's
-  // average for evaluation.
-  e.parts.push_back({"replica matrices (parameters, gradients, momentum, mixing buffer)", "train.workers",
-                     model_keys, (4.0 * workers + 1.0) * parameters * sizeof(float)});
-  e.parts.push_back({"batches and activations", "train.workers",
+  // The [N, P] float matrices the engine allocates (core::ReplicaStore), and one replica's average for
+  // evaluation: parameters and momentum always; the mixing buffer where replicas gossip; gradients, and all
+  // batches in one matrix, for models without a fused step (the MLP steps each replica in place, from its
+  // own batch in cache).
+  const bool fused = config.train.model == "mlp";
+  const bool gossip = config.algorithm.kind != "centralized";
+  const double matrices = 2.0 + (gossip ? 1.0 : 0.0) + (fused ? 0.0 : 1.0);
+  const std::string names =
+      fmt::format("parameters, momentum{}{}", gossip ? ", mixing buffer" : "", fused ? "" : ", gradients");
+  e.parts.push_back({fmt::format("replica matrices ({})", names), "train.workers", model_keys,
+                     (matrices * workers + 1.0) * parameters * sizeof(float)});
+  // Labels and losses per replica; without a fused step, also every batch and the model's activations.
+  const double per_sample = fused ? 2.0 : static_cast<double>(numerics->inputs) + 3.0 * (widths + 16.0) + 2.0;
+  e.parts.push_back({fused ? "labels and losses" : "batches and activations", "train.workers",
                      "lower train.workers or train.batch_per_worker",
-                     workers * batch * (static_cast<double>(numerics->inputs) + 3.0 * (widths + 16.0) + 2.0) *
-                         sizeof(float)});
+                     workers * batch * per_sample * sizeof(float)});
   // Each evaluation keeps every replica's tensor norms (the metrics row and its replica_norms.csv lines).
   const double evaluations =
       std::floor(iterations / static_cast<double>(std::max(config.train.eval_every, 1))) + 2.0;

@@ -24,18 +24,30 @@ bool one_line(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("experiments::memory_estimate: the replica matrices are four [N, P] float matrices") {
+TEST_CASE("experiments::memory_estimate: the replica matrices are the [N, P] float matrices the run needs") {
   de::ExperimentConfig config;
   config.train.workers = 1008;
   config.train.iterations = 100;
   config.train.eval_every = 50;
   const de::NumericsShape mlp{50890, 784, 4};  // 784-64-10: 784 x 64 + 64 + 64 x 10 + 10
+  // Gossip on the MLP: parameters, momentum and the mixing buffer.
   const auto estimate = de::simulate_memory(config, &mlp, false);
   const auto& matrices = estimate.largest();
   CHECK(matrices.key == "train.workers");
-  CHECK(matrices.bytes == doctest::Approx((4.0 * 1008 + 1) * 50890 * 4));
+  CHECK(matrices.bytes == doctest::Approx((3.0 * 1008 + 1) * 50890 * 4));
   CHECK(estimate.total_bytes() > matrices.bytes);
   CHECK(estimate.total_bytes() < 1.2 * matrices.bytes);
+  // Centralized training mixes nothing; a model without a fused step also needs gradients and the batches.
+  config.algorithm.kind = "centralized";
+  CHECK(de::simulate_memory(config, &mlp, false).largest().bytes ==
+        doctest::Approx((2.0 * 1008 + 1) * 50890 * 4));
+  config.algorithm.kind = "dpsgd";
+  config.train.model = "lenet";
+  const de::NumericsShape lenet{61706, 784, 10};
+  const auto unfused = de::simulate_memory(config, &lenet, false);
+  CHECK(unfused.largest().bytes == doctest::Approx((4.0 * 1008 + 1) * 61706 * 4));
+  CHECK(unfused.total_bytes() > unfused.largest().bytes + 1008 * 16 * 784 * 4);
+  config.train.model = "mlp";
 
   // Timing alone holds per-iteration records only, and --per-gpu-trace one more per GPU.
   config.train.iterations = 1'000'000;
@@ -47,7 +59,7 @@ TEST_CASE("experiments::memory_estimate: the replica matrices are four [N, P] fl
 
   CHECK_NOTHROW(de::check_memory(estimate, 1e12));
   CHECK_THROWS_WITH_AS(de::check_memory(estimate, 5e8),
-                       doctest::Contains("train.workers: this run needs about 8"), de::MemoryError);
+                       doctest::Contains("train.workers: this run needs about 617 MB"), de::MemoryError);
 }
 
 TEST_CASE("experiments::memory_estimate: simulate refuses a run larger than memory with one line, up front") {
