@@ -86,12 +86,11 @@ struct BatchedMlp::Scratch {
   std::vector<float> back;   // d loss / d input of that layer
 };
 
-/// One worker's buffers for a training call: activations for `rows` samples, the samples and labels
-/// themselves, and `floats` more (a gradient, or chunk sums).
+/// One worker's buffers for a training call: activations for `samples` samples (as many as y holds), the
+/// samples and labels themselves, and `floats` more (a gradient, or chunk sums).
 struct BatchedMlp::Workspace {
   Workspace(const std::vector<std::size_t>& widths, std::size_t samples, std::size_t floats)
-      : rows(samples), scratch(widths, samples), x(samples * widths.front()), y(samples), extra(floats) {}
-  std::size_t rows;
+      : scratch(widths, samples), x(samples * widths.front()), y(samples), extra(floats) {}
   Scratch scratch;
   AlignedBuffer x;
   std::vector<std::int32_t> y;
@@ -121,7 +120,7 @@ class BatchedMlp::WorkspacePool {
     {
       const std::lock_guard lock(mutex_);
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if ((*it)->rows == rows && (*it)->extra.size() >= floats) {
+        if ((*it)->y.size() == rows && (*it)->extra.size() >= floats) {
           std::unique_ptr<Workspace> w = std::move(*it);
           free_.erase(it);
           return Lease(*this, std::move(w));
