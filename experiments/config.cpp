@@ -120,6 +120,8 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("algorithm", "ada_start", a.ada_start, non_empty(), "sparsest | densest | a ladder name");
   v.field("algorithm", "ada_cost_aware", a.ada_cost_aware, any_bool(),
           "keep only rungs no denser rung beats on simulated time");
+  v.field("algorithm", "ada_min_saving", a.ada_min_saving, within(0.0, false, 1.0, true),
+          "cost-aware: fraction of the denser rungs' time per iteration a rung must save to be kept");
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(),

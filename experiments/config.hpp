@@ -143,6 +143,11 @@ struct AlgorithmConfig {
   /// graph = "ada": drop every rung that a denser rung beats on simulated seconds per iteration on the
   /// configured [platform] (timing_model at timing_batch_per_gpu), so Ada optimises time to accuracy.
   bool ada_cost_aware = false;
+  /// graph = "ada", cost-aware: the fraction of the cheapest denser rung's seconds per iteration a rung must
+  /// save to be kept. Sparser rungs cost iterations (local steps between averages every other iteration
+  /// took 1.12-1.48x centralized training's iterations to its accuracy), so a rung that saves less than
+  /// that loses time even though each of its iterations is cheaper.
+  double ada_min_saving = 0.15;
 
   friend bool operator==(const AlgorithmConfig&, const AlgorithmConfig&) = default;
 };

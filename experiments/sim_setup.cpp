@@ -290,12 +290,14 @@ std::vector<bool> ada_rungs_kept(const ExperimentConfig& config) {
   const std::vector<std::string> names = ada_ladder(config);
   std::vector<bool> keep(names.size(), true);
   if (config.algorithm.ada_cost_aware) {
-    // A rung is worth having only if it is cheaper than every denser one: a denser and no slower rung mixes
-    // better at no cost in time, so Ada would only lose time on it.
+    // A rung is worth having only if it is cheaper than every denser one by ada_min_saving: a denser rung
+    // that is no slower mixes better at no cost in time, and one only slightly slower needs fewer
+    // iterations than the sparser rung saves time on each.
+    const double keep_below = 1.0 - config.algorithm.ada_min_saving;
     double cheapest_denser = std::numeric_limits<double>::infinity();
     for (std::size_t i = names.size(); i-- > 0;) {
       const double seconds = rung_seconds(config, names[i]);
-      keep[i] = seconds < cheapest_denser;
+      keep[i] = seconds < keep_below * cheapest_denser;
       cheapest_denser = std::min(cheapest_denser, seconds);
     }
   }

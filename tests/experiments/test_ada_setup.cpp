@@ -126,38 +126,61 @@ TEST_CASE("experiments::make_policy: without cost-awareness Ada climbs every run
   CHECK(visited == kRungs);
 }
 
-TEST_CASE("experiments::make_policy: cost-aware Ada keeps only rungs cheaper than every denser rung") {
+// The rungs a cost-aware Ada keeps by the rule, from each rung timed alone: those that save at least
+// `saving` of the cheapest denser rung's seconds per iteration.
+std::vector<std::string> kept_by_rule(const std::vector<double>& seconds, double saving) {
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < kRungs.size(); ++i) {
+    bool beaten = false;
+    for (std::size_t j = i + 1; j < kRungs.size(); ++j) {
+      beaten = beaten || seconds[i] >= (1.0 - saving) * seconds[j];
+    }
+    if (!beaten) {
+      kept.push_back(kRungs[i]);
+    }
+  }
+  return kept;
+}
+
+TEST_CASE("experiments::make_policy: cost-aware Ada keeps only rungs that save time on every denser rung") {
   // Each rung timed on its own (Frontier-like preset, ResNet-50, the defaults of [platform]).
   std::vector<double> seconds;
   for (const auto& name : kRungs) {
     seconds.push_back(seconds_alone(name));
   }
-  std::vector<std::string> expected;
-  for (std::size_t i = 0; i < kRungs.size(); ++i) {
-    bool beaten = false;
-    for (std::size_t j = i + 1; j < kRungs.size(); ++j) {
-      beaten = beaten || seconds[j] <= seconds[i];
-    }
-    if (!beaten) {
-      expected.push_back(kRungs[i]);
-    }
-  }
+  CAPTURE(fmt::format("{}", fmt::join(seconds, " ")));
   // Local steps wait for no one and send nothing: the cheapest rung.
   CHECK(seconds[1] < seconds[3]);
-  const auto config = ada_config(kLadder + "ada_start = \"sparsest\"\nada_cost_aware = true\n");
-  auto policy = ex::make_policy(config);
-  CHECK(climb(*policy, 40) == expected);
-  CHECK(expected.size() < kRungs.size());
-  // The same choice as flags over the ladder, the form real workers receive from rank 0.
-  const std::vector<bool> kept = ex::ada_rungs_kept(config);
-  REQUIRE(kept.size() == kRungs.size());
-  std::vector<std::string> kept_names;
-  for (std::size_t i = 0; i < kRungs.size(); ++i) {
-    if (kept[i]) {
-      kept_names.push_back(kRungs[i]);
+  for (const double saving : {0.0, 0.15, 0.5}) {
+    CAPTURE(saving);
+    const auto config = ada_config(kLadder + fmt::format("ada_start = \"sparsest\"\nada_cost_aware = true\n"
+                                                         "ada_min_saving = {}\n",
+                                                         saving));
+    const std::vector<std::string> expected = kept_by_rule(seconds, saving);
+    auto policy = ex::make_policy(config);
+    CHECK(climb(*policy, 40) == expected);
+    CHECK(expected.size() < kRungs.size());
+    // The same choice as flags over the ladder, the form real workers receive from rank 0.
+    const std::vector<bool> kept = ex::ada_rungs_kept(config);
+    REQUIRE(kept.size() == kRungs.size());
+    std::vector<std::string> kept_names;
+    for (std::size_t i = 0; i < kRungs.size(); ++i) {
+      if (kept[i]) {
+        kept_names.push_back(kRungs[i]);
+      }
     }
+    CHECK(kept_names == expected);
   }
-  CHECK(kept_names == expected);
+  // The default asks for 15 %; a saving the local steps do not reach leaves the global average alone.
+  CHECK(ada_config(kLadder).algorithm.ada_min_saving == doctest::Approx(0.15));
+  const double local_saving = 1.0 - seconds[1] / seconds[3];
+  const auto strict = ada_config(kLadder + fmt::format("ada_cost_aware = true\nada_min_saving = {}\n",
+                                                       std::min(0.99, local_saving + 0.01)));
+  const std::vector<bool> kept = ex::ada_rungs_kept(strict);
+  CHECK_FALSE(kept[1]);
+  CHECK(kept[3]);
+  CHECK_THROWS_WITH_AS(ada_config("ada_min_saving = 1.0\n"), doctest::Contains("algorithm.ada_min_saving"),
+                       ex::ConfigError);
 }
 
 TEST_CASE("experiments::make_policy: Ada uses the rungs it is given and simulates nothing") {

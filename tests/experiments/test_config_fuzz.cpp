@@ -204,6 +204,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {finite(a.ada_low) && a.ada_low > 0, "algorithm.ada_low"},
       {finite(a.ada_high) && a.ada_high > 0, "algorithm.ada_high"},
       {a.ada_probe_every >= 1 && a.ada_min_dwell >= 0 && a.ada_patience >= 1, "algorithm.ada_*"},
+      {finite(a.ada_min_saving) && a.ada_min_saving >= 0 && a.ada_min_saving < 1, "algorithm.ada_min_saving"},
       {p.timing_batch_per_gpu >= 1, "platform.timing_batch_per_gpu"},
       {one_of(p.timing_model, {"mlp", "lenet", "resnet20", "resnet50"}), "platform.timing_model"},
       {one_of(p.fabric, {"", "star", "fat-tree", "dragonfly", "torus"}), "platform.fabric"},
