@@ -20,6 +20,7 @@
 #include "core/replica_metrics.hpp"
 #include "core/replica_model.hpp"
 #include "core/replica_store.hpp"
+#include "core/shared_momentum.hpp"
 #include "models/errors.hpp"
 #include "models/rng.hpp"
 
@@ -67,6 +68,7 @@ struct VirtualReplicas::State {
   bool identical = true;
   bool rows_behind = false;
   AlignedBuffer mean_grad;
+  std::optional<SharedMomentum> shared;
 
   State(const NumericsSpec& s, const models::Dataset& train_set, const models::Dataset& test_set)
       : spec(s),
@@ -95,6 +97,9 @@ struct VirtualReplicas::State {
     mean_grad = AlignedBuffer(store.param_count());
     net.init(store.replica(0), models::derive_seed(s.seed, {0x1417}));
     store.broadcast_params(0);
+    if (s.shared_momentum && s.sgd.momentum != 0.0) {
+      shared.emplace(s.sgd, store.replica(0));
+    }
   }
 
   /// The batches of replicas [first, first + count) at iteration t: inputs to x, labels to y.
@@ -196,6 +201,9 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   } else {
     s.catch_up_rows();
     s.identical = false;
+    if (s.shared) {
+      s.shared->local_step(s.last_lr);
+    }
     // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
     // can.
     if (!s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats)) {
@@ -215,6 +223,15 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph))) {
     // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
     allreduce_mean(s.store.params(), s.threads);
+    if (s.shared && step.average_parameters) {
+      const auto shared = s.shared->after_average(s.store.params().row(0));
+      const ReplicaView momentum = s.store.momentum();
+      parallel_for(s.threads, momentum.rows, [&](std::size_t r0, std::size_t r1) {
+        for (std::size_t r = r0; r < r1; ++r) {
+          std::copy(shared.begin(), shared.end(), momentum.row(r).begin());
+        }
+      });
+    }
   } else if (step.graph != nullptr && topology::communicates(step)) {
     mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
         MixOptions{0, s.threads, true});

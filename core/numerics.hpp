@@ -35,6 +35,9 @@ struct NumericsSpec {
   std::int64_t replica_eval_samples = 256;  ///< fixed test subset for each replica
   std::uint64_t seed = 1;
   unsigned threads = 0;  ///< compute threads; 0: every hardware thread (results do not depend on it)
+  /// At every global average of the parameters, every replica's momentum becomes the shared momentum rebuilt
+  /// from the averaged parameters' displacement (SharedMomentum) instead of staying its own.
+  bool shared_momentum = false;
 };
 
 /// The outcome of a run.

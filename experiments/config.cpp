@@ -119,9 +119,11 @@ void visit_fields(Config& c, Visitor& v) {
           "checks below the band before going sparser");
   v.field("algorithm", "ada_start", a.ada_start, non_empty(), "sparsest | densest | a ladder name");
   v.field("algorithm", "ada_cost_aware", a.ada_cost_aware, any_bool(),
-          "keep only rungs no denser rung beats on simulated time");
+          "keep only rungs that save ada_min_saving of a denser rung's simulated time");
   v.field("algorithm", "ada_min_saving", a.ada_min_saving, within(0.0, false, 1.0, true),
           "cost-aware: fraction of the denser rungs' time per iteration a rung must save to be kept");
+  v.field("algorithm", "ada_shared_momentum", a.ada_shared_momentum, any_bool(),
+          "at global averages, rebuild one momentum for all replicas from the averaged parameters' move");
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(),

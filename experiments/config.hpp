@@ -148,6 +148,10 @@ struct AlgorithmConfig {
   /// took 1.12-1.48x centralized training's iterations to its accuracy), so a rung that saves less than
   /// that loses time even though each of its iterations is cheaper.
   double ada_min_saving = 0.15;
+  /// graph = "ada": at every global average, every replica's momentum becomes the shared momentum rebuilt
+  /// from the averaged parameters' displacement since the previous average (no bytes sent), instead of its
+  /// own. Local momentum buffers drift apart between averages and spread the replicas after every one.
+  bool ada_shared_momentum = false;
 
   friend bool operator==(const AlgorithmConfig&, const AlgorithmConfig&) = default;
 };

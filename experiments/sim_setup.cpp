@@ -51,6 +51,7 @@ core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::D
   spec.eval_samples = t.eval_samples;
   spec.replica_eval_samples = t.replica_eval_samples;
   spec.seed = config.seed;
+  spec.shared_momentum = config.algorithm.graph == "ada" && config.algorithm.ada_shared_momentum;
   return spec;
 }
 

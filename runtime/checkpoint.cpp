@@ -16,7 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'D', 'B', 'C', 'K', 'P', 'T', '0', '1'};
+// 02: with the shared momentum's state.
+constexpr char kMagic[8] = {'D', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr const char* kLatest = "LATEST";
 
 std::string step_name(std::int64_t iteration) {
@@ -134,6 +135,9 @@ void write_checkpoint_part(const fs::path& dir, std::int64_t iteration, const Wo
   w.array(state.observations);
   w.array(state.params);
   w.array(state.momentum);
+  w.array(state.shared_previous);
+  w.array(state.shared_momentum);
+  w.array(state.shared_lrs);
   w.array(state.trace);
   w.text(state.observer_state);
   write_file_atomically(part_file(staging, state.rank), w.bytes());
@@ -180,9 +184,9 @@ WorkerState read_checkpoint(const fs::path& dir, int rank) {
         fmt::format("{}: missing; the checkpoint was written by fewer workers?", file.string()));
   }
   Reader r(std::string(std::istreambuf_iterator<char>(in), {}), file);
-  for (char c : kMagic) {
-    if (r.value<char>() != c) {
-      r.damaged("not a dbench checkpoint");
+  for (std::size_t k = 0; k < sizeof(kMagic); ++k) {
+    if (r.value<char>() != kMagic[k]) {
+      r.damaged(k < 6 ? "not a dbench checkpoint" : "written by another version of dbench");
     }
   }
   WorkerState s;
@@ -199,6 +203,9 @@ WorkerState read_checkpoint(const fs::path& dir, int rank) {
   s.observations = r.array<topology::PolicyObservation>();
   s.params = r.array<float>();
   s.momentum = r.array<float>();
+  s.shared_previous = r.array<float>();
+  s.shared_momentum = r.array<float>();
+  s.shared_lrs = r.array<double>();
   s.trace = r.array<StepTrace>();
   s.observer_state = r.text();
   if (!r.at_end() || s.rank != rank) {

@@ -38,8 +38,13 @@ struct WorkerState {
   /// Every observation the graph policy was given, in order (a resume replays them into the policy, so that
   /// a policy with state, such as Ada, continues as if never stopped).
   std::vector<topology::PolicyObservation> observations;
-  std::vector<float> params;     ///< this worker's parameters
-  std::vector<float> momentum;   ///< this worker's SGD momentum buffer
+  std::vector<float> params;    ///< this worker's parameters
+  std::vector<float> momentum;  ///< this worker's SGD momentum buffer
+  /// With shared momentum (core::SharedMomentum): the averaged parameters and shared momentum of the last
+  /// global average and the learning rates since; all empty without it.
+  std::vector<float> shared_previous;
+  std::vector<float> shared_momentum;
+  std::vector<double> shared_lrs;
   std::vector<StepTrace> trace;  ///< this worker's trace so far
   std::string observer_state;    ///< rank 0: the results recorded so far (opaque here)
 };

@@ -12,6 +12,7 @@
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
+#include "core/shared_momentum.hpp"
 #include "models/partition.hpp"
 #include "models/rng.hpp"
 #include "models/torch_models.hpp"
@@ -69,6 +70,11 @@ class TorchWorker final : public core::ScheduleReplicas {
                                                             .momentum(spec.sgd.momentum)
                                                             .nesterov(spec.sgd.nesterov)
                                                             .weight_decay(spec.sgd.weight_decay));
+    if (spec.shared_momentum && spec.sgd.momentum != 0.0) {
+      flatten(false);
+      shared_previous_ = flat_.clone();
+      shared_momentum_ = torch::zeros_like(flat_);
+    }
   }
 
   TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
@@ -128,6 +134,8 @@ class TorchWorker final : public core::ScheduleReplicas {
       flatten(true);
       mean_over_workers();
       unflatten(flat_, true);
+    } else if (step != nullptr && shared_momentum_.defined()) {
+      shared_lrs_.push_back(last_lr_);
     }
     sgd_->step();
     std::array<double, 1> losses{last_loss_};
@@ -148,6 +156,9 @@ class TorchWorker final : public core::ScheduleReplicas {
         mean_over_workers();
       }
       unflatten(flat_, false);
+      if (shared_momentum_.defined()) {
+        share_momentum();
+      }
     } else if (step->graph != nullptr && topology::communicates(*step)) {
       gossip(*step->graph, t);
     }
@@ -216,6 +227,24 @@ class TorchWorker final : public core::ScheduleReplicas {
     for (auto& p : params_) {
       const auto n = p.numel();
       flat_.slice(0, offset, offset + n).copy_((grads ? p.grad() : p).reshape({n}));
+      offset += n;
+    }
+  }
+
+  /// After a global average (its mean in flat_): the shared momentum rebuilt as core::SharedMomentum does it,
+  /// on the device, into every parameter's momentum buffer.
+  void share_momentum() {
+    torch::NoGradGuard no_grad;
+    const core::SharedMomentumCoefficients c = core::shared_momentum_coefficients(shared_lrs_, spec_.sgd);
+    shared_lrs_.clear();
+    shared_momentum_.mul_(c.from_momentum).add_(shared_previous_.sub(flat_), c.from_displacement);
+    shared_previous_.copy_(flat_);
+    std::int64_t offset = 0;
+    for (auto& p : params_) {
+      const auto n = p.numel();
+      auto& state = static_cast<torch::optim::SGDParamState&>(
+          *sgd_->state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+      state.momentum_buffer().copy_(shared_momentum_.slice(0, offset, offset + n).view_as(p));
       offset += n;
     }
   }
@@ -352,6 +381,11 @@ class TorchWorker final : public core::ScheduleReplicas {
     return {loss, correct};
   }
 
+  // Shared momentum (undefined tensors without it): the last global average, its momentum, and the
+  // learning rates of the local steps since.
+  torch::Tensor shared_previous_;
+  torch::Tensor shared_momentum_;
+  std::vector<double> shared_lrs_;
   core::NumericsSpec spec_;
   const models::Dataset& train_;
   const models::Dataset& test_;

@@ -10,12 +10,14 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
 #include "core/replica_store.hpp"
 #include "core/sgd.hpp"
+#include "core/shared_momentum.hpp"
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
@@ -79,6 +81,9 @@ class Worker final : public core::ScheduleReplicas {
     labels_.resize(batch);
     // Every worker draws the same initial parameters from the same seed as the simulator's replica 0.
     net_->init(store_.replica(0), models::derive_seed(spec.seed, {0x1417}));
+    if (spec.shared_momentum && spec.sgd.momentum != 0.0) {
+      shared_.emplace(spec.sgd, store_.replica(0));
+    }
   }
 
   TrainResult run(topology::GraphPolicy& policy, TrainObserver& observer) {
@@ -188,6 +193,9 @@ class Worker final : public core::ScheduleReplicas {
       average_over_workers(comm_, store_.grads().row(0), sum_);
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     } else if (!options_.overlap || !topology::communicates(step) || step.graph == nullptr) {
+      if (shared_) {
+        shared_->local_step(last_lr_);
+      }
       local_step(stats);
     } else {
       // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
@@ -197,6 +205,9 @@ class Worker final : public core::ScheduleReplicas {
       snapshot_.assign(x.begin(), x.end());
       auto pending = std::async(
           std::launch::async, [&] { exchange_parameters(comm_.inner(), plan, snapshot_, recv_, tag_of(t)); });
+      if (shared_) {
+        shared_->local_step(last_lr_);
+      }
       local_step(stats);
       comm_.wait([&] { pending.get(); });
     }
@@ -209,12 +220,18 @@ class Worker final : public core::ScheduleReplicas {
     if (measure) {
       measure_replicas();
     }
-    if (step.average_parameters && measure) {
-      // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
-      take_mean(store_.replica(0), sum_, workers_);
-    } else if (step.average_parameters) {
-      // Periodic global averaging: every worker takes the mean of the parameters.
-      average_over_workers(comm_, store_.replica(0), sum_);
+    if (step.average_parameters) {
+      if (measure) {
+        // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
+        take_mean(store_.replica(0), sum_, workers_);
+      } else {
+        // Periodic global averaging: every worker takes the mean of the parameters.
+        average_over_workers(comm_, store_.replica(0), sum_);
+      }
+      if (shared_) {
+        const auto shared = shared_->after_average(store_.replica(0));
+        std::copy(shared.begin(), shared.end(), store_.momentum().row(0).begin());
+      }
     } else if (step.graph != nullptr && topology::communicates(step)) {
       const GossipPlan& plan = plans_(*step.graph);
       const auto x = store_.replica(0);
@@ -321,6 +338,11 @@ class Worker final : public core::ScheduleReplicas {
     s.params.assign(x.begin(), x.end());
     const auto m = std::as_const(store_).momentum().row(0);
     s.momentum.assign(m.begin(), m.end());
+    if (shared_) {
+      s.shared_previous.assign(shared_->previous().begin(), shared_->previous().end());
+      s.shared_momentum.assign(shared_->momentum().begin(), shared_->momentum().end());
+      s.shared_lrs.assign(shared_->lrs().begin(), shared_->lrs().end());
+    }
     s.trace = trace_;
     if (rank_ == 0) {
       s.observer_state = observer.checkpoint_state();
@@ -348,6 +370,15 @@ class Worker final : public core::ScheduleReplicas {
     }
     std::copy(s.params.begin(), s.params.end(), store_.replica(0).begin());
     std::copy(s.momentum.begin(), s.momentum.end(), store_.momentum().row(0).begin());
+    if (shared_.has_value() != !s.shared_previous.empty()) {
+      throw CheckpointError(
+          fmt::format("{}: the checkpoint was written {} shared momentum; resume with the "
+                      "same config",
+                      options_.checkpoint_dir.string(), shared_ ? "without" : "with"));
+    }
+    if (shared_) {
+      shared_->restore(s.shared_previous, s.shared_momentum, s.shared_lrs);
+    }
     sgd_.reset();
     for (std::uint64_t k = 0; k < s.sgd_steps; ++k) {
       sgd_.finish_step();
@@ -368,6 +399,7 @@ class Worker final : public core::ScheduleReplicas {
   int rank_;
   int workers_;
   std::unique_ptr<core::ReplicaModel> net_;
+  std::optional<core::SharedMomentum> shared_;
   core::ReplicaStore store_;
   core::Sgd sgd_;
   models::Partition partition_;

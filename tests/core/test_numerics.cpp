@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "core/lr_schedule.hpp"
 #include "core/numerics.hpp"
@@ -112,6 +113,42 @@ TEST_CASE("core::numerics: centralized steps keep the replicas identical with th
   const double diff = max_relative_difference(central.params(), switched.params());
   MESSAGE("max relative difference after the switch: " << diff);
   CHECK(diff < 1e-5);
+}
+
+TEST_CASE("core::numerics: shared momentum changes local steps between averages, not a global average's") {
+  const auto& train = fashion(dm::Split::train);
+  const auto& test = fashion(dm::Split::test);
+  auto spec = mlp_spec(8, 30);
+  spec.sgd.momentum = 0.9;
+  spec.sgd.nesterov = true;
+  auto shared_spec = spec;
+  shared_spec.shared_momentum = true;
+  SUBCASE("an average every iteration: one step per period, the rebuilt momentum is the replicas' mean") {
+    ds::VirtualReplicas central(spec, train, test);
+    ds::VirtualReplicas shared(shared_spec, train, test);
+    dt::AllReducePolicy allreduce;
+    dt::GlobalAveragePolicy average;
+    for (std::int64_t t = 0; t < spec.iterations; ++t) {
+      central.step(t, allreduce.graph_for(t, nullptr), false);
+      shared.step(t, average.graph_for(t, nullptr), false);
+    }
+    const double diff = max_relative_difference(central.params(), shared.params());
+    MESSAGE("max relative difference to centralized SGD after 30 iterations: " << diff);
+    CHECK(diff < 1e-5);
+  }
+  SUBCASE("local steps between averages: the replicas leave each average with one momentum") {
+    ds::VirtualReplicas own(spec, train, test);
+    ds::VirtualReplicas shared(shared_spec, train, test);
+    dt::PeriodicAveragePolicy own_policy(std::make_unique<dt::LocalPolicy>(8), 2);
+    dt::PeriodicAveragePolicy shared_policy(std::make_unique<dt::LocalPolicy>(8), 2);
+    for (std::int64_t t = 0; t < spec.iterations; ++t) {
+      own.step(t, own_policy.graph_for(t, nullptr), false);
+      shared.step(t, shared_policy.graph_for(t, nullptr), false);
+    }
+    const double diff = max_relative_difference(own.params(), shared.params());
+    MESSAGE("max relative difference to own momentum after 30 iterations: " << diff);
+    CHECK(diff > 1e-4);
+  }
 }
 
 TEST_CASE("core::numerics: the complete graph's global-average shortcut agrees with its mixing matrix") {

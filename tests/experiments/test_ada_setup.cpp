@@ -190,3 +190,23 @@ TEST_CASE("experiments::make_policy: Ada uses the rungs it is given and simulate
   // Flags for another ladder are a programming error, not a config one.
   CHECK_THROWS_AS(ex::make_policy(config, std::vector<bool>{true, true}), std::invalid_argument);
 }
+
+TEST_CASE("experiments::numerics_spec: ada_shared_momentum reaches the engines for Ada alone") {
+  const dbench::models::Dataset data = [] {
+    dbench::models::Dataset d;
+    d.channels = 1;
+    d.height = 28;
+    d.width = 28;
+    d.classes = 10;
+    return d;
+  }();
+  CHECK_FALSE(ada_config("").algorithm.ada_shared_momentum);
+  CHECK_FALSE(ex::numerics_spec(ada_config(""), data).shared_momentum);
+  CHECK(ex::numerics_spec(ada_config("ada_shared_momentum = true\n"), data).shared_momentum);
+  // Another graph leaves its momentum alone even with the key set.
+  const auto ring =
+      ex::load_config("[train]\nworkers = 64\n[algorithm]\ngraph = \"ring\"\nada_shared_momentum = true\n");
+  CHECK_FALSE(ex::numerics_spec(ring, data).shared_momentum);
+  CHECK_THROWS_WITH_AS(ada_config("ada_shared_momentum = \"yes\"\n"),
+                       doctest::Contains("algorithm.ada_shared_momentum"), ex::ConfigError);
+}

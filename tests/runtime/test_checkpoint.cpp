@@ -28,6 +28,9 @@ WorkerState sample_state(int rank, std::int64_t iteration) {
   s.observations = {dbench::topology::PolicyObservation{}, o};
   s.params = {1.0f, -2.5f, 3.25f};
   s.momentum = {0.5f, 0.0f, -1.0f};
+  s.shared_previous = {1.5f, -2.0f, 3.0f};
+  s.shared_momentum = {0.25f, 0.125f, -0.5f};
+  s.shared_lrs = {0.1, 0.05};
   s.trace = {StepTrace{0, 0.1, 0.2, 0.3, 400, 2.3, 0.1}};
   s.observer_state = std::string("csv\n\0binary", 12);
   return s;
@@ -50,6 +53,9 @@ TEST_CASE("runtime::checkpoint: a published checkpoint reads back exactly what e
   CHECK(back.sgd_steps == 20);
   CHECK(back.params == want.params);
   CHECK(back.momentum == want.momentum);
+  CHECK(back.shared_previous == want.shared_previous);
+  CHECK(back.shared_momentum == want.shared_momentum);
+  CHECK(back.shared_lrs == want.shared_lrs);
   REQUIRE(back.observations.size() == 2);
   CHECK(back.observations[1].norm_variance == 0.2);
   REQUIRE(back.trace.size() == 1);

@@ -142,7 +142,7 @@ TEST_CASE("runtime::train: 4 local workers end with the simulator's parameters (
   for (const Case c :
        {Case{"centralized", "ring", ""}, Case{"dpsgd", "ring", ""}, Case{"dpsgd", "one-peer-exponential", ""},
         Case{"dpsgd", "ring", "global_every = 30\n"}, Case{"dpsgd", "local", "global_every = 3\n"},
-        Case{"dpsgd", "ada", ""}}) {
+        Case{"dpsgd", "ada", ""}, Case{"dpsgd", "ada", "ada_shared_momentum = true\n"}}) {
     CAPTURE(c.kind);
     CAPTURE(c.graph);
     CAPTURE(c.extra);
@@ -378,7 +378,9 @@ TEST_CASE(
     "runtime::faults: a killed worker ends the run within 60 s naming it, and a resume reproduces the Ada "
     "run") {
   TempDir dir;
-  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ada", 4, 60));
+  // With shared momentum, whose state (the last average, its momentum, the steps since) comes back too.
+  const fs::path config =
+      write_config(dir.path(), config_text("dpsgd", "ada", 4, 60, "ada_shared_momentum = true\n"));
   const std::string common = "train " + config.string() + " --local 4 -q --checkpoint-every 20 ";
   const auto full = run_dbench(common + "--out " + (dir.path() / "full").string());
   INFO(full.output);
@@ -404,6 +406,8 @@ TEST_CASE(
     CHECK(b.iterations_done == 60);
     CHECK(a.params == b.params);
     CHECK(a.momentum == b.momentum);
+    CHECK(a.shared_momentum == b.shared_momentum);
+    CHECK_FALSE(b.shared_previous.empty());
   }
   std::ifstream full_metrics(dir.path() / "full" / "metrics.csv");
   std::ifstream cut_metrics(dir.path() / "cut" / "metrics.csv");
