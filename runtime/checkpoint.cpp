@@ -41,7 +41,9 @@ class Writer {
   template <class T>
   void array(const std::vector<T>& v) {
     value(static_cast<std::uint64_t>(v.size()));
-    bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    if (!v.empty()) {
+      bytes_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+    }
   }
   void text(const std::string& s) {
     value(static_cast<std::uint64_t>(s.size()));
@@ -91,6 +93,9 @@ class Reader {
   void take(void* out, std::size_t n) {
     if (bytes_.size() - pos_ < n) {
       damaged("truncated");
+    }
+    if (n == 0) {
+      return;  // an empty array's data() may be null, which memcpy must not see
     }
     std::memcpy(out, bytes_.data() + pos_, n);
     pos_ += n;
