@@ -168,6 +168,9 @@ class Worker final : public core::ScheduleReplicas {
 
   /// The local SGD step on this iteration's batch, fused where the model can (as the simulator does it).
   void local_step(core::BatchStats& stats) {
+    if (shared_) {
+      shared_->local_step(last_lr_);
+    }
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     if (!net_->train_sgd_step(store_.params(), core::contiguous_batches(inputs_, labels_, batch), batch, sgd_,
                               last_lr_, store_.momentum(), std::span(&stats, 1))) {
@@ -193,9 +196,6 @@ class Worker final : public core::ScheduleReplicas {
       average_over_workers(comm_, store_.grads().row(0), sum_);
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     } else if (!options_.overlap || !topology::communicates(step) || step.graph == nullptr) {
-      if (shared_) {
-        shared_->local_step(last_lr_);
-      }
       local_step(stats);
     } else {
       // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
@@ -205,9 +205,6 @@ class Worker final : public core::ScheduleReplicas {
       snapshot_.assign(x.begin(), x.end());
       auto pending = std::async(
           std::launch::async, [&] { exchange_parameters(comm_.inner(), plan, snapshot_, recv_, tag_of(t)); });
-      if (shared_) {
-        shared_->local_step(last_lr_);
-      }
       local_step(stats);
       comm_.wait([&] { pending.get(); });
     }
