@@ -29,27 +29,52 @@ void sgd_row(float* x, const float* g, float* buf, std::size_t n, float lr, floa
 
 #if defined(DBENCH_SIM_X86)
 
+/// 16 lanes of sgd_row at x + j, the lanes of `m` only.
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kMasked>
+DBENCH_AVX512 inline void sgd_lanes(float* x, const float* g, float* buf, std::size_t j, __mmask16 m,
+                                    __m512 vlr, __m512 vmu, __m512 vlambda) {
+  const __m512 xv = kMasked ? _mm512_maskz_loadu_ps(m, x + j) : _mm512_loadu_ps(x + j);
+  __m512 d = kMasked ? _mm512_maskz_loadu_ps(m, g + j) : _mm512_loadu_ps(g + j);
+  if constexpr (kDecay) {
+    d = _mm512_add_ps(d, _mm512_mul_ps(vlambda, xv));
+  }
+  if constexpr (kMomentum) {
+    __m512 b = d;
+    if constexpr (!kFirst) {
+      const __m512 old = kMasked ? _mm512_maskz_loadu_ps(m, buf + j) : _mm512_loadu_ps(buf + j);
+      b = _mm512_add_ps(_mm512_mul_ps(vmu, old), d);
+    }
+    if constexpr (kMasked) {
+      _mm512_mask_storeu_ps(buf + j, m, b);
+    } else {
+      _mm512_storeu_ps(buf + j, b);
+    }
+    d = kNesterov ? _mm512_add_ps(d, _mm512_mul_ps(vmu, b)) : b;
+  }
+  const __m512 stepped = _mm512_sub_ps(xv, _mm512_mul_ps(vlr, d));
+  if constexpr (kMasked) {
+    _mm512_mask_storeu_ps(x + j, m, stepped);
+  } else {
+    _mm512_storeu_ps(x + j, stepped);
+  }
+}
+
 /// sgd_row with 16 lanes; the same multiplications and additions in the same order (no fused multiply-add),
-/// so both give bitwise the same parameters.
+/// so both give bitwise the same parameters. Only the last, partial vector is masked: masked loads and stores
+/// of rows streamed from memory run at two thirds of the plain ones' speed here (AMD Zen 5).
 template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
 DBENCH_AVX512 void sgd_row_avx512(float* x, const float* g, float* buf, std::size_t n, float lr, float mu,
                                   float lambda) {
   const __m512 vlr = _mm512_set1_ps(lr);
   const __m512 vmu = _mm512_set1_ps(mu);
   const __m512 vlambda = _mm512_set1_ps(lambda);
-  for (std::size_t j = 0; j < n; j += 16) {
-    const auto m = static_cast<__mmask16>(n - j >= 16 ? 0xFFFFu : (1u << (n - j)) - 1u);
-    const __m512 xv = _mm512_maskz_loadu_ps(m, x + j);
-    __m512 d = _mm512_maskz_loadu_ps(m, g + j);
-    if constexpr (kDecay) {
-      d = _mm512_add_ps(d, _mm512_mul_ps(vlambda, xv));
-    }
-    if constexpr (kMomentum) {
-      const __m512 b = kFirst ? d : _mm512_add_ps(_mm512_mul_ps(vmu, _mm512_maskz_loadu_ps(m, buf + j)), d);
-      _mm512_mask_storeu_ps(buf + j, m, b);
-      d = kNesterov ? _mm512_add_ps(d, _mm512_mul_ps(vmu, b)) : b;
-    }
-    _mm512_mask_storeu_ps(x + j, m, _mm512_sub_ps(xv, _mm512_mul_ps(vlr, d)));
+  std::size_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, false>(x, g, buf, j, 0xFFFF, vlr, vmu, vlambda);
+  }
+  if (j < n) {
+    const auto m = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, true>(x, g, buf, j, m, vlr, vmu, vlambda);
   }
 }
 
