@@ -59,6 +59,9 @@ BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std:
   }
   const std::size_t in = inputs.size() / labels.size();
   return [inputs, labels, batch, in](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    if (count == 0) {
+      return;
+    }
     std::copy_n(inputs.data() + first * batch * in, count * batch * in, x);
     std::copy_n(labels.data() + first * batch, count * batch, y);
   };
@@ -373,6 +376,10 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
     for (std::size_t i = r0; i < r1; ++i) {
       fill(i, 1, w->x.data(), w->y.data());
       check_samples(x, w->y, "BatchedMlp::train_sgd_step");
+      if (i + 1 < r1) {
+        // The next replica's samples load while this one's GEMMs run.
+        fill(i + 1, 0, nullptr, nullptr);
+      }
       stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
       step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>());
     }

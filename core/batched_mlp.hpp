@@ -30,7 +30,9 @@ struct BatchStats {
 };
 
 /// Writes the training batches of replicas [first, first + count): count x batch samples' inputs to x and
-/// their labels to y. Called from several threads at once, for disjoint ranges.
+/// their labels to y. Called from several threads at once, for disjoint ranges. A count of 0 writes nothing
+/// (x and y may be null): it says that the calling thread will ask for replica `first` next, so that an
+/// implementation may start loading that batch's samples while the thread computes.
 using BatchFill = std::function<void(std::size_t first, std::size_t count, float* x, std::int32_t* y)>;
 
 /// A BatchFill that copies from batches already gathered: inputs [N, batch, in], labels [N, batch] (which

@@ -102,10 +102,24 @@ struct VirtualReplicas::State {
     }
   }
 
-  /// The batches of replicas [first, first + count) at iteration t: inputs to x, labels to y.
+  /// The batches of replicas [first, first + count) at iteration t: inputs to x, labels to y. A count of 0
+  /// starts loading replica first's samples into the cache (BatchFill's hint).
   void fill_batches(std::int64_t t, std::size_t first, std::size_t count, float* x, std::int32_t* y) {
     const std::size_t in = net.inputs();
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
+    if (count == 0) {
+      // Samples lie at random in the data set, so each one's first lines wait for memory; loaded now, they
+      // arrive while the thread's current replica computes (about 1 ms of 4 ms of gathering per iteration at
+      // 1008 replicas on 2 cores).
+      constexpr std::size_t kLine = 64;
+      for (const std::int64_t sample : samplers[first].batch(t)) {
+        const auto* p = reinterpret_cast<const char*>(&train.images[static_cast<std::size_t>(sample) * in]);
+        for (std::size_t b = 0; b < in * sizeof(float); b += kLine) {
+          __builtin_prefetch(p + b);
+        }
+      }
+      return;
+    }
     for (std::size_t r = first; r < first + count; ++r) {
       const auto indices = samplers[r].batch(t);
       for (std::size_t b = 0; b < batch; ++b) {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/batched_mlp.hpp"
@@ -217,6 +221,40 @@ TEST_CASE("core::batched_mlp: the fused SGD step gives what train_step then Sgd:
                        separate.store.replica(i).begin()));
     }
   }
+}
+
+TEST_CASE("core::batched_mlp: a prefetch hint names the replica the same thread asks for next") {
+  Problem p({9, 7, 4}, 7, 3, 3, 8);
+  core::Sgd sgd(core::SgdConfig{.momentum = 0.9}, 3);
+  const core::BatchFill copy = core::contiguous_batches(p.inputs, p.labels, 3);
+  std::mutex mutex;
+  std::map<std::thread::id, std::vector<std::pair<std::size_t, std::size_t>>> calls;
+  const core::BatchFill recording = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+    {
+      const std::lock_guard lock(mutex);
+      calls[std::this_thread::get_id()].emplace_back(first, count);
+    }
+    copy(first, count, x, y);
+  };
+  std::vector<core::BatchStats> stats(7);
+  p.mlp.train_sgd_step(p.store.params(), recording, 3, sgd, 0.1, p.store.momentum(), stats);
+  std::vector<int> filled(7, 0);
+  for (const auto& [thread, sequence] : calls) {
+    for (std::size_t k = 0; k < sequence.size(); ++k) {
+      const auto [first, count] = sequence[k];
+      REQUIRE(first < 7);
+      if (count == 0) {
+        // A hint is followed, on the same thread, by the fill of that replica.
+        REQUIRE(k + 1 < sequence.size());
+        CHECK(sequence[k + 1] == std::pair<std::size_t, std::size_t>{first, 1});
+      } else {
+        CHECK(count == 1);
+        ++filled[first];
+      }
+    }
+  }
+  CHECK(calls.size() == 3);
+  CHECK(std::all_of(filled.begin(), filled.end(), [](int n) { return n == 1; }));
 }
 
 TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mean at any thread count") {
