@@ -136,12 +136,14 @@ class Floor {
   /// BatchedMlp's step) on its own inputs, with parameters and gradients in per-thread buffers that stay in
   /// cache: the arithmetic of an iteration without its [N, P] traffic.
   double gemm_seconds() {
+    // Replicas from one range per thread, a thread that finishes early taking the tail of another's, as the
+    // engine's local step takes them.
+    core::StealingRanges ranges(replicas_, threads_);
     const auto t0 = Clock::now();
-    core::parallel_for(threads_, threads_, [&](std::size_t w0, std::size_t w1) {
-      for (std::size_t w = w0; w < w1; ++w) {
-        for (std::size_t i = replicas_ * w / threads_; i < replicas_ * (w + 1) / threads_; ++i) {
-          gemms(inputs_.data() + i * batch_ * mlp_.inputs(), scratch_[w]);
-        }
+    core::parallel_for(threads_, threads_, [&](std::size_t w, std::size_t) {
+      std::size_t i = 0;
+      while (ranges.pop(w, i)) {
+        gemms(inputs_.data() + i * batch_ * mlp_.inputs(), scratch_[w]);
       }
     });
     return seconds_since(t0);
@@ -164,12 +166,14 @@ class Floor {
 
   template <class Copy>
   double timed_copy(Copy&& copy) {
+    // 1 MB chunks (whole 64-byte lines, so that streaming stores stay aligned), spread over the threads as
+    // the engine spreads its work.
+    constexpr std::size_t kChunkFloats = std::size_t{1} << 18;
+    const std::size_t chunks = (matrix_floats_ + kChunkFloats - 1) / kChunkFloats;
     const auto t0 = Clock::now();
-    core::parallel_for(threads_, threads_, [&](std::size_t w0, std::size_t w1) {
-      // Whole 64-byte lines per thread, so that streaming stores stay aligned.
-      const std::size_t begin = matrix_floats_ * w0 / threads_ / 16 * 16;
-      const std::size_t end = w1 == threads_ ? matrix_floats_ : matrix_floats_ * w1 / threads_ / 16 * 16;
-      copy(to_.data() + begin, from_.data() + begin, end - begin);
+    core::parallel_for_each_stealing(threads_, chunks, [&](std::size_t c, std::size_t) {
+      const std::size_t begin = c * kChunkFloats;
+      copy(to_.data() + begin, from_.data() + begin, std::min(matrix_floats_, begin + kChunkFloats) - begin);
     });
     return seconds_since(t0);
   }

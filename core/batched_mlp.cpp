@@ -368,20 +368,30 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
   use_single_threaded_blas();
   const std::size_t in = widths_.front();
   const Sgd& step = sgd;
-  parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
+  // Replicas from one range per thread, a thread that finishes early taking the tail of another's
+  // (StealingRanges): on a machine whose cores are not equally fast (other load, hybrid cores) fixed shares
+  // left the faster one idle for up to a fifth of the step.
+  const std::size_t workers = std::min<std::size_t>(resolve_threads(threads_), params.rows);
+  StealingRanges ranges(params.rows, workers);
+  parallel_for(threads_, workers, [&](std::size_t worker, std::size_t) {
     const auto w = pool_->take(widths_, batch, params.cols);
     const std::span<float> grad(w->extra.data(), params.cols);
     // Each replica's batch is gathered here, where its GEMMs read it from cache.
     const std::span<const float> x(w->x.data(), batch * in);
-    for (std::size_t i = r0; i < r1; ++i) {
+    std::size_t i = 0;
+    bool more = ranges.pop(worker, i);
+    while (more) {
       fill(i, 1, w->x.data(), w->y.data());
       check_samples(x, w->y, "BatchedMlp::train_sgd_step");
-      if (i + 1 < r1) {
-        // The next replica's samples load while this one's GEMMs run.
-        fill(i + 1, 0, nullptr, nullptr);
+      // The replica this thread computes next is taken now, and its samples load while this one's GEMMs run.
+      std::size_t next = 0;
+      more = ranges.pop(worker, next);
+      if (more) {
+        fill(next, 0, nullptr, nullptr);
       }
       stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
       step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>());
+      i = next;
     }
   });
   sgd.finish_step();

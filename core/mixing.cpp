@@ -104,13 +104,11 @@ DBENCH_AVX512 inline void store16(float* p, __m512 v, bool stream) {
   }
 }
 
-/// Columns [c0, c1) of every output row with AVX-512, 128 columns per pass (eight independent accumulators
-/// hide the FMA latency). While a row is written, the next block of the matching input row is prefetched into
-/// L2
-/// ([c1, prefetch_end)). Outputs bypass the cache (streaming stores): nothing reads them before the next
-/// step.
+/// Columns [c0, c1) of every output row with AVX-512, 64 columns per pass (four independent accumulators).
+/// While a row is written, columns [p0, p1) of the matching input row (the block computed next) are
+/// prefetched into L2. Outputs bypass the cache (streaming stores): nothing reads them before the next step.
 DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1,
-                                      std::size_t prefetch_end) {
+                                      std::size_t p0, std::size_t p1) {
   const Term* terms = plan.terms.data();
   for (std::size_t i = 0; i < out.rows; ++i) {
     const RowPlan& r = plan.rows[i];
@@ -156,7 +154,7 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
       }
       _mm512_mask_storeu_ps(o + c, mask, _mm512_fmadd_ps(scale, x, d));
     }
-    for (std::size_t p = c1; p < prefetch_end; p += 16) {
+    for (std::size_t p = p0; p < p1; p += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(r.self + p), _MM_HINT_T1);
     }
   }
@@ -210,8 +208,9 @@ Blocking default_blocking(std::size_t replicas, std::size_t terms) {
   return {kLastLevelCols, false};
 }
 
-/// Every column block of `out` computed from `plan`, the blocks spread over options.threads; the AVX-512
-/// kernel where allowed and available.
+/// Every column block of `out` computed from `plan`, the blocks spread over options.threads
+/// (parallel_for_each_stealing); the AVX-512 kernel where allowed and available. With blocking.prefetch a
+/// thread prefetches the block it computes next while it computes this one.
 void mix_blocks(const Plan& plan, ReplicaView out, Blocking blocking, const MixOptions& options) {
   const std::size_t cols = out.cols;
   const std::size_t block = blocking.cols;
@@ -219,19 +218,19 @@ void mix_blocks(const Plan& plan, ReplicaView out, Blocking blocking, const MixO
 #if defined(DBENCH_SIM_X86)
   const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
 #endif
-  parallel_for(options.threads, blocks, [&](std::size_t b0, std::size_t b1) {
-    for (std::size_t b = b0; b < b1; ++b) {
-      const std::size_t c0 = b * block;
-      const std::size_t c1 = std::min(cols, c0 + block);
+  parallel_for_each_stealing(options.threads, blocks, [&](std::size_t b, std::size_t next) {
+    const std::size_t c0 = b * block;
+    const std::size_t c1 = std::min(cols, c0 + block);
 #if defined(DBENCH_SIM_X86)
-      if (avx512) {
-        const std::size_t prefetch_end = blocking.prefetch && b + 1 < b1 ? std::min(cols, c1 + block) : c1;
-        mix_columns_avx512(plan, out, c0, c1, prefetch_end);
-        continue;
-      }
-#endif
-      mix_columns_portable(plan, out, c0, c1);
+    if (avx512) {
+      const std::size_t p0 = blocking.prefetch && next != kNoIndex ? next * block : c1;
+      const std::size_t p1 = blocking.prefetch && next != kNoIndex ? std::min(cols, p0 + block) : c1;
+      mix_columns_avx512(plan, out, c0, c1, p0, p1);
+      return;
     }
+#endif
+    (void)next;
+    mix_columns_portable(plan, out, c0, c1);
   });
 }
 

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -114,6 +116,56 @@ unsigned count_available_cpus() noexcept {
 unsigned available_cpus() noexcept {
   static const unsigned cpus = count_available_cpus();
   return cpus;
+}
+
+StealingRanges::StealingRanges(std::size_t count, std::size_t workers)
+    : ranges_(std::max<std::size_t>(workers, 1)) {
+  if (count > std::numeric_limits<std::uint32_t>::max()) {
+    throw std::length_error("StealingRanges: more than 2^32 - 1 indices");
+  }
+  const std::size_t n = ranges_.size();
+  for (std::size_t w = 0; w < n; ++w) {
+    const std::uint64_t front = count * w / n;
+    const std::uint64_t back = count * (w + 1) / n;
+    ranges_[w].bounds.store(front << 32 | back, std::memory_order_relaxed);
+  }
+}
+
+bool StealingRanges::pop(std::size_t worker, std::size_t& index) noexcept {
+  constexpr std::uint64_t kLow = 0xFFFFFFFFu;
+  // Own range first, from the front.
+  std::atomic<std::uint64_t>& own = ranges_[worker].bounds;
+  std::uint64_t b = own.load(std::memory_order_relaxed);
+  while ((b >> 32) < (b & kLow)) {
+    if (own.compare_exchange_weak(b, b + (std::uint64_t{1} << 32), std::memory_order_relaxed)) {
+      index = static_cast<std::size_t>(b >> 32);
+      return true;
+    }
+  }
+  // Then the back of whichever range has the most left, until none has any.
+  for (;;) {
+    std::size_t victim = ranges_.size();
+    std::uint64_t most = 0;
+    for (std::size_t v = 0; v < ranges_.size(); ++v) {
+      const std::uint64_t r = ranges_[v].bounds.load(std::memory_order_relaxed);
+      const std::uint64_t left = (r >> 32) < (r & kLow) ? (r & kLow) - (r >> 32) : 0;
+      if (left > most) {
+        most = left;
+        victim = v;
+      }
+    }
+    if (victim == ranges_.size()) {
+      return false;
+    }
+    std::atomic<std::uint64_t>& theirs = ranges_[victim].bounds;
+    std::uint64_t r = theirs.load(std::memory_order_relaxed);
+    while ((r >> 32) < (r & kLow)) {
+      if (theirs.compare_exchange_weak(r, r - 1, std::memory_order_relaxed)) {
+        index = static_cast<std::size_t>((r & kLow) - 1);
+        return true;
+      }
+    }
+  }
 }
 
 }  // namespace dbench::core

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <thread>
 #include <vector>
@@ -53,6 +54,48 @@ void parallel_for(unsigned threads, std::size_t count, Body&& body) {
       std::rethrow_exception(e);
     }
   }
+}
+
+/// [0, count) split into one contiguous range per worker, each worker taking indices from the front of its
+/// own range and, once that is empty, from the back of the range with the most left: a worker slowed by other
+/// work on its CPU, or running on a slower core, leaves its tail to the others. Workers stay on long runs of
+/// neighbouring indices (neighbouring columns or rows of a matrix), which a split into small interleaved
+/// chunks loses. Which worker computes which index varies from run to run, so results must not depend on it.
+class StealingRanges {
+ public:
+  StealingRanges(std::size_t count, std::size_t workers);
+
+  /// The next index for `worker` into `index`, or false when every range is empty.
+  bool pop(std::size_t worker, std::size_t& index) noexcept;
+
+ private:
+  // (front << 32) | back of one worker's range, on a cache line of its own.
+  struct alignas(64) Range {
+    std::atomic<std::uint64_t> bounds{0};
+  };
+  std::vector<Range> ranges_;
+};
+
+/// Calls body(index, next) for every index in [0, count) on `threads` threads (StealingRanges), where `next`
+/// is the index the same thread computes after this one, already taken for it (no other thread will compute
+/// it), or kNoIndex: a body may start loading next's data while it computes index. Rethrows the first
+/// exception after all have finished.
+inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+
+template <class Body>
+void parallel_for_each_stealing(unsigned threads, std::size_t count, Body&& body) {
+  const std::size_t workers = std::min<std::size_t>(resolve_threads(threads), count);
+  StealingRanges ranges(count, workers);
+  parallel_for(threads, workers, [&](std::size_t w, std::size_t) {
+    std::size_t index = 0;
+    bool more = ranges.pop(w, index);
+    while (more) {
+      std::size_t next = kNoIndex;
+      more = ranges.pop(w, next);
+      body(index, more ? next : kNoIndex);
+      index = next;
+    }
+  });
 }
 
 /// Calls body(index) for every index in [0, count), handed out one at a time to `threads` threads: for items
