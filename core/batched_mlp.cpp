@@ -390,7 +390,9 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
         fill(next, 0, nullptr, nullptr);
       }
       stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
-      step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>());
+      // The next replica's parameters load as this one's step streams: its forward pass reads them first.
+      step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>(),
+                        more ? std::span<const float>(params.row(next)) : std::span<const float>());
       i = next;
     }
   });

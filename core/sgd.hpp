@@ -40,14 +40,17 @@ class Sgd {
   void step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaView momentum);
 
   /// One replica's part of a step, for passes that apply the step while the gradient is still in cache; after
-  /// every replica's part, finish_step(). `buf` may be empty without momentum. Throws ShapeError on size
-  /// mismatch.
-  void step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf) const;
+  /// every replica's part, finish_step(). `buf` may be empty without momentum. `ahead`, empty or of x's size,
+  /// is what the caller reads next (the next replica's parameters): its lines are prefetched into the cache
+  /// as the step streams, where the AVX-512 kernel runs, so that its first reads do not wait on memory.
+  /// Throws ShapeError on size mismatch.
+  void step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf,
+                    std::span<const float> ahead = {}) const;
   /// Ends a step made of step_replica() calls (the next one decays the momentum instead of initialising it).
   void finish_step() noexcept { ++steps_; }
 
  private:
-  void apply(double lr, float* x, const float* g, float* buf, std::size_t n) const;
+  void apply(double lr, float* x, const float* g, float* buf, std::size_t n, const float* ahead) const;
 
   SgdConfig config_;
   unsigned threads_;

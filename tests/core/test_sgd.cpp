@@ -144,7 +144,10 @@ TEST_CASE("core::sgd: step_replica on every replica then finish_step is one step
   for (int step = 0; step < 2; ++step) {
     a.step(0.25, whole.params(), whole.grads(), whole.momentum());
     for (std::size_t i = 0; i < 2; ++i) {
-      b.step_replica(0.25, parts.params().row(i), parts.grads().row(i), parts.momentum().row(i));
+      // Replica 0 prefetches replica 1's parameters: a hint, which changes nothing.
+      const std::span<const float> ahead =
+          i == 0 ? std::span<const float>(parts.params().row(1)) : std::span<const float>();
+      b.step_replica(0.25, parts.params().row(i), parts.grads().row(i), parts.momentum().row(i), ahead);
     }
     b.finish_step();
   }
@@ -155,6 +158,9 @@ TEST_CASE("core::sgd: step_replica on every replica then finish_step is one step
       b.step_replica(0.25, parts.params().row(0), parts.grads().row(0).first(2), parts.momentum().row(0)),
       core::ShapeError);
   CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), {}), core::ShapeError);
+  CHECK_THROWS_AS(b.step_replica(0.25, parts.params().row(0), parts.grads().row(0), parts.momentum().row(0),
+                                 parts.params().row(1).first(1)),
+                  core::ShapeError);
 }
 
 TEST_CASE("core::sgd: the AVX-512 and the portable kernel give bitwise the same parameters") {
