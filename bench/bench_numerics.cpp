@@ -141,10 +141,9 @@ class Floor {
     core::StealingRanges ranges(replicas_, threads_);
     const auto t0 = Clock::now();
     core::parallel_for(threads_, threads_, [&](std::size_t w, std::size_t) {
-      std::size_t i = 0;
-      while (ranges.pop(w, i)) {
+      ranges.for_each(w, [&](std::size_t i, std::size_t) {
         gemms(inputs_.data() + i * batch_ * mlp_.inputs(), scratch_[w]);
-      }
+      });
     });
     return seconds_since(t0);
   }

@@ -378,23 +378,19 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
     const std::span<float> grad(w->extra.data(), params.cols);
     // Each replica's batch is gathered here, where its GEMMs read it from cache.
     const std::span<const float> x(w->x.data(), batch * in);
-    std::size_t i = 0;
-    bool more = ranges.pop(worker, i);
-    while (more) {
+    ranges.for_each(worker, [&](std::size_t i, std::size_t next) {
       fill(i, 1, w->x.data(), w->y.data());
       check_samples(x, w->y, "BatchedMlp::train_sgd_step");
-      // The replica this thread computes next is taken now, and its samples load while this one's GEMMs run.
-      std::size_t next = 0;
-      more = ranges.pop(worker, next);
-      if (more) {
+      // The replica this thread computes next is already taken: its samples load while this one's GEMMs run.
+      if (next != kNoIndex) {
         fill(next, 0, nullptr, nullptr);
       }
       stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
       // The next replica's parameters load as this one's step streams: its forward pass reads them first.
-      step.step_replica(lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>(),
-                        more ? std::span<const float>(params.row(next)) : std::span<const float>());
-      i = next;
-    }
+      step.step_replica(
+          lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>(),
+          next != kNoIndex ? std::span<const float>(params.row(next)) : std::span<const float>());
+    });
   });
   sgd.finish_step();
 }

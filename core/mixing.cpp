@@ -223,9 +223,9 @@ void mix_blocks(const Plan& plan, ReplicaView out, Blocking blocking, const MixO
     const std::size_t c1 = std::min(cols, c0 + block);
 #if defined(DBENCH_SIM_X86)
     if (avx512) {
-      const std::size_t p0 = blocking.prefetch && next != kNoIndex ? next * block : c1;
-      const std::size_t p1 = blocking.prefetch && next != kNoIndex ? std::min(cols, p0 + block) : c1;
-      mix_columns_avx512(plan, out, c0, c1, p0, p1);
+      const bool ahead = blocking.prefetch && next != kNoIndex;
+      const std::size_t p0 = ahead ? next * block : c1;
+      mix_columns_avx512(plan, out, c0, c1, p0, ahead ? std::min(cols, p0 + block) : c1);
       return;
     }
 #endif

@@ -68,6 +68,12 @@ class StealingRanges {
   /// The next index for `worker` into `index`, or false when every range is empty.
   bool pop(std::size_t worker, std::size_t& index) noexcept;
 
+  /// Calls body(index, next) for every index `worker` pops, where `next` is the index it computes after this
+  /// one, already popped (no other worker will compute it), or kNoIndex: a body may start loading next's data
+  /// while it computes index.
+  template <class Body>
+  void for_each(std::size_t worker, Body&& body);
+
  private:
   // (front << 32) | back of one worker's range, on a cache line of its own.
   struct alignas(64) Range {
@@ -76,26 +82,28 @@ class StealingRanges {
   std::vector<Range> ranges_;
 };
 
-/// Calls body(index, next) for every index in [0, count) on `threads` threads (StealingRanges), where `next`
-/// is the index the same thread computes after this one, already taken for it (no other thread will compute
-/// it), or kNoIndex: a body may start loading next's data while it computes index. Rethrows the first
-/// exception after all have finished.
+/// StealingRanges::for_each's `next` when a worker has no index left.
 inline constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
 
+template <class Body>
+void StealingRanges::for_each(std::size_t worker, Body&& body) {
+  std::size_t index = 0;
+  bool more = pop(worker, index);
+  while (more) {
+    std::size_t next = kNoIndex;
+    more = pop(worker, next);
+    body(index, more ? next : kNoIndex);
+    index = next;
+  }
+}
+
+/// Calls body(index, next) for every index in [0, count) on `threads` threads, spread by StealingRanges (see
+/// its for_each for `next`). Rethrows the first exception after all have finished.
 template <class Body>
 void parallel_for_each_stealing(unsigned threads, std::size_t count, Body&& body) {
   const std::size_t workers = std::min<std::size_t>(resolve_threads(threads), count);
   StealingRanges ranges(count, workers);
-  parallel_for(threads, workers, [&](std::size_t w, std::size_t) {
-    std::size_t index = 0;
-    bool more = ranges.pop(w, index);
-    while (more) {
-      std::size_t next = kNoIndex;
-      more = ranges.pop(w, next);
-      body(index, more ? next : kNoIndex);
-      index = next;
-    }
-  });
+  parallel_for(threads, workers, [&](std::size_t w, std::size_t) { ranges.for_each(w, body); });
 }
 
 /// Calls body(index) for every index in [0, count), handed out one at a time to `threads` threads: for items
