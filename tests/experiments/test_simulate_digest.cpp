@@ -38,9 +38,23 @@ struct DigestCase {
 // metrics and norms, and their schedules without that column, hash as before. Centralized re-recorded when
 // identical replicas began to take their mean gradient as one large batch (a summation order of its own:
 // final accuracy over 5 seeds 83.07 % against 83.15 % at 16 replicas, 86.53 % against 86.48 % at 256).
-// Recorded where OpenBLAS picks its SkylakeX (AVX-512) kernels: the GEMMs' rounding and core/'s choice of
-// AVX-512 kernels depend on the CPU, so other CPUs are not compared against these digests.
+// Recorded with OpenBLAS's SkylakeX (AVX-512) kernels: the GEMMs' rounding and core/'s choice of AVX-512
+// kernels depend on the CPU. OpenBLAS picks those kernels by CPU model, so on other AVX-512 CPUs (an AMD
+// Zen 4 or 5, say) the runs ask for them by name through OPENBLAS_CORETYPE and check they got them; CPUs
+// without AVX-512 are not compared against these digests.
 constexpr std::string_view kRecordedCore = "SkylakeX";
+
+/// Whether this CPU runs OpenBLAS's SkylakeX kernels and core/'s AVX-512 ones.
+bool cpu_runs_recorded_kernels() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512cd");
+#else
+  return false;
+#endif
+}
 
 constexpr DigestCase kCases[] = {
     {"--set algorithm.kind=centralized", 0xa8ba4f032538962c},
@@ -53,22 +67,32 @@ constexpr DigestCase kCases[] = {
 }  // namespace
 
 TEST_CASE("experiments::simulate: the quickstart config's metrics are byte-identical to the recorded ones") {
-  const std::string core = openblas_get_corename();
-  if (core != kRecordedCore) {
+  if (!cpu_runs_recorded_kernels()) {
     std::cout << DBENCH_SKIP_MARKER << " digests were recorded with OpenBLAS core " << kRecordedCore
-              << "; this machine's is " << core << "\n";
+              << ", which needs AVX-512; this machine's core is " << openblas_get_corename() << "\n";
     return;
   }
+  // OPENBLAS_VERBOSE=2 makes each run print the core it loaded ("Core: SkylakeX").
+  const std::string blas_env = "OPENBLAS_CORETYPE=" + std::string(kRecordedCore) + " OPENBLAS_VERBOSE=2 ";
+  const std::string core_line = "Core: " + std::string(kRecordedCore);
   const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";
   for (const DigestCase& c : kCases) {
     const std::string overrides = c.overrides;
     CAPTURE(overrides);
     const fs::path out = fs::temp_directory_path() / ("dbench-test-digest-" + std::to_string(::getpid()));
-    const auto run = dbench::testing::run_dbench("simulate \"" + config.string() +
-                                                 "\" --set train.iterations=30 --set train.eval_every=10 " +
-                                                 overrides + " -q --out \"" + out.string() + "\"");
+    const auto run =
+        dbench::testing::run_command(blas_env + "\"" + DBENCH_EXE + "\" simulate \"" + config.string() +
+                                     "\" --set train.iterations=30 --set train.eval_every=10 " + overrides +
+                                     " -q --out \"" + out.string() + "\"");
     CAPTURE(run.output);
     REQUIRE(run.status == 0);
+    if (run.output.find(core_line) == std::string::npos) {
+      // An OpenBLAS built for one CPU only ignores OPENBLAS_CORETYPE.
+      fs::remove_all(out);
+      std::cout << DBENCH_SKIP_MARKER << " this OpenBLAS did not load its " << kRecordedCore
+                << " kernels when asked to\n";
+      return;
+    }
     std::uint64_t digest = 14695981039346656037ULL;
     for (const char* file : {"metrics.csv", "replica_norms.csv", "schedule.csv"}) {
       digest = fnv1a(dbench::testing::read_file(out / file), digest);
