@@ -52,7 +52,8 @@ struct MixOptions {
   /// Columns per cache block: all N replicas' slices of one block are read from memory once and then served
   /// from cache to their d+1 readers. 0 picks one from N and d: long slices up to a 32 MB block for d <= 2,
   /// a block of about 256 KB in slices of 64 to 512 columns for larger d while that block stays within
-  /// 512 KB, else 2 KB slices (the block in the last-level cache); >= P disables blocking.
+  /// 512 KB, else a block of about 4 MB (in the last-level cache), each thread prefetching its next block;
+  /// >= P disables blocking.
   std::size_t block_cols = 0;
   /// Worker threads (0: all hardware threads); each column block is computed by one thread.
   unsigned threads = 1;
