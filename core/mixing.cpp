@@ -1,9 +1,11 @@
 #include "core/mixing.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
@@ -96,57 +98,119 @@ void mix_columns_portable(const Plan& plan, ReplicaView out, std::size_t c0, std
 
 #if defined(DBENCH_SIM_X86)
 
-/// Columns [c0, c1) of every output row with AVX-512, 64 columns per pass (four independent accumulators).
-/// While a row is written, columns [p0, p1) of the matching input row (the block computed next) are
-/// prefetched into L2. Outputs are plain stores: streaming stores, which skip the read of each output line,
-/// made the exponential graph's mixing of 1008 replicas 15-30 % slower on an AMD EPYC (Zen 5), even at times
-/// when they made a plain copy faster.
+/// A row's off-diagonal terms for the AVX-512 kernel. With D >= 0 there are exactly D: their sources and
+/// broadcast weights are held in registers for the whole row and the term loop unrolls. Against a loop over
+/// the plan's terms, that made mixing of 1008 / 4096 replicas on the exponential graph 7 % / 15 % faster,
+/// and on the ring 11 % (interleaved runs, 2 threads, AMD EPYC Zen 5). kAnyTerms reads any number of terms
+/// from the plan.
+constexpr int kAnyTerms = -1;
+constexpr int kMaxUnrolledTerms = 16;
+
+template <int D>
+struct RowTerms {
+  const float* src[D > 0 ? D : 1];
+  __m512 weight[D > 0 ? D : 1];
+
+  DBENCH_AVX512 explicit RowTerms(const Term* t, std::size_t /*count*/) {
+#pragma GCC unroll 16
+    for (int k = 0; k < D; ++k) {
+      src[k] = t[k].src;
+      weight[k] = _mm512_set1_ps(t[k].weight);
+    }
+  }
+  static constexpr std::size_t size() {
+    return D;
+  }
+  const float* source(std::size_t k) const {
+    return src[k];
+  }
+  DBENCH_AVX512 __m512 w(std::size_t k) const {
+    return weight[k];
+  }
+};
+
+template <>
+struct RowTerms<kAnyTerms> {
+  const Term* terms;
+  std::size_t count;
+
+  RowTerms(const Term* t, std::size_t n) : terms(t), count(n) {}
+  std::size_t size() const { return count; }
+  const float* source(std::size_t k) const { return terms[k].src; }
+  DBENCH_AVX512 __m512 w(std::size_t k) const { return _mm512_set1_ps(terms[k].weight); }
+};
+
+/// Columns [c0, c1) of output row `r` (terms `t`, `count` of them), 64 columns per pass (four independent
+/// accumulators), then 16, then a masked tail; each element's terms are added in the plan's order.
+template <int D>
+DBENCH_AVX512 void mix_row_avx512(const RowPlan& r, const Term* t, std::size_t count, float* o,
+                                  std::size_t c0, std::size_t c1) {
+  const RowTerms<D> terms(t, count);
+  const std::size_t n = terms.size();
+  const __m512 scale = _mm512_set1_ps(r.scale);
+  std::size_t c = c0;
+  for (; c + 64 <= c1; c += 64) {
+    const float* x = r.self + c;
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
+                 x3 = _mm512_loadu_ps(x + 48);
+    __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
+#pragma GCC unroll 16
+    for (std::size_t k = 0; k < n; ++k) {
+      const __m512 w = terms.w(k);
+      const float* s = terms.source(k) + c;
+      d0 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s), x0), d0);
+      d1 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 16), x1), d1);
+      d2 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 32), x2), d2);
+      d3 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 48), x3), d3);
+    }
+    _mm512_storeu_ps(o + c, _mm512_fmadd_ps(scale, x0, d0));
+    _mm512_storeu_ps(o + c + 16, _mm512_fmadd_ps(scale, x1, d1));
+    _mm512_storeu_ps(o + c + 32, _mm512_fmadd_ps(scale, x2, d2));
+    _mm512_storeu_ps(o + c + 48, _mm512_fmadd_ps(scale, x3, d3));
+  }
+  for (; c + 16 <= c1; c += 16) {
+    const __m512 x = _mm512_loadu_ps(r.self + c);
+    __m512 d = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (std::size_t k = 0; k < n; ++k) {
+      d = _mm512_fmadd_ps(terms.w(k), _mm512_sub_ps(_mm512_loadu_ps(terms.source(k) + c), x), d);
+    }
+    _mm512_storeu_ps(o + c, _mm512_fmadd_ps(scale, x, d));
+  }
+  if (c < c1) {
+    const auto mask = static_cast<__mmask16>((1u << (c1 - c)) - 1u);
+    const __m512 x = _mm512_maskz_loadu_ps(mask, r.self + c);
+    __m512 d = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (std::size_t k = 0; k < n; ++k) {
+      d = _mm512_fmadd_ps(terms.w(k), _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, terms.source(k) + c), x), d);
+    }
+    _mm512_mask_storeu_ps(o + c, mask, _mm512_fmadd_ps(scale, x, d));
+  }
+}
+
+using RowKernel = void (*)(const RowPlan&, const Term*, std::size_t, float*, std::size_t, std::size_t);
+
+/// mix_row_avx512<D> for D = 0 .. kMaxUnrolledTerms, by D.
+template <std::size_t... D>
+constexpr std::array<RowKernel, sizeof...(D)> unrolled_row_kernels(std::index_sequence<D...>) {
+  return {&mix_row_avx512<static_cast<int>(D)>...};
+}
+constexpr auto kUnrolledRowKernels = unrolled_row_kernels(std::make_index_sequence<kMaxUnrolledTerms + 1>{});
+
+/// Columns [c0, c1) of every output row with AVX-512 (mix_row_avx512). While a row is written, columns
+/// [p0, p1) of the matching input row (the block computed next) are prefetched into L2. Outputs are plain
+/// stores: streaming stores, which skip the read of each output line, made the exponential graph's mixing
+/// of 1008 replicas 15-30 % slower on an AMD EPYC (Zen 5), even at times when they made a plain copy faster.
 DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1,
                                       std::size_t p0, std::size_t p1) {
   const Term* terms = plan.terms.data();
   for (std::size_t i = 0; i < out.rows; ++i) {
     const RowPlan& r = plan.rows[i];
-    const Term* tb = terms + r.begin;
-    const Term* te = terms + r.end;
-    const __m512 scale = _mm512_set1_ps(r.scale);
-    float* o = out.row_data(i);
-    std::size_t c = c0;
-    for (; c + 64 <= c1; c += 64) {
-      const float* x = r.self + c;
-      const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
-                   x3 = _mm512_loadu_ps(x + 48);
-      __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
-      for (const Term* k = tb; k != te; ++k) {
-        const __m512 w = _mm512_set1_ps(k->weight);
-        const float* s = k->src + c;
-        d0 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s), x0), d0);
-        d1 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 16), x1), d1);
-        d2 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 32), x2), d2);
-        d3 = _mm512_fmadd_ps(w, _mm512_sub_ps(_mm512_loadu_ps(s + 48), x3), d3);
-      }
-      _mm512_storeu_ps(o + c, _mm512_fmadd_ps(scale, x0, d0));
-      _mm512_storeu_ps(o + c + 16, _mm512_fmadd_ps(scale, x1, d1));
-      _mm512_storeu_ps(o + c + 32, _mm512_fmadd_ps(scale, x2, d2));
-      _mm512_storeu_ps(o + c + 48, _mm512_fmadd_ps(scale, x3, d3));
-    }
-    for (; c + 16 <= c1; c += 16) {
-      const __m512 x = _mm512_loadu_ps(r.self + c);
-      __m512 d = _mm512_setzero_ps();
-      for (const Term* k = tb; k != te; ++k) {
-        d = _mm512_fmadd_ps(_mm512_set1_ps(k->weight), _mm512_sub_ps(_mm512_loadu_ps(k->src + c), x), d);
-      }
-      _mm512_storeu_ps(o + c, _mm512_fmadd_ps(scale, x, d));
-    }
-    if (c < c1) {
-      const auto mask = static_cast<__mmask16>((1u << (c1 - c)) - 1u);
-      const __m512 x = _mm512_maskz_loadu_ps(mask, r.self + c);
-      __m512 d = _mm512_setzero_ps();
-      for (const Term* k = tb; k != te; ++k) {
-        d = _mm512_fmadd_ps(_mm512_set1_ps(k->weight),
-                            _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, k->src + c), x), d);
-      }
-      _mm512_mask_storeu_ps(o + c, mask, _mm512_fmadd_ps(scale, x, d));
-    }
+    const std::size_t count = r.end - r.begin;
+    const RowKernel kernel =
+        count <= kMaxUnrolledTerms ? kUnrolledRowKernels[count] : &mix_row_avx512<kAnyTerms>;
+    kernel(r, terms + r.begin, count, out.row_data(i), c0, c1);
     for (std::size_t p = p0; p < p1; p += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(r.self + p), _MM_HINT_T1);
     }

@@ -132,6 +132,59 @@ TEST_CASE("core::mixing: matches a dense reference for a random sparse W") {
   }
 }
 
+TEST_CASE("core::mixing: every term count gives the in-order multiply-add sum bit for bit") {
+  // Rows of 0 to 24 off-diagonal terms: the AVX-512 kernel unrolls up to 16 and loops beyond. Each element
+  // must be d = fma(w_k, in_k - in_i, d) over the row's terms in order from 0, then fma(s_i, in_i, d).
+  TestRng rng(5);
+  const std::size_t n = 50;
+  const std::size_t p = 203;
+  std::vector<std::int32_t> offsets{0};
+  std::vector<std::int32_t> from;
+  std::vector<float> weight;
+  for (std::size_t i = 0; i < n; ++i) {
+    from.push_back(static_cast<std::int32_t>(i));
+    weight.push_back(rng.uniform(-1.0f, 1.0f));
+    for (std::size_t k = 1; k <= i % 25; ++k) {
+      from.push_back(static_cast<std::int32_t>((i + 2 * k) % n));
+      weight.push_back(rng.uniform(-1.0f, 1.0f));
+    }
+    offsets.push_back(static_cast<std::int32_t>(from.size()));
+  }
+  Matrix in(n, p, core::ReplicaStore::padded_stride(p));
+  Matrix out(n, p, in.view.stride);
+  core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+  core::mix({offsets, from, weight}, in.view, out.view, {.threads = 2});
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx512f")) {
+    return;  // the portable kernel rounds as the build target's compiler arranges
+  }
+#else
+  return;
+#endif
+  for (std::size_t i = 0; i < n; ++i) {
+    CAPTURE(i);
+    const auto k0 = static_cast<std::size_t>(offsets[i]);
+    const auto k1 = static_cast<std::size_t>(offsets[i + 1]);
+    double sum = 0.0;
+    for (std::size_t k = k0; k < k1; ++k) {
+      sum += static_cast<double>(weight[k]);
+    }
+    const auto scale = static_cast<float>(sum);  // random weights: far from a row sum of 1
+    REQUIRE(std::abs(sum - 1.0) > 1e-3);
+    bool same = true;
+    for (std::size_t c = 0; c < p; ++c) {
+      const float x = in.view.row_data(i)[c];
+      float d = 0.0f;
+      for (std::size_t k = k0 + 1; k < k1; ++k) {
+        const float s = in.view.row_data(static_cast<std::size_t>(from[k]))[c];
+        d = std::fma(weight[k], s - x, d);
+      }
+      same = same && out.view.row_data(i)[c] == std::fma(scale, x, d);
+    }
+    CHECK(same);
+  }
+}
+
 TEST_CASE("core::mixing: results do not depend on the thread count or the block size") {
   TestRng rng(11);
   const std::size_t n = 64;
