@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
@@ -23,6 +25,21 @@
 
 namespace dbench::runtime {
 namespace {
+
+/// The optimizer's state of parameter `p`. LibTorch keys that state by the parameter's TensorImpl: as the
+/// address printed to a string in older releases, as the address itself in newer ones.
+template <class Optimizer>
+torch::optim::OptimizerParamState& optimizer_state(Optimizer& optimizer, const torch::Tensor& p) {
+  auto& states = optimizer.state();
+  using Key = typename std::remove_reference_t<decltype(states)>::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream address;
+    address << p.unsafeGetTensorImpl();
+    return *states.at(address.str());
+  } else {
+    return *states.at(p.unsafeGetTensorImpl());
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -242,8 +259,7 @@ class TorchWorker final : public core::ScheduleReplicas {
     std::int64_t offset = 0;
     for (auto& p : params_) {
       const auto n = p.numel();
-      auto& state = static_cast<torch::optim::SGDParamState&>(
-          *sgd_->state().at(c10::guts::to_string(p.unsafeGetTensorImpl())));
+      auto& state = static_cast<torch::optim::SGDParamState&>(optimizer_state(*sgd_, p));
       state.momentum_buffer().copy_(shared_momentum_.slice(0, offset, offset + n).view_as(p));
       offset += n;
     }
