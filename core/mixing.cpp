@@ -219,13 +219,23 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
 
 #endif
 
-/// How mix_blocks() walks the columns.
+/// How mix() walks the columns.
 struct Blocking {
   /// Columns per block.
   std::size_t cols;
   /// Whether a thread prefetches its next block into L2 while it finishes the current one.
   bool prefetch;
+  /// Whether each block is first copied into a tile of contiguous rows (mix_tiles()).
+  bool tiled = false;
 };
+
+/// Columns per tile of mix_tiles(): 128 (512 B of each row) took 0.086-0.099 s for the exponential graph on
+/// 4096 replicas against 0.092-0.104 s for 64 and 0.089-0.112 s for 256, and the same 0.013-0.016 s as
+/// either at 1008 (interleaved runs, 2 threads, AMD EPYC Zen 5).
+constexpr std::size_t kTileCols = 128;
+/// Fewest replicas for mix_tiles(): below, a tile fits in L1 and the direct walk of L2 blocks is as fast or
+/// faster (64 replicas: 0.7 against 0.9 ms; 256: 4.0 ms either way; 512: 7.3-8.0 against 8.7-9.0 ms).
+constexpr std::size_t kMinTiledReplicas = 256;
 
 /// Whole 64-column passes of the kernel, about `budget_bytes` for the slices of `replicas` rows, within
 /// [64, 4096] columns.
@@ -234,34 +244,32 @@ std::size_t block_cols_for(std::size_t budget_bytes, std::size_t replicas) {
   return std::clamp<std::size_t>(cols, 64, 4096);
 }
 
-/// The block for `replicas` rows reading `terms` off-diagonal terms in all. A block's slices of all rows are
+/// The walk for `replicas` rows reading `terms` off-diagonal terms in all. A block's slices of all rows are
 /// read from memory once and then served from cache to their readers; what pays depends on how many readers
 /// there are and on how long each row's slice is (slices of a few cache lines, each a separate DRAM burst
 /// 200 KB from the next, stream at half the bandwidth of a copy). Measured on 64 to 4096 replicas of a
-/// 50,890-parameter MLP (2 MB L2 per core):
+/// 50,890-parameter MLP (1 MB L2 per core):
 /// * at most 2 terms per row (ring, one-peer exponential): little to reuse, so long slices, 16 KB per row up
 ///   to a 32 MB block, and no prefetch (which only competes with the stream): ring mixing at 4096 replicas
 ///   in 0.055 s instead of 0.094 s;
-/// * more terms (exponential): about 256 KB per block, in slices of 64 to 512 columns, with the next block
-///   prefetched into L2 beside it: exponential mixing at 64 / 256 / 1008 / 2048 replicas in 0.0007 / 0.0029
-///   / 0.022 / 0.071 s, against 0.0013 / 0.0034 / 0.026 / 0.079 s with blocks of twice the size;
-/// * where even 64-column slices make a block of more than 512 KB (4096 replicas), a block of about 4 MB in
-///   the last-level cache, the next one prefetched beside it: 1 KB slices at 4096 replicas, 0.11-0.13 s
-///   against 0.14-0.17 s for 2 KB slices without prefetch and 0.12-0.13 s for 64 columns (interleaved runs).
+/// * more terms (exponential) on fewer than kMinTiledReplicas rows: about 256 KB per block, in slices of
+///   64 to 512 columns, with the next block prefetched into L2 beside it: exponential mixing at 64 replicas
+///   in 0.0007 s against 0.0013 s with blocks of twice the size;
+/// * more terms on more rows: tiles (mix_tiles()). In place, a row's readers reach back as far as the
+///   graph's longest edge (2048 rows of the exponential graph on 4096), across rows 200 KB apart: with
+///   blocks in L2 or in the last-level cache, exponential mixing took 0.11-0.16 s at 4096 replicas and
+///   0.015-0.018 s at 1008; from tiles, 0.086-0.099 s and 0.013-0.016 s (interleaved runs, 2 threads).
 Blocking default_blocking(std::size_t replicas, std::size_t terms) {
   constexpr std::size_t kStreamBudgetBytes = std::size_t{32} << 20;
   constexpr std::size_t kL2BudgetBytes = std::size_t{256} << 10;
-  constexpr std::size_t kL2LimitBytes = std::size_t{512} << 10;
   constexpr std::size_t kMaxL2Cols = 512;
-  constexpr std::size_t kLastLevelBudgetBytes = std::size_t{4} << 20;
   if (terms <= 2 * replicas) {
     return {block_cols_for(kStreamBudgetBytes, replicas), false};
   }
-  const std::size_t l2_cols = std::min(block_cols_for(kL2BudgetBytes, replicas), kMaxL2Cols);
-  if (l2_cols * replicas * sizeof(float) <= kL2LimitBytes) {
-    return {l2_cols, true};
+  if (replicas >= kMinTiledReplicas) {
+    return {kTileCols, false, true};
   }
-  return {block_cols_for(kLastLevelBudgetBytes, replicas), true};
+  return {std::min(block_cols_for(kL2BudgetBytes, replicas), kMaxL2Cols), true};
 }
 
 /// Every column block of `out` computed from `plan`, the blocks spread over options.threads
@@ -290,7 +298,72 @@ void mix_blocks(const Plan& plan, ReplicaView out, Blocking blocking, const MixO
   });
 }
 
+/// mix() from tiles: each thread copies columns [c0, c0 + blocking.cols) of every input row into a tile of
+/// its own (the rows blocking.cols floats apart, contiguous), then computes that block of every output row
+/// from the tile with the same kernels, terms and order as mix_blocks(), so the results are the same bits.
+/// A tile is written and read back in L2 or close to it, whatever the distance between the rows it holds in
+/// the replica matrix. (Prefetching the next block while a tile is computed made it slower: 0.105-0.12
+/// against 0.087-0.092 s for 4096 replicas.)
+void mix_tiles(const Plan& plan, ConstReplicaView in, ReplicaView out, Blocking blocking,
+               const MixOptions& options) {
+  const std::size_t n = out.rows;
+  const std::size_t cols = out.cols;
+  const std::size_t width = blocking.cols;
+  const std::size_t blocks = (cols + width - 1) / width;
+  const std::size_t workers = std::min<std::size_t>(resolve_threads(options.threads), blocks);
+  MixWorkspace own;
+  const std::span<AlignedBuffer> tiles =
+      (options.workspace != nullptr ? *options.workspace : own).tiles(workers, n * width);
+#if defined(DBENCH_SIM_X86)
+  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
+#endif
+  StealingRanges ranges(blocks, workers);
+  parallel_for(static_cast<unsigned>(workers), workers, [&](std::size_t w, std::size_t) {
+    float* tile = tiles[w].data();
+    // The plan with every row read from the tile.
+    Plan tiled;
+    tiled.terms.reserve(plan.terms.size());
+    tiled.rows.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const RowPlan& r = plan.rows[i];
+      for (std::size_t k = r.begin; k < r.end; ++k) {
+        const auto row = static_cast<std::size_t>(plan.terms[k].src - in.data) / in.stride;
+        tiled.terms.push_back({tile + row * width, plan.terms[k].weight});
+      }
+      tiled.rows.push_back({tile + i * width, r.scale, r.begin, r.end});
+    }
+    ranges.for_each(w, [&](std::size_t b, std::size_t /*next*/) {
+      const std::size_t c0 = b * width;
+      const std::size_t len = std::min(cols, c0 + width) - c0;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::memcpy(tile + i * width, in.row_data(i) + c0, len * sizeof(float));
+      }
+      // Columns [c0, c0 + len) of the output, addressed from 0 as the tile is.
+      const ReplicaView part{out.data + c0, n, len, out.stride};
+#if defined(DBENCH_SIM_X86)
+      if (avx512) {
+        mix_columns_avx512(tiled, part, 0, len, len, len);
+        return;
+      }
+#endif
+      mix_columns_portable(tiled, part, 0, len);
+    });
+  });
+}
+
 }  // namespace
+
+std::span<AlignedBuffer> MixWorkspace::tiles(std::size_t count, std::size_t floats) {
+  if (tiles_.size() < count) {
+    tiles_.resize(count);
+  }
+  for (std::size_t t = 0; t < count; ++t) {
+    if (tiles_[t].size() < floats) {
+      tiles_[t] = AlignedBuffer(floats);
+    }
+  }
+  return std::span<AlignedBuffer>(tiles_).first(count);
+}
 
 MixingMatrix to_mixing_matrix(const topology::Graph& graph) {
   const auto offsets = graph.offsets();
@@ -390,6 +463,10 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
   const Plan plan = make_plan(rows, in);
   const Blocking blocking = options.block_cols == 0 ? default_blocking(in.rows, plan.terms.size())
                                                     : Blocking{options.block_cols, true};
+  if (blocking.tiled) {
+    mix_tiles(plan, in, out, blocking, options);
+    return;
+  }
   mix_blocks(plan, out, blocking, options);
 }
 

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "core/aligned_buffer.hpp"
 #include "core/replica_view.hpp"
 
 namespace dbench::topology {
@@ -47,18 +48,34 @@ class MixingMatrix {
 /// A graph's sparse rows in the float form the mixing kernel reads.
 MixingMatrix to_mixing_matrix(const topology::Graph& graph);
 
+/// Scratch mix() keeps between calls: one tile of copied columns per worker thread. Passing the same one to
+/// every step (MixOptions::workspace) allocates and first touches the tiles once; without one, mix()
+/// allocates them per call. One workspace serves one mix() at a time.
+class MixWorkspace {
+ public:
+  /// The first `count` tiles, each of at least `floats` floats, grown where smaller.
+  std::span<AlignedBuffer> tiles(std::size_t count, std::size_t floats);
+
+ private:
+  std::vector<AlignedBuffer> tiles_;
+};
+
 /// How mix() walks the matrices.
 struct MixOptions {
-  /// Columns per cache block: all N replicas' slices of one block are read from memory once and then served
-  /// from cache to their d+1 readers. 0 picks one from N and d: long slices up to a 32 MB block for d <= 2,
-  /// a block of about 256 KB in slices of 64 to 512 columns for larger d while that block stays within
-  /// 512 KB, else a block of about 4 MB (in the last-level cache), each thread prefetching its next block;
-  /// >= P disables blocking.
+  /// Columns per cache block, walked in place: all N replicas' slices of one block are read from memory once
+  /// and then served from cache to their d+1 readers, each thread prefetching its next block; >= P disables
+  /// blocking. 0 picks the walk from N and d: for d <= 2, long slices up to a 32 MB block; for larger d on
+  /// fewer than 256 replicas, a block of about 256 KB in slices of 64 to 512 columns; for larger d on more,
+  /// blocks of 128 columns, each first copied into a tile of contiguous rows and mixed from there (a row's
+  /// readers then find it in L2 however far apart in the matrix they are). The results are the same bits
+  /// whichever walk computes them.
   std::size_t block_cols = 0;
   /// Worker threads (0: all hardware threads); each column block is computed by one thread.
   unsigned threads = 1;
   /// False forces the portable kernel even where AVX-512 is available (to compare the two).
   bool allow_avx512 = true;
+  /// Where the tiles are kept between calls (nullptr: allocated per call).
+  MixWorkspace* workspace = nullptr;
 };
 
 /// out_i = sum_j W_ij in_j for every replica, computed as s_i in_i + sum_{j != i} W_ij (in_j - in_i) with s_i

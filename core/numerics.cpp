@@ -58,6 +58,8 @@ struct VirtualReplicas::State {
   std::vector<std::int32_t> eval_labels;
   std::size_t replica_eval_count = 0;
   std::unordered_map<const topology::Graph*, MixingMatrix> matrices;
+  // mix()'s tiles, kept from step to step.
+  MixWorkspace mix_workspace;
   std::optional<ReplicaMetrics> measured;
   std::int64_t done = 0;
   double last_lr = 0.0;
@@ -248,7 +250,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
     }
   } else if (step.graph != nullptr && topology::communicates(step)) {
     mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
-        MixOptions{0, s.threads, true});
+        MixOptions{.threads = s.threads, .workspace = &s.mix_workspace});
     s.store.swap_mixed();
   }
   s.done = t + 1;

@@ -79,6 +79,10 @@ void dense_reference(const core::MixingRows& rows, core::ConstReplicaView in, st
   }
 }
 
+/// Checks mix() on `n` replicas, rows of 0 to 24 off-diagonal terms with random weights, against the
+/// in-order multiply-add sum of every element, bit for bit (where AVX-512 runs).
+void check_in_order_sums(std::size_t n);
+
 /// Bitwise equality of two views' elements.
 bool same_bits(core::ConstReplicaView a, core::ConstReplicaView b) {
   for (std::size_t i = 0; i < a.rows; ++i) {
@@ -134,9 +138,66 @@ TEST_CASE("core::mixing: matches a dense reference for a random sparse W") {
 
 TEST_CASE("core::mixing: every term count gives the in-order multiply-add sum bit for bit") {
   // Rows of 0 to 24 off-diagonal terms: the AVX-512 kernel unrolls up to 16 and loops beyond. Each element
-  // must be d = fma(w_k, in_k - in_i, d) over the row's terms in order from 0, then fma(s_i, in_i, d).
+  // must be d = fma(w_k, in_k - in_i, d) over the row's terms in order from 0, then fma(s_i, in_i, d). 50
+  // replicas are mixed in place, 300 from tiles.
+  for (const std::size_t n : {std::size_t{50}, std::size_t{300}}) {
+    CAPTURE(n);
+    check_in_order_sums(n);
+  }
+}
+
+TEST_CASE("core::mixing: many replicas mixed from tiles give the bits of the walk in place") {
+  TestRng rng(13);
+  const std::size_t n = 300;  // from 256 replicas on, the default walk copies 128 columns at a time to tiles
+  const std::size_t p = 333;  // two whole tiles and a partial one
+  const RandomRows random(n, 12, rng);
+  for (const std::size_t stride : {core::ReplicaStore::padded_stride(p), p + 1}) {
+    Matrix in(n, p, stride);
+    core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+    for (const bool avx512 : {true, false}) {
+      CAPTURE(stride);
+      CAPTURE(avx512);
+      Matrix direct(n, p, stride);
+      core::mix(random.rows(), in.view, direct.view,
+                {.block_cols = 48, .threads = 1, .allow_avx512 = avx512});
+      core::MixWorkspace workspace;
+      for (const unsigned threads : {1u, 3u, 2u}) {
+        CAPTURE(threads);
+        Matrix tiled(n, p, stride);
+        std::fill_n(tiled.buffer.data(), tiled.buffer.size(), -1.0f);
+        core::mix(random.rows(), in.view, tiled.view,
+                  {.threads = threads, .allow_avx512 = avx512, .workspace = &workspace});
+        CHECK(same_bits(direct.view, tiled.view));
+        if (stride > p) {
+          CHECK(tiled.view.row_data(0)[p] == -1.0f);  // padding between rows stays untouched
+        }
+        Matrix own(n, p, stride);
+        core::mix(random.rows(), in.view, own.view, {.threads = threads, .allow_avx512 = avx512});
+        CHECK(same_bits(direct.view, own.view));
+      }
+    }
+  }
+}
+
+TEST_CASE("core::mixing: a workspace grows its tiles and keeps them") {
+  core::MixWorkspace workspace;
+  const std::span<core::AlignedBuffer> two = workspace.tiles(2, 100);
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].size() >= 100);
+  const float* first = two[0].data();
+  const std::span<core::AlignedBuffer> again = workspace.tiles(2, 50);
+  CHECK(again[0].data() == first);
+  const std::span<core::AlignedBuffer> more = workspace.tiles(3, 400);
+  REQUIRE(more.size() == 3);
+  for (const core::AlignedBuffer& tile : more) {
+    CHECK(tile.size() >= 400);
+  }
+}
+
+namespace {
+
+void check_in_order_sums(std::size_t n) {
   TestRng rng(5);
-  const std::size_t n = 50;
   const std::size_t p = 203;
   std::vector<std::int32_t> offsets{0};
   std::vector<std::int32_t> from;
@@ -184,6 +245,8 @@ TEST_CASE("core::mixing: every term count gives the in-order multiply-add sum bi
     CHECK(same);
   }
 }
+
+}  // namespace
 
 TEST_CASE("core::mixing: results do not depend on the thread count or the block size") {
   TestRng rng(11);
