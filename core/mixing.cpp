@@ -230,12 +230,9 @@ struct Blocking {
 };
 
 /// Columns per tile of mix_tiles(): 128 (512 B of each row) took 0.086-0.099 s for the exponential graph on
-/// 4096 replicas against 0.092-0.104 s for 64 and 0.089-0.112 s for 256, and the same 0.013-0.016 s as
-/// either at 1008 (interleaved runs, 2 threads, AMD EPYC Zen 5).
+/// 4096 replicas against 0.092-0.104 s for 64 and 0.089-0.112 s for 256 (interleaved runs, 2 threads, AMD
+/// EPYC Zen 5).
 constexpr std::size_t kTileCols = 128;
-/// Fewest replicas for mix_tiles(): below, a tile fits in L1 and the direct walk of L2 blocks is as fast or
-/// faster (64 replicas: 0.7 against 0.9 ms; 256: 4.0 ms either way; 512: 7.3-8.0 against 8.7-9.0 ms).
-constexpr std::size_t kMinTiledReplicas = 256;
 
 /// Whole 64-column passes of the kernel, about `budget_bytes` for the slices of `replicas` rows, within
 /// [64, 4096] columns.
@@ -244,32 +241,40 @@ std::size_t block_cols_for(std::size_t budget_bytes, std::size_t replicas) {
   return std::clamp<std::size_t>(cols, 64, 4096);
 }
 
-/// The walk for `replicas` rows reading `terms` off-diagonal terms in all. A block's slices of all rows are
-/// read from memory once and then served from cache to their readers; what pays depends on how many readers
-/// there are and on how long each row's slice is (slices of a few cache lines, each a separate DRAM burst
-/// 200 KB from the next, stream at half the bandwidth of a copy). Measured on 64 to 4096 replicas of a
-/// 50,890-parameter MLP (1 MB L2 per core):
+/// The walk for `replicas` rows reading `terms` off-diagonal terms in all, MixOptions::block_cols being 0. A
+/// block's slices of all rows are read from memory once and then served from cache to their readers; what
+/// pays depends on how many readers there are and on how long each row's slice is (slices of a few cache
+/// lines, each a separate DRAM burst 200 KB from the next, stream at half the bandwidth of a copy). Measured
+/// on 64 to 4096 replicas of a 50,890-parameter MLP (1 MB L2 per core), interleaved runs:
 /// * at most 2 terms per row (ring, one-peer exponential): little to reuse, so long slices, 16 KB per row up
 ///   to a 32 MB block, and no prefetch (which only competes with the stream): ring mixing at 4096 replicas
 ///   in 0.055 s instead of 0.094 s;
-/// * more terms (exponential) on fewer than kMinTiledReplicas rows: about 256 KB per block, in slices of
-///   64 to 512 columns, with the next block prefetched into L2 beside it: exponential mixing at 64 replicas
-///   in 0.0007 s against 0.0013 s with blocks of twice the size;
-/// * more terms on more rows: tiles (mix_tiles()). In place, a row's readers reach back as far as the
-///   graph's longest edge (2048 rows of the exponential graph on 4096), across rows 200 KB apart: with
-///   blocks in L2 or in the last-level cache, exponential mixing took 0.11-0.16 s at 4096 replicas and
-///   0.015-0.018 s at 1008; from tiles, 0.086-0.099 s and 0.013-0.016 s (interleaved runs, 2 threads).
-Blocking default_blocking(std::size_t replicas, std::size_t terms) {
+/// * more terms (exponential): about 256 KB per block, in slices of 64 to 512 columns, with the next block
+///   prefetched into L2 beside it, while that block stays within 512 KB: exponential mixing at 64 / 256 /
+///   1008 / 2048 replicas in 0.0007 / 0.0029 / 0.022 / 0.071 s, against 0.0013 / 0.0034 / 0.026 / 0.079 s
+///   with blocks of twice the size. Tiles were no faster there: at 1008 replicas 0.013-0.016 against
+///   0.013-0.018 s on 2 threads, 0.031 against 0.027 s on one, 0.029-0.035 against 0.024-0.030 s in each of
+///   two one-thread processes side by side (a sweep's -j 2); at 2048, 0.050-0.054 against 0.043-0.046 s;
+/// * where even 64-column slices make a block of more than 512 KB (4096 replicas), tiles (mix_tiles()). A
+///   row's readers reach back as far as the graph's longest edge (2048 rows of the exponential graph on
+///   4096) and their block no longer fits in L2: in place, in 4 MB blocks in the last-level cache, mixing
+///   took 0.118-0.136 s on 2 threads and 0.184-0.266 s on one; from tiles, 0.089-0.097 s and 0.175-0.206 s.
+Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk) {
   constexpr std::size_t kStreamBudgetBytes = std::size_t{32} << 20;
   constexpr std::size_t kL2BudgetBytes = std::size_t{256} << 10;
+  constexpr std::size_t kL2LimitBytes = std::size_t{512} << 10;
   constexpr std::size_t kMaxL2Cols = 512;
+  if (walk == MixWalk::tiles) {
+    return {kTileCols, false, true};
+  }
   if (terms <= 2 * replicas) {
     return {block_cols_for(kStreamBudgetBytes, replicas), false};
   }
-  if (replicas >= kMinTiledReplicas) {
-    return {kTileCols, false, true};
+  const std::size_t l2_cols = std::min(block_cols_for(kL2BudgetBytes, replicas), kMaxL2Cols);
+  if (walk == MixWalk::in_place || l2_cols * replicas * sizeof(float) <= kL2LimitBytes) {
+    return {l2_cols, true};
   }
-  return {std::min(block_cols_for(kL2BudgetBytes, replicas), kMaxL2Cols), true};
+  return {kTileCols, false, true};
 }
 
 /// Every column block of `out` computed from `plan`, the blocks spread over options.threads
@@ -461,8 +466,10 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
     throw ShapeError("mix: input and output overlap; mixing needs a separate output buffer");
   }
   const Plan plan = make_plan(rows, in);
-  const Blocking blocking = options.block_cols == 0 ? default_blocking(in.rows, plan.terms.size())
-                                                    : Blocking{options.block_cols, true};
+  const Blocking blocking =
+      options.block_cols == 0
+          ? default_blocking(in.rows, plan.terms.size(), options.walk)
+          : Blocking{options.block_cols, options.walk != MixWalk::tiles, options.walk == MixWalk::tiles};
   if (blocking.tiled) {
     mix_tiles(plan, in, out, blocking, options);
     return;

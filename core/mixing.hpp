@@ -60,20 +60,31 @@ class MixWorkspace {
   std::vector<AlignedBuffer> tiles_;
 };
 
+/// How mix() walks the columns of the matrices.
+enum class MixWalk {
+  /// In place or from tiles, picked from N and d (see MixOptions::block_cols).
+  automatic,
+  /// Column blocks of the matrices where they are, each thread prefetching its next block.
+  in_place,
+  /// Each column block first copied into a tile of contiguous rows, one per thread, and mixed from there: a
+  /// row's readers find it in L2 however far apart in the matrix they are.
+  tiles,
+};
+
 /// How mix() walks the matrices.
 struct MixOptions {
-  /// Columns per cache block, walked in place: all N replicas' slices of one block are read from memory once
-  /// and then served from cache to their d+1 readers, each thread prefetching its next block; >= P disables
-  /// blocking. 0 picks the walk from N and d: for d <= 2, long slices up to a 32 MB block; for larger d on
-  /// fewer than 256 replicas, a block of about 256 KB in slices of 64 to 512 columns; for larger d on more,
-  /// blocks of 128 columns, each first copied into a tile of contiguous rows and mixed from there (a row's
-  /// readers then find it in L2 however far apart in the matrix they are). The results are the same bits
-  /// whichever walk computes them.
+  /// Columns per block: all N replicas' slices of one block are read from memory once and then served from
+  /// cache to their d+1 readers; >= P disables blocking. 0 picks one from N and d: for d <= 2, long slices up
+  /// to a 32 MB block; for larger d, a block of about 256 KB in slices of 64 to 512 columns while that block
+  /// stays within 512 KB, else (automatic walk) tiles of 128 columns. The results are the same bits whichever
+  /// block size and walk compute them.
   std::size_t block_cols = 0;
   /// Worker threads (0: all hardware threads); each column block is computed by one thread.
   unsigned threads = 1;
   /// False forces the portable kernel even where AVX-512 is available (to compare the two).
   bool allow_avx512 = true;
+  /// In place or from tiles.
+  MixWalk walk = MixWalk::automatic;
   /// Where the tiles are kept between calls (nullptr: allocated per call).
   MixWorkspace* workspace = nullptr;
 };

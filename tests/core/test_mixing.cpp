@@ -81,7 +81,7 @@ void dense_reference(const core::MixingRows& rows, core::ConstReplicaView in, st
 
 /// Checks mix() on `n` replicas, rows of 0 to 24 off-diagonal terms with random weights, against the
 /// in-order multiply-add sum of every element, bit for bit (where AVX-512 runs).
-void check_in_order_sums(std::size_t n);
+void check_in_order_sums(std::size_t n, core::MixWalk walk);
 
 /// Bitwise equality of two views' elements.
 bool same_bits(core::ConstReplicaView a, core::ConstReplicaView b) {
@@ -138,18 +138,18 @@ TEST_CASE("core::mixing: matches a dense reference for a random sparse W") {
 
 TEST_CASE("core::mixing: every term count gives the in-order multiply-add sum bit for bit") {
   // Rows of 0 to 24 off-diagonal terms: the AVX-512 kernel unrolls up to 16 and loops beyond. Each element
-  // must be d = fma(w_k, in_k - in_i, d) over the row's terms in order from 0, then fma(s_i, in_i, d). 50
-  // replicas are mixed in place, 300 from tiles.
-  for (const std::size_t n : {std::size_t{50}, std::size_t{300}}) {
-    CAPTURE(n);
-    check_in_order_sums(n);
+  // must be d = fma(w_k, in_k - in_i, d) over the row's terms in order from 0, then fma(s_i, in_i, d), in
+  // place and from tiles.
+  for (const core::MixWalk walk : {core::MixWalk::in_place, core::MixWalk::tiles}) {
+    CAPTURE(static_cast<int>(walk));
+    check_in_order_sums(50, walk);
   }
 }
 
-TEST_CASE("core::mixing: many replicas mixed from tiles give the bits of the walk in place") {
+TEST_CASE("core::mixing: mixed from tiles, replicas get the bits of the walk in place") {
   TestRng rng(13);
-  const std::size_t n = 300;  // from 256 replicas on, the default walk copies 128 columns at a time to tiles
-  const std::size_t p = 333;  // two whole tiles and a partial one
+  const std::size_t n = 300;
+  const std::size_t p = 333;  // two whole tiles of 128 columns and a partial one
   const RandomRows random(n, 12, rng);
   for (const std::size_t stride : {core::ReplicaStore::padded_stride(p), p + 1}) {
     Matrix in(n, p, stride);
@@ -159,24 +159,45 @@ TEST_CASE("core::mixing: many replicas mixed from tiles give the bits of the wal
       CAPTURE(avx512);
       Matrix direct(n, p, stride);
       core::mix(random.rows(), in.view, direct.view,
-                {.block_cols = 48, .threads = 1, .allow_avx512 = avx512});
+                {.block_cols = 48, .threads = 1, .allow_avx512 = avx512, .walk = core::MixWalk::in_place});
       core::MixWorkspace workspace;
       for (const unsigned threads : {1u, 3u, 2u}) {
         CAPTURE(threads);
         Matrix tiled(n, p, stride);
         std::fill_n(tiled.buffer.data(), tiled.buffer.size(), -1.0f);
         core::mix(random.rows(), in.view, tiled.view,
-                  {.threads = threads, .allow_avx512 = avx512, .workspace = &workspace});
+                  {.threads = threads,
+                   .allow_avx512 = avx512,
+                   .walk = core::MixWalk::tiles,
+                   .workspace = &workspace});
         CHECK(same_bits(direct.view, tiled.view));
         if (stride > p) {
           CHECK(tiled.view.row_data(0)[p] == -1.0f);  // padding between rows stays untouched
         }
-        Matrix own(n, p, stride);
-        core::mix(random.rows(), in.view, own.view, {.threads = threads, .allow_avx512 = avx512});
+        Matrix own(n, p, stride);  // tiles of 40 columns, allocated by mix() itself
+        core::mix(
+            random.rows(), in.view, own.view,
+            {.block_cols = 40, .threads = threads, .allow_avx512 = avx512, .walk = core::MixWalk::tiles});
         CHECK(same_bits(direct.view, own.view));
       }
     }
   }
+}
+
+TEST_CASE(
+    "core::mixing: the automatic walk of the exponential graph on 4096 replicas gives the in-place bits") {
+  // 4096 rows of 12 off-diagonal terms: automatic picks tiles (a 64-column block of 4096 rows is 1 MB).
+  const std::size_t n = 4096;
+  const std::size_t p = 150;
+  const core::MixingMatrix w = core::testing::exponential(n);
+  TestRng rng(17);
+  Matrix in(n, p, core::ReplicaStore::padded_stride(p));
+  core::testing::fill_uniform(in.view, rng, -1.0f, 1.0f);
+  Matrix automatic(n, p, in.view.stride);
+  Matrix in_place(n, p, in.view.stride);
+  core::mix(w.rows(), in.view, automatic.view, {.threads = 2});
+  core::mix(w.rows(), in.view, in_place.view, {.threads = 2, .walk = core::MixWalk::in_place});
+  CHECK(same_bits(automatic.view, in_place.view));
 }
 
 TEST_CASE("core::mixing: a workspace grows its tiles and keeps them") {
@@ -196,7 +217,7 @@ TEST_CASE("core::mixing: a workspace grows its tiles and keeps them") {
 
 namespace {
 
-void check_in_order_sums(std::size_t n) {
+void check_in_order_sums(std::size_t n, core::MixWalk walk) {
   TestRng rng(5);
   const std::size_t p = 203;
   std::vector<std::int32_t> offsets{0};
@@ -214,7 +235,7 @@ void check_in_order_sums(std::size_t n) {
   Matrix in(n, p, core::ReplicaStore::padded_stride(p));
   Matrix out(n, p, in.view.stride);
   core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
-  core::mix({offsets, from, weight}, in.view, out.view, {.threads = 2});
+  core::mix({offsets, from, weight}, in.view, out.view, {.threads = 2, .walk = walk});
 #if defined(__x86_64__)
   if (!__builtin_cpu_supports("avx512f")) {
     return;  // the portable kernel rounds as the build target's compiler arranges
