@@ -257,8 +257,10 @@ std::size_t block_cols_for(std::size_t budget_bytes, std::size_t replicas) {
 ///   two one-thread processes side by side (a sweep's -j 2); at 2048, 0.050-0.054 against 0.043-0.046 s;
 /// * where even 64-column slices make a block of more than 512 KB (4096 replicas), tiles (mix_tiles()). A
 ///   row's readers reach back as far as the graph's longest edge (2048 rows of the exponential graph on
-///   4096) and their block no longer fits in L2: in place, in 4 MB blocks in the last-level cache, mixing
-///   took 0.118-0.136 s on 2 threads and 0.184-0.266 s on one; from tiles, 0.089-0.097 s and 0.175-0.206 s.
+///   4096) and their block no longer fits in L2: in place, in 4 MB blocks in the last-level cache (the walk
+///   here before tiles), mixing took 0.118-0.136 s on 2 threads and 0.184-0.266 s on one; from tiles,
+///   0.089-0.097 s and 0.175-0.206 s. (MixWalk::in_place takes 64-column blocks here: 0.139-0.141 s and
+///   0.277-0.282 s.)
 Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk) {
   constexpr std::size_t kStreamBudgetBytes = std::size_t{32} << 20;
   constexpr std::size_t kL2BudgetBytes = std::size_t{256} << 10;
