@@ -322,6 +322,27 @@ void ResultsDir::commit() {
   committed_ = true;
 }
 
+namespace {
+
+// Whether process `pid` has ended: gone, or a zombie that has not been reaped yet (a worker killed after its
+// mpirun ended waits for init to reap it, and it can no longer write).
+bool process_ended(pid_t pid) {
+  if (::kill(pid, 0) != 0) {
+    return errno == ESRCH;
+  }
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) {
+    return false;
+  }
+  // "pid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
+  const auto close = line.rfind(')');
+  const char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace
+
 int remove_abandoned_staging(const fs::path& target) {
   fs::path parent;
   try {
@@ -341,8 +362,7 @@ int remove_abandoned_staging(const fs::path& target) {
     // Written by a dbench on this machine (another one's pids mean nothing here), whose process is gone.
     std::ifstream in(it->path() / ResultsDir::kMarkerName, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), {});
-    const bool gone = ::kill(*pid, 0) != 0 && errno == ESRCH;
-    if (text == marker && gone) {
+    if (text == marker && process_ended(*pid)) {
       fs::remove_all(it->path(), entry_ec);
       removed += entry_ec ? 0 : 1;
     }

@@ -125,7 +125,8 @@ class ResultsDir {
 
 /// Removes the staging directories beside results directory `target` (in its parent) that a dbench on this
 /// machine left when it was killed outright (SIGKILL, a crash): `.NAME.tmp-PID-XXXXXXXX` directories that
-/// hold this machine's marker file and whose process PID is gone. Returns how many it removed; never throws.
+/// hold this machine's marker file and whose process PID has ended (gone, or a zombie not yet reaped).
+/// Returns how many it removed; never throws.
 int remove_abandoned_staging(const std::filesystem::path& target);
 
 }  // namespace dbench::results

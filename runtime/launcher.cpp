@@ -128,20 +128,29 @@ std::vector<pid_t> launched_by_this_process() {
   return found;
 }
 
-// Stops what the command left running when it ended: SIGTERM (a worker removes what it staged), then
-// SIGKILL for what has not ended when the grace period is over.
-void stop_leftovers() {
+// Waits until no process that run_command started is running, or `deadline`; returns those still running.
+std::vector<pid_t> wait_for_launched(Clock::time_point deadline) {
   std::vector<pid_t> left = launched_by_this_process();
-  for (const pid_t pid : left) {
-    ::kill(pid, SIGTERM);
-  }
-  const auto deadline = Clock::now() + kStopGrace;
   while (!left.empty() && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     left = launched_by_this_process();
   }
+  return left;
+}
+
+// Stops what the command left running when it ended: SIGTERM (a worker removes what it staged), then
+// SIGKILL for what has not ended when the grace period is over, and waits for those to end too, so that
+// the caller can remove what they staged.
+void stop_leftovers() {
+  for (const pid_t pid : launched_by_this_process()) {
+    ::kill(pid, SIGTERM);
+  }
+  const std::vector<pid_t> left = wait_for_launched(Clock::now() + kStopGrace);
   for (const pid_t pid : left) {
     ::kill(pid, SIGKILL);
+  }
+  if (!left.empty()) {
+    wait_for_launched(Clock::now() + kStopGrace);
   }
 }
 

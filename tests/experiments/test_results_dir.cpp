@@ -251,6 +251,41 @@ TEST_CASE(
   CHECK(read_file(target / "a.txt") == "a");
 }
 
+TEST_CASE(
+    "experiments::results_dir: the staging directory of a process that ended but is not reaped yet is "
+    "abandoned") {
+  // A worker killed after its mpirun ended stays a zombie until init reaps it; its staging is abandoned.
+  Scratch dir;
+  std::string marker;
+  {
+    ResultsDir results(dir.path() / "source");
+    const auto staged = entries_starting(dir.path(), ".source.tmp-");
+    REQUIRE(staged.size() == 1);
+    marker = read_file(dir.path() / staged.front() / ResultsDir::kMarkerName);
+  }
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::_exit(0);
+  }
+  // Not reaped: the child stays a zombie until waitpid below.
+  const auto zombie = [&] {
+    std::ifstream stat("/proc/" + std::to_string(child) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+  };
+  REQUIRE(wait_until(10, zombie));
+  const fs::path staging = dir.path() / (".ended.tmp-" + std::to_string(child) + "-0123abcd");
+  fs::create_directories(staging);
+  write_file(staging / ResultsDir::kMarkerName, marker);
+  CHECK(dbench::results::remove_abandoned_staging(dir.path() / "ended") == 1);
+  CHECK(!fs::exists(staging));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
 TEST_CASE("experiments::results_dir: a DIR that is a symbolic link stays a link to the new results") {
   Scratch scratch;
   const fs::path real = scratch.path() / "scratch-storage" / "run";
