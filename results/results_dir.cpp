@@ -322,26 +322,17 @@ void ResultsDir::commit() {
   committed_ = true;
 }
 
-namespace {
-
-// Whether process `pid` has ended: gone, or a zombie that has not been reaped yet (a worker killed after its
-// mpirun ended waits for init to reap it, and it can no longer write).
-bool process_ended(pid_t pid) {
-  if (::kill(pid, 0) != 0) {
-    return errno == ESRCH;
-  }
+bool process_ended(int pid) noexcept {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!stat || !std::getline(stat, line)) {
-    return false;
+    return ::kill(pid, 0) != 0 && errno == ESRCH;  // no /proc: at least tell a free pid from a live one
   }
   // "pid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
   const auto close = line.rfind(')');
   const char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
   return state == 'Z' || state == 'X';
 }
-
-}  // namespace
 
 int remove_abandoned_staging(const fs::path& target) {
   fs::path parent;

@@ -123,6 +123,10 @@ class ResultsDir {
   bool committed_ = false;
 };
 
+/// Whether process `pid` has ended: gone, or a zombie not yet reaped (a worker killed after its mpirun ended
+/// waits for init to reap it; it can no longer write or compute).
+bool process_ended(int pid) noexcept;
+
 /// Removes the staging directories beside results directory `target` (in its parent) that a dbench on this
 /// machine left when it was killed outright (SIGKILL, a crash): `.NAME.tmp-PID-XXXXXXXX` directories that
 /// hold this machine's marker file and whose process PID has ended (gone, or a zombie not yet reaped).

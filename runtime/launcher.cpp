@@ -18,6 +18,7 @@
 #include <optional>
 #include <thread>
 
+#include "results/results_dir.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/stop_signals.hpp"
 
@@ -88,19 +89,6 @@ int reap(pid_t pid) {
     }
   }
   return status;
-}
-
-// Whether `pid` is a running process (not gone, not a zombie waiting for its parent).
-bool running(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) {
-    return ::kill(pid, 0) == 0 || errno == EPERM;  // no /proc: at least tell a live pid from a free one
-  }
-  // "pid (comm) S ...": the name may hold spaces and parentheses, the state follows the last ')'.
-  const auto close = line.rfind(')');
-  const char state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
-  return state != 'Z' && state != 'X';
 }
 
 // Processes whose environment names this one in DBENCH_LAUNCHER_PID: what run_command started, wherever
@@ -317,7 +305,7 @@ void LauncherWatch::watch(int launcher_pid) {
   std::unique_lock lock(mutex_);
   const auto stopping = [this] { return stopping_; };
   while (!wake_.wait_for(lock, 250ms, stopping)) {
-    if (!running(launcher_pid)) {
+    if (results::process_ended(launcher_pid)) {
       fmt::print(stderr, "dbench: the launcher (pid {}) is gone; worker {} stops\n", launcher_pid,
                  ::getpid());
       ::kill(::getpid(), SIGTERM);
