@@ -25,21 +25,21 @@ struct Options {
 };
 
 /// Seconds per iteration of `iterations` training steps after a warm-up; `allreduce` all-reduces the
-/// gradients between backward and the optimizer step when non-null.
-double time_training(dbench::models::Classifier& model, torch::optim::SGD& sgd, const torch::Tensor& images,
+/// gradients between backward and the optimizer step when non-null, as dbench train's worker does: one call
+/// on the flat gradient buffer every parameter's gradient is a view of (models::flatten_parameters).
+double time_training(dbench::models::Classifier& model, torch::optim::SGD& sgd,
+                     const dbench::models::FlatParameters& flat, const torch::Tensor& images,
                      const torch::Tensor& labels, int iterations, dbench::runtime::Communicator* allreduce) {
   auto step = [&] {
-    sgd.zero_grad();
+    flat.grads.zero_();
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model.forward(images), labels);
     loss.backward();
     if (allreduce != nullptr) {
       // The communicator runs on its own stream: the gradients must be complete before it reads them.
       torch::cuda::synchronize();
-      for (auto& p : model.parameters()) {
-        torch::Tensor g = p.grad();
-        allreduce->allreduce(std::span<float>(g.data_ptr<float>(), static_cast<std::size_t>(g.numel())),
-                             dbench::runtime::ReduceOp::sum);
-      }
+      allreduce->allreduce(
+          std::span<float>(flat.grads.data_ptr<float>(), static_cast<std::size_t>(flat.grads.numel())),
+          dbench::runtime::ReduceOp::sum);
     }
     sgd.step();
   };
@@ -84,15 +84,16 @@ int main(int argc, char** argv) {
     auto model = dbench::models::make_torch_model({"resnet50", 3, 224, 224, 1000, {}});
     model->to(device);
     model->train();
+    const dbench::models::FlatParameters flat = dbench::models::flatten_parameters(*model);
     torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
     const torch::Tensor images = torch::randn({options.batch, 3, 224, 224}, torch::TensorOptions(device));
     const torch::Tensor labels =
         torch::randint(1000, {options.batch}, torch::TensorOptions(device).dtype(torch::kLong));
 
-    const double compute = time_training(*model, sgd, images, labels, options.iterations, nullptr);
+    const double compute = time_training(*model, sgd, flat, images, labels, options.iterations, nullptr);
     dbench::runtime::SingleWorkerCommunicator bootstrap;
     dbench::runtime::NcclCommunicator nccl(bootstrap);
-    const double with_nccl = time_training(*model, sgd, images, labels, options.iterations, &nccl);
+    const double with_nccl = time_training(*model, sgd, flat, images, labels, options.iterations, &nccl);
 
     const auto b = static_cast<double>(options.batch);
     fmt::print("ResNet-50, batch {} on {} ({} iterations after 5 warm-up):\n", options.batch, "GPU 0",

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <stdexcept>
+#include <string>
 
 namespace dbench::models {
 
@@ -261,6 +263,35 @@ std::vector<TensorInfo> parameter_tensors(const torch::nn::Module& module) {
         TensorInfo{item.key(), std::vector<std::int64_t>(sizes.begin(), sizes.end()), item.value().numel()});
   }
   return tensors;
+}
+
+FlatParameters flatten_parameters(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> params = module.parameters(/*recurse=*/true);
+  if (params.empty()) {
+    throw std::invalid_argument("flatten_parameters: the module has no parameters");
+  }
+  std::int64_t count = 0;
+  for (const auto& p : params) {
+    if (p.scalar_type() != torch::kFloat32 || p.device() != params.front().device()) {
+      throw std::invalid_argument(fmt::format(
+          "flatten_parameters: every parameter must be float32 on {}; one is {} on {}",
+          params.front().device().str(), std::string(c10::toString(p.scalar_type())), p.device().str()));
+    }
+    count += p.numel();
+  }
+  const auto options = torch::TensorOptions(params.front().device()).dtype(torch::kFloat32);
+  FlatParameters flat{torch::empty({count}, options), torch::zeros({count}, options)};
+  std::int64_t offset = 0;
+  for (auto& p : params) {
+    const auto n = p.numel();
+    torch::Tensor value = flat.values.slice(0, offset, offset + n).view(p.sizes());
+    value.copy_(p);
+    p.set_data(value);
+    p.mutable_grad() = flat.grads.slice(0, offset, offset + n).view(p.sizes());
+    offset += n;
+  }
+  return flat;
 }
 
 }  // namespace dbench::models

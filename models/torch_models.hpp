@@ -28,4 +28,18 @@ std::shared_ptr<Classifier> make_torch_model(const ModelSpec& spec);
 /// The module's trainable tensors as TensorInfo, in named_parameters() order.
 std::vector<TensorInfo> parameter_tensors(const torch::nn::Module& module);
 
+/// A module's parameters and their gradients, each in one flat buffer (named_parameters() order).
+struct FlatParameters {
+  torch::Tensor values;
+  torch::Tensor grads;  ///< zeros until a backward pass
+};
+
+/// Moves the module's parameters into one flat buffer and gives each a gradient that is a view of another:
+/// the optimizer, autograd and a communicator then work on the same memory, and an all-reduce of every
+/// gradient is one call on `grads` with no gathering or scattering (on a GPU, one launch instead of two per
+/// tensor). Values are kept. Clear the gradients with grads.zero_(), never by resetting them (LibTorch 2's
+/// Optimizer::zero_grad does by default): backward would then allocate fresh ones outside the buffer.
+/// Throws std::invalid_argument unless every parameter is float32 on one device.
+FlatParameters flatten_parameters(torch::nn::Module& module);
+
 }  // namespace dbench::models

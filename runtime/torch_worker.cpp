@@ -73,6 +73,7 @@ class TorchWorker final : public core::ScheduleReplicas {
     torch::manual_seed(models::derive_seed(spec.seed, {0x1417}));
     model_ = models::make_torch_model(spec.model);
     model_->to(device_);
+    own_ = models::flatten_parameters(*model_);
     params_ = model_->parameters();
     for (const auto& item : model_->named_parameters()) {
       names_.push_back(item.key());
@@ -88,7 +89,7 @@ class TorchWorker final : public core::ScheduleReplicas {
                                                             .nesterov(spec.sgd.nesterov)
                                                             .weight_decay(spec.sgd.weight_decay));
     if (spec.shared_momentum && spec.sgd.momentum != 0.0) {
-      flatten(false);
+      flatten();
       shared_previous_ = flat_.clone();
       shared_momentum_ = torch::zeros_like(flat_);
     }
@@ -143,14 +144,12 @@ class TorchWorker final : public core::ScheduleReplicas {
     }
     model_->train();
     auto [x, y] = batch(t);
-    sgd_->zero_grad();
+    own_.grads.zero_();  // not sgd_->zero_grad(): LibTorch 2's resets the gradients out of own_.grads
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
     loss.backward();
     last_loss_ = loss.item<double>();
     if (step != nullptr && step->graph == nullptr && !step->average_parameters) {
-      flatten(true);
-      mean_over_workers();
-      unflatten(flat_, true);
+      mean_over_workers(own_.grads);
     } else if (step != nullptr && shared_momentum_.defined()) {
       shared_lrs_.push_back(last_lr_);
     }
@@ -169,10 +168,10 @@ class TorchWorker final : public core::ScheduleReplicas {
     if (step->average_parameters) {
       // A measurement has just computed this mean (in flat_): one all-reduce, not two.
       if (!measure) {
-        flatten(false);
-        mean_over_workers();
+        flatten();
+        mean_over_workers(flat_);
       }
-      unflatten(flat_, false);
+      unflatten(flat_);
       if (shared_momentum_.defined()) {
         share_momentum();
       }
@@ -204,7 +203,7 @@ class TorchWorker final : public core::ScheduleReplicas {
     }
     std::vector<float> init(net->layout().size());
     net->init(init, models::derive_seed(spec.seed, {0x1417}));
-    unflatten(torch::from_blob(init.data(), {count_}, torch::kFloat32).to(device_, false, true), false);
+    unflatten(torch::from_blob(init.data(), {count_}, torch::kFloat32).to(device_, false, true));
   }
 
   /// Seconds spent communicating so far, through both communicators.
@@ -237,16 +236,8 @@ class TorchWorker final : public core::ScheduleReplicas {
     return {x, y};
   }
 
-  /// flat_ = the parameters (or their gradients), back to back in named_parameters() order.
-  void flatten(bool grads) {
-    torch::NoGradGuard no_grad;
-    std::int64_t offset = 0;
-    for (auto& p : params_) {
-      const auto n = p.numel();
-      flat_.slice(0, offset, offset + n).copy_((grads ? p.grad() : p).reshape({n}));
-      offset += n;
-    }
-  }
+  /// flat_ = the parameters, back to back in named_parameters() order: a copy of own_.values.
+  void flatten() { flat_.copy_(own_.values); }
 
   /// After a global average (its mean in flat_): the shared momentum rebuilt as core::SharedMomentum does it,
   /// on the device, into every parameter's momentum buffer.
@@ -265,28 +256,21 @@ class TorchWorker final : public core::ScheduleReplicas {
     }
   }
 
-  /// The parameters (or gradients) = `from`, in flatten()'s layout.
-  void unflatten(const torch::Tensor& from, bool grads) {
-    torch::NoGradGuard no_grad;
-    std::int64_t offset = 0;
-    for (auto& p : params_) {
-      const auto n = p.numel();
-      (grads ? p.mutable_grad() : p).copy_(from.slice(0, offset, offset + n).view_as(p));
-      offset += n;
-    }
-  }
+  /// The parameters = `from`, in flatten()'s layout.
+  void unflatten(const torch::Tensor& from) { own_.values.copy_(from); }
 
-  /// Every worker's flat_ summed into every worker's flat_, then divided by the worker count.
-  void mean_over_workers() {
+  /// Every worker's `buffer` (flat_ or own_.grads) summed into every worker's, then divided by the worker
+  /// count.
+  void mean_over_workers(torch::Tensor buffer) {
     sync();
-    tensors_.allreduce(span_of(flat_), ReduceOp::sum);
-    flat_.div_(static_cast<double>(workers_));
+    tensors_.allreduce(span_of(buffer), ReduceOp::sum);
+    buffer.div_(static_cast<double>(workers_));
   }
 
   /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
   void gossip(const topology::Graph& graph, std::int64_t t) {
     const GossipPlan& plan = plans_(graph);
-    flatten(false);
+    flatten();
     const auto peers = static_cast<std::int64_t>(plan.in_peers.size());
     if (!received_.defined() || received_.size(0) != peers) {
       received_ = torch::zeros({peers, count_}, torch::TensorOptions(device_));
@@ -315,16 +299,16 @@ class TorchWorker final : public core::ScheduleReplicas {
         delta.add_(received_[static_cast<std::int64_t>(next++)] - flat_, plan.weight[k]);
       }
     }
-    unflatten(flat_ * scale + delta, false);
+    unflatten(flat_ * scale + delta);
   }
 
   /// The replica statistics across workers: per tensor norms, their variance and the squared distance to
   /// the average; collective.
   void measure_replicas() {
     torch::NoGradGuard no_grad;
-    flatten(false);
+    flatten();
     const torch::Tensor mine = flat_.clone();
-    mean_over_workers();
+    mean_over_workers(flat_);
     // Per tensor: norm, norm^2 and squared distance to the average.
     const std::size_t count = params_.size();
     std::vector<double> sums(3 * count, 0.0);
@@ -349,9 +333,9 @@ class TorchWorker final : public core::ScheduleReplicas {
     core::MetricsRow row =
         measured_.row(done_, static_cast<double>(done_) / static_cast<double>(sampler_.batches_per_epoch()),
                       last_lr_, mean_loss_);
-    flatten(false);
+    flatten();
     torch::Tensor mine = flat_.clone();
-    mean_over_workers();
+    mean_over_workers(flat_);
     torch::Tensor average = flat_.clone();
 
     // The averaged model on a slice of the evaluation set, then this replica on the fixed subset.
@@ -359,10 +343,10 @@ class TorchWorker final : public core::ScheduleReplicas {
     const std::int64_t samples =
         spec_.eval_samples > 0 ? std::min(spec_.eval_samples, test_.size) : test_.size;
     const auto [s0, s1] = evaluation_slice(static_cast<std::size_t>(samples), rank_, workers_);
-    unflatten(average, false);
+    unflatten(average);
     const auto [slice_loss, slice_correct] =
         score(static_cast<std::int64_t>(s0), static_cast<std::int64_t>(s1));
-    unflatten(mine, false);
+    unflatten(mine);
     const std::int64_t subset = std::min(spec_.replica_eval_samples, samples);
     const auto [own_loss, own_correct] = score(0, subset);
     const double own_accuracy = subset > 0 ? own_correct / static_cast<double>(subset) : 0.0;
@@ -417,7 +401,8 @@ class TorchWorker final : public core::ScheduleReplicas {
   std::vector<torch::Tensor> params_;
   std::vector<std::string> names_;
   std::int64_t count_ = 0;
-  torch::Tensor flat_;
+  models::FlatParameters own_;  ///< where params_ and their gradients live
+  torch::Tensor flat_;          ///< a copy of the parameters for the collectives
   torch::Tensor received_;
   std::unique_ptr<torch::optim::SGD> sgd_;
   GossipPlans plans_;

@@ -99,3 +99,53 @@ TEST_CASE("models::torch: resnet20 trains: a few SGD steps lower the loss on a f
 TEST_CASE("models::torch: an unknown model is a ModelError") {
   CHECK_THROWS_AS(dm::make_torch_model(model_spec("alexnet", 3, 32, 10)), dm::ModelError);
 }
+
+TEST_CASE("models::flatten_parameters: parameters and gradients live in two flat buffers, values kept") {
+  torch::manual_seed(0);
+  const auto model = dm::make_torch_model(model_spec("lenet", 1, 28, 10));
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters()) {
+    before.push_back(p.detach().clone());
+  }
+  const dm::FlatParameters flat = dm::flatten_parameters(*model);
+  const auto params = model->parameters();
+  REQUIRE(params.size() == before.size());
+  std::int64_t offset = 0;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    CAPTURE(i);
+    const auto n = params[i].numel();
+    CHECK(torch::equal(params[i], before[i]));
+    CHECK(params[i].data_ptr<float>() == flat.values.data_ptr<float>() + offset);
+    CHECK(params[i].grad().data_ptr<float>() == flat.grads.data_ptr<float>() + offset);
+    offset += n;
+  }
+  CHECK(offset == flat.values.numel());
+
+  // Backward accumulates into the buffer; zeroing it in place and repeating gives the same gradients.
+  const auto images = torch::randn({4, 1, 28, 28});
+  const auto labels = torch::tensor({0, 3, 7, 9}, torch::kLong);
+  auto backward = [&] {
+    flat.grads.zero_();
+    torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+    return flat.grads.clone();
+  };
+  const torch::Tensor first = backward();
+  CHECK(first.abs().sum().item<double>() > 0.0);
+  CHECK(torch::equal(backward(), first));
+  offset = 0;
+  for (const auto& p : params) {
+    CHECK(p.grad().data_ptr<float>() == flat.grads.data_ptr<float>() + offset);  // not reallocated
+    offset += p.numel();
+  }
+  // An optimizer step moves the values in the buffer.
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  const torch::Tensor values = flat.values.clone();
+  sgd.step();
+  CHECK(torch::allclose(flat.values, values - 0.1 * first));
+}
+
+TEST_CASE("models::flatten_parameters: a module with a float64 parameter is refused, naming the type") {
+  auto model = dm::make_torch_model(model_spec("mlp", 1, 28, 10));
+  model->parameters().back().set_data(model->parameters().back().to(torch::kFloat64));
+  CHECK_THROWS_WITH_AS(dm::flatten_parameters(*model), doctest::Contains("Double"), std::invalid_argument);
+}
