@@ -27,4 +27,14 @@ inline bool cpu_has_avx512f() noexcept {
 #endif
 }
 
+/// True on an Intel CPU (where the choice between kernels was measured to depend on the vendor).
+inline bool cpu_is_intel() noexcept {
+#if defined(DBENCH_SIM_X86)
+  __builtin_cpu_init();
+  return __builtin_cpu_is("intel") != 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace dbench::core

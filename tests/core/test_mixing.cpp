@@ -184,6 +184,37 @@ TEST_CASE("core::mixing: mixed from tiles, replicas get the bits of the walk in 
   }
 }
 
+TEST_CASE("core::mixing: streaming and cached output stores give the same bits, padding untouched") {
+  TestRng rng(19);
+  const std::size_t n = 200;
+  const std::size_t p = 333;  // 64-column passes, then 16-column ones and a masked tail
+  const RandomRows random(n, 12, rng);
+  // A padded stride starts every row on a cache line (streamed); p + 1 starts most rows off one (cached).
+  for (const std::size_t stride : {core::ReplicaStore::padded_stride(p), p + 1}) {
+    Matrix in(n, p, stride);
+    core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+    for (const core::MixWalk walk : {core::MixWalk::in_place, core::MixWalk::tiles}) {
+      for (const unsigned threads : {1u, 2u}) {
+        CAPTURE(stride);
+        CAPTURE(static_cast<int>(walk));
+        CAPTURE(threads);
+        Matrix cached(n, p, stride);
+        Matrix streamed(n, p, stride);
+        std::fill_n(streamed.buffer.data(), streamed.buffer.size(), -1.0f);
+        core::mix(random.rows(), in.view, cached.view,
+                  {.block_cols = 128, .threads = threads, .walk = walk, .stores = core::MixStores::cached});
+        core::mix(
+            random.rows(), in.view, streamed.view,
+            {.block_cols = 128, .threads = threads, .walk = walk, .stores = core::MixStores::streaming});
+        CHECK(same_bits(cached.view, streamed.view));
+        if (stride > p) {
+          CHECK(streamed.view.row_data(0)[p] == -1.0f);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE(
     "core::mixing: the automatic walk of the exponential graph on 4096 replicas gives the in-place bits") {
   // 4096 rows of 12 off-diagonal terms: automatic picks tiles (a 64-column block of 4096 rows is 1 MB).
