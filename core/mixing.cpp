@@ -237,12 +237,12 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
   }
 }
 
-#endif
-
 /// Whether the AVX-512 kernel stores its outputs past the caches.
 bool streams_outputs(MixStores stores) {
   return stores == MixStores::streaming || (stores == MixStores::automatic && cpu_is_intel());
 }
+
+#endif
 
 /// How mix() walks the columns.
 struct Blocking {
