@@ -78,11 +78,8 @@ class TorchWorker final : public core::ScheduleReplicas {
     for (const auto& item : model_->named_parameters()) {
       names_.push_back(item.key());
     }
-    count_ = 0;
-    for (const auto& p : params_) {
-      count_ += p.numel();
-    }
-    flat_ = torch::zeros({count_}, torch::TensorOptions(device_));
+    count_ = own_.values.numel();
+    flat_ = torch::zeros_like(own_.values);
     init_as_simulator(spec);
     sgd_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(spec.lr.peak)
                                                             .momentum(spec.sgd.momentum)
