@@ -286,14 +286,19 @@ std::size_t block_cols_for(std::size_t budget_bytes, std::size_t replicas) {
 ///   here before tiles), mixing took 0.118-0.136 s on 2 threads and 0.184-0.266 s on one; from tiles,
 ///   0.089-0.097 s and 0.175-0.206 s. (MixWalk::in_place takes 64-column blocks here: 0.139-0.141 s and
 ///   0.277-0.282 s.)
-/// On an Intel Xeon (AVX-512, 2 MB L2 per core) with streaming stores (MixStores::automatic), the same walks
-/// mixed the exponential graph on 1008 / 4096 replicas in 0.022 / 0.12-0.14 s (tiles there: 0.020 / 0.13 s;
-/// in place at 4096: 0.23 s).
+/// On an Intel Xeon (AVX-512, 2 MB L2 per core) with streaming stores (MixStores::automatic), the in-place
+/// walk mixed the exponential graph on 1008 replicas in 0.0204-0.0213 s, tiles in 0.0197-0.0198 s (one
+/// thread 0.042-0.043 against 0.039-0.040 s; two one-thread processes side by side 0.044-0.045 against 0.040
+/// s); on 2048, 0.063-0.064 against 0.0555-0.056 s (one thread 0.125 against 0.105 s), and bench_numerics'
+/// iteration there took 0.1345-0.1354 against 0.1238-0.1261 s. So where the in-place slices are down to 64
+/// columns and a tile leaves at least 1 MB of L2 free, tiles; with 1 MB of L2 (the AMD above) that never
+/// holds. At 4096 replicas on that Xeon: 0.12-0.19 s from tiles, 0.23 s in place.
 Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk) {
   constexpr std::size_t kStreamBudgetBytes = std::size_t{32} << 20;
   constexpr std::size_t kL2BudgetBytes = std::size_t{256} << 10;
   constexpr std::size_t kL2LimitBytes = std::size_t{512} << 10;
   constexpr std::size_t kMaxL2Cols = 512;
+  constexpr std::size_t kTileFreeL2Bytes = std::size_t{1} << 20;
   if (walk == MixWalk::tiles) {
     return {kTileCols, false, true};
   }
@@ -301,7 +306,14 @@ Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk)
     return {block_cols_for(kStreamBudgetBytes, replicas), false};
   }
   const std::size_t l2_cols = std::min(block_cols_for(kL2BudgetBytes, replicas), kMaxL2Cols);
-  if (walk == MixWalk::in_place || l2_cols * replicas * sizeof(float) <= kL2LimitBytes) {
+  if (walk == MixWalk::in_place) {
+    return {l2_cols, true};
+  }
+  // Where the in-place slices are down to 64 columns and a tile leaves at least 1 MB of L2 free, tiles.
+  static const std::size_t l2_bytes = cpu_l2_bytes();
+  const std::size_t tile_bytes = replicas * kTileCols * sizeof(float);
+  const bool tile_fits = 2 * tile_bytes <= l2_bytes && l2_bytes - tile_bytes >= kTileFreeL2Bytes;
+  if (l2_cols * replicas * sizeof(float) <= kL2LimitBytes && !(l2_cols == 64 && tile_fits)) {
     return {l2_cols, true};
   }
   return {kTileCols, false, true};

@@ -15,6 +15,10 @@
 #define DBENCH_AVX512 __attribute__((target("avx512f")))
 #endif
 
+#include <unistd.h>
+
+#include <cstddef>
+
 namespace dbench::core {
 
 /// True when AVX-512F kernels may run here.
@@ -35,6 +39,17 @@ inline bool cpu_is_intel() noexcept {
 #else
   return false;
 #endif
+}
+
+/// Bytes of L2 cache per core as the C library reports them, or `fallback` where it does not.
+inline std::size_t cpu_l2_bytes(std::size_t fallback = std::size_t{1} << 20) noexcept {
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+  const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (bytes > 0) {
+    return static_cast<std::size_t>(bytes);
+  }
+#endif
+  return fallback;
 }
 
 }  // namespace dbench::core
