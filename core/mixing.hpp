@@ -88,9 +88,9 @@ struct MixOptions {
   /// Columns per block: all N replicas' slices of one block are read from memory once and then served from
   /// cache to their d+1 readers; >= P disables blocking. 0 picks one from N and d: for d <= 2, long slices up
   /// to a 32 MB block; for larger d, a block of about 256 KB in slices of 64 to 512 columns while that block
-  /// stays within 512 KB, else (automatic walk) tiles of 128 columns; tiles too where those slices are down
-  /// to 64 columns and a tile leaves at least 1 MB of L2 free. The results are the same bits whichever block
-  /// size and walk compute them.
+  /// stays within 512 KB, else (automatic walk) tiles of 128 columns; tiles too above 768 replicas where
+  /// those slices are down to 64 columns and a tile leaves at least 1 MB of L2 free. The results are the same
+  /// bits whichever block size and walk compute them.
   std::size_t block_cols = 0;
   /// Worker threads (0: all hardware threads); each column block is computed by one thread.
   unsigned threads = 1;
