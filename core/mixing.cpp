@@ -290,12 +290,12 @@ std::size_t block_cols_for(std::size_t budget_bytes, std::size_t replicas) {
 /// walk mixed the exponential graph on 1008 replicas in 0.0204-0.0213 s, tiles in 0.0197-0.0198 s (one
 /// thread 0.042-0.043 against 0.039-0.040 s; two one-thread processes side by side 0.044-0.045 against 0.040
 /// s); on 2048, 0.063-0.064 against 0.0555-0.056 s (one thread 0.125 against 0.105 s), and bench_numerics'
-/// iteration there took 0.1345-0.1354 against 0.1238-0.1261 s; on 896, 0.0155 against 0.0155-0.0166 s (one
-/// thread 0.031-0.032 against 0.032-0.034 s); on 768, the same on 2 threads and no faster on one (0.025-0.026
-/// against 0.023-0.026 s, the spread of in-place runs alone). So where the in-place slices are down to 64
-/// columns, their block is over 3/4 of its 256 KB budget (more than 768 replicas) and a tile leaves at least
-/// 1 MB of L2 free, tiles; with 1 MB of L2 (the AMD above) that never holds. At 4096 replicas on that Xeon:
-/// 0.12-0.13 s from tiles, 0.23 s in place.
+/// iteration there took 0.1345-0.1354 against 0.1238-0.1261 s; on 896, 0.0155-0.0166 against 0.0155 s (one
+/// thread 0.032-0.034 against 0.031-0.032 s); on 768, the same on 2 threads and no faster on one (0.023-0.026
+/// against 0.025-0.026 s; the first is the spread of in-place runs alone). So where the in-place slices are
+/// down to 64 columns, their block is over 3/4 of its 256 KB budget (more than 768 replicas) and a tile
+/// leaves at least 1 MB of L2 free, tiles; with 1 MB of L2 (the AMD above) that never holds. At 4096 replicas
+/// on that Xeon: 0.12-0.13 s from tiles, 0.23 s in place.
 Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk) {
   constexpr std::size_t kStreamBudgetBytes = std::size_t{32} << 20;
   constexpr std::size_t kL2BudgetBytes = std::size_t{256} << 10;
