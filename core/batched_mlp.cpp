@@ -7,10 +7,12 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
+#include "core/row_gemm.hpp"
 #include "core/sgd.hpp"
 
 namespace dbench::core {
@@ -20,9 +22,9 @@ namespace {
 // do not depend on the thread count.
 constexpr std::size_t kEvalRows = 256;
 
-// train_shared() gathers the samples of this many replicas (1.6 MB at batch 16 of 784 features) and takes
-// them through one set of GEMMs; the chunks' gradients are summed in chunk order, so results do not depend
-// on the thread count either.
+// train_shared() takes the samples of this many replicas (1.6 MB at batch 16 of 784 features) through one
+// set of GEMMs; the chunks' gradients are summed in chunk order, so results do not depend on the thread
+// count either.
 constexpr std::size_t kSharedChunk = 32;
 
 ParamLayout mlp_layout(const std::vector<std::size_t>& widths) {
@@ -67,6 +69,23 @@ BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std:
   };
 }
 
+BatchRows contiguous_batch_rows(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                                std::size_t batch) {
+  if (labels.empty() || inputs.size() % labels.size() != 0 || labels.size() % batch != 0) {
+    throw ShapeError("contiguous_batch_rows: " + std::to_string(inputs.size()) + " input values and " +
+                     std::to_string(labels.size()) + " labels do not make batches of " +
+                     std::to_string(batch));
+  }
+  const std::size_t in = inputs.size() / labels.size();
+  return
+      [inputs, labels, batch, in](std::size_t first, std::size_t count, const float** rows, std::int32_t* y) {
+        for (std::size_t k = first * batch; k < (first + count) * batch; ++k) {
+          *rows++ = inputs.data() + k * in;
+          *y++ = labels[k];
+        }
+      };
+}
+
 void use_single_threaded_blas() {
   if (openblas_get_num_threads() != 1) {
     openblas_set_num_threads(1);
@@ -92,8 +111,8 @@ struct BatchedMlp::Scratch {
 /// One worker's buffers for a training call: activations for `samples` samples (as many as y holds), the
 /// samples and labels themselves, and `floats` more (a gradient, or chunk sums).
 struct BatchedMlp::Workspace {
-  Workspace(const std::vector<std::size_t>& widths, std::size_t samples, std::size_t floats)
-      : scratch(widths, samples), x(samples * widths.front()), y(samples), extra(floats) {}
+  Workspace(const std::vector<std::size_t>& widths, std::size_t samples, std::size_t floats, bool inputs)
+      : scratch(widths, samples), x(inputs ? samples * widths.front() : 0), y(samples), extra(floats) {}
   Scratch scratch;
   AlignedBuffer x;
   std::vector<std::int32_t> y;
@@ -117,20 +136,22 @@ class BatchedMlp::WorkspacePool {
     std::unique_ptr<Workspace> w_;
   };
 
-  /// A workspace for `rows` samples with at least `floats` extra floats, reused when one of that shape is
-  /// free.
-  Lease take(const std::vector<std::size_t>& widths, std::size_t rows, std::size_t floats) {
+  /// A workspace for `rows` samples (with room for their inputs unless `inputs` is false) and at least
+  /// `floats` extra floats, reused when one of that shape is free.
+  Lease take(const std::vector<std::size_t>& widths, std::size_t rows, std::size_t floats,
+             bool inputs = true) {
+    const std::size_t input_floats = inputs ? rows * widths.front() : 0;
     {
       const std::lock_guard lock(mutex_);
       for (auto it = free_.begin(); it != free_.end(); ++it) {
-        if ((*it)->y.size() == rows && (*it)->extra.size() >= floats) {
+        if ((*it)->y.size() == rows && (*it)->x.size() == input_floats && (*it)->extra.size() >= floats) {
           std::unique_ptr<Workspace> w = std::move(*it);
           free_.erase(it);
           return Lease(*this, std::move(w));
         }
       }
     }
-    return Lease(*this, std::make_unique<Workspace>(widths, rows, floats));
+    return Lease(*this, std::make_unique<Workspace>(widths, rows, floats, inputs));
   }
 
  private:
@@ -205,17 +226,22 @@ std::size_t BatchedMlp::check_samples(std::span<const float> inputs, std::span<c
     throw ShapeError(std::string(what) + ": " + std::to_string(inputs.size()) + " input values for " +
                      std::to_string(m) + " labels of " + std::to_string(widths_.front()) + " features each");
   }
+  check_labels(labels, what);
+  return m;
+}
+
+void BatchedMlp::check_labels(std::span<const std::int32_t> labels, const char* what) const {
   const auto classes_i = static_cast<std::int64_t>(classes());
-  for (std::size_t k = 0; k < m; ++k) {
+  for (std::size_t k = 0; k < labels.size(); ++k) {
     if (labels[k] < 0 || labels[k] >= classes_i) {
       throw ValueError(std::string(what) + ": label " + std::to_string(labels[k]) + " at sample " +
                        std::to_string(k) + " is outside [0, " + std::to_string(classes()) + ")");
     }
   }
-  return m;
 }
 
-void BatchedMlp::forward(const float* params, const float* x, std::size_t rows, Scratch& s) const {
+void BatchedMlp::forward(const float* params, const float* x, std::size_t rows, Scratch& s,
+                         const float* const* x_rows, const float* wt) const {
   const float* a = x;
   const std::size_t layers = widths_.size() - 1;
   for (std::size_t l = 1; l <= layers; ++l) {
@@ -223,12 +249,16 @@ void BatchedMlp::forward(const float* params, const float* x, std::size_t rows, 
     const std::size_t out = widths_[l];
     float* z = s.act[l - 1].data();
     const float* bias = params + bias_offset_[l - 1];
-    for (std::size_t r = 0; r < rows; ++r) {
-      std::copy_n(bias, out, z + r * out);
+    if (l == 1 && x_rows != nullptr) {
+      rows_linear(x_rows, rows, in, wt, out, bias, z);
+    } else {
+      for (std::size_t r = 0; r < rows; ++r) {
+        std::copy_n(bias, out, z + r * out);
+      }
+      // z = a W^T + b with W stored [out, in], as nn.Linear does.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(rows), blas_int(out), blas_int(in), 1.0f,
+                  a, blas_int(in), params + weight_offset_[l - 1], blas_int(in), 1.0f, z, blas_int(out));
     }
-    // z = a W^T + b with W stored [out, in], as nn.Linear does.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, blas_int(rows), blas_int(out), blas_int(in), 1.0f, a,
-                blas_int(in), params + weight_offset_[l - 1], blas_int(in), 1.0f, z, blas_int(out));
     if (l < layers) {
       for (std::size_t k = 0; k < rows * out; ++k) {
         z[k] = std::max(z[k], 0.0f);
@@ -268,16 +298,20 @@ void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t first, std
   }
 }
 
-void BatchedMlp::backward(const float* params, const float* x, std::size_t rows, Scratch& s,
-                          float* grads) const {
+void BatchedMlp::backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads,
+                          const float* const* x_rows) const {
   for (std::size_t l = widths_.size() - 1; l >= 1; --l) {
     const std::size_t in = widths_[l - 1];
     const std::size_t out = widths_[l];
     const float* a = l == 1 ? x : s.act[l - 2].data();
     const float* delta = s.delta.data();
     // dW = delta^T a: [out, rows] x [rows, in].
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(out), blas_int(in), blas_int(rows), 1.0f,
-                delta, blas_int(out), a, blas_int(in), 0.0f, grads + weight_offset_[l - 1], blas_int(in));
+    if (l == 1 && x_rows != nullptr) {
+      rows_weight_grad(x_rows, rows, delta, out, in, grads + weight_offset_[l - 1]);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(out), blas_int(in), blas_int(rows), 1.0f,
+                  delta, blas_int(out), a, blas_int(in), 0.0f, grads + weight_offset_[l - 1], blas_int(in));
+    }
     float* db = grads + bias_offset_[l - 1];
     std::copy_n(delta, out, db);
     for (std::size_t r = 1; r < rows; ++r) {
@@ -395,7 +429,7 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
   sgd.finish_step();
 }
 
-void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+void BatchedMlp::train_shared(std::span<const float> params, const BatchRows& rows, std::size_t batch,
                               std::span<float> mean_grad, std::span<BatchStats> stats) const {
   check_params(params.size(), "BatchedMlp::train_shared");
   check_params(mean_grad.size(), "BatchedMlp::train_shared");
@@ -404,24 +438,24 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fi
     throw ShapeError("BatchedMlp::train_shared: needs at least one replica and a batch of at least 1");
   }
   use_single_threaded_blas();
-  const std::size_t in = widths_.front();
   const std::size_t cols = params.size();
   const std::size_t chunks = (n + kSharedChunk - 1) / kSharedChunk;
   // The chunks' sums: a workspace of no samples, all extra.
   const auto sums = pool_->take(widths_, 0, chunks * cols);
+  // The first layer's weights transposed once for every chunk's rows_linear().
+  const auto wt = pool_->take(widths_, 0, transposed_stride(widths_[1]) * widths_[0]);
+  transpose_weights(params.data() + weight_offset_[0], widths_[1], widths_[0], wt->extra.data());
   parallel_for(threads_, chunks, [&](std::size_t c0, std::size_t c1) {
-    const std::size_t rows = std::min(n, kSharedChunk) * batch;
-    // The chunk's samples are gathered here, where its GEMMs read them from cache.
-    const auto w = pool_->take(widths_, rows, 0);
-    float* x = w->x.data();
+    const std::size_t samples = std::min(n, kSharedChunk) * batch;
+    const auto w = pool_->take(widths_, samples, 0, false);
+    std::vector<const float*> x_rows(samples);
     std::int32_t* y = w->y.data();
     for (std::size_t c = c0; c < c1; ++c) {
       const std::size_t first = c * kSharedChunk;
       const std::size_t count = std::min(n, first + kSharedChunk) - first;
-      fill(first, count, x, y);
-      check_samples(std::span<const float>(x, count * batch * in),
-                    std::span<const std::int32_t>(y, count * batch), "BatchedMlp::train_shared");
-      forward(params.data(), x, count * batch, w->scratch);
+      rows(first, count, x_rows.data(), y);
+      check_labels(std::span<const std::int32_t>(y, count * batch), "BatchedMlp::train_shared");
+      forward(params.data(), nullptr, count * batch, w->scratch, x_rows.data(), wt->extra.data());
       for (std::size_t i = 0; i < count; ++i) {
         double loss = 0.0;
         std::size_t correct = 0;
@@ -429,7 +463,8 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchFill& fi
         stats[first + i] = {static_cast<float>(loss / static_cast<double>(batch)),
                             static_cast<std::int32_t>(correct)};
       }
-      backward(params.data(), x, count * batch, w->scratch, sums->extra.data() + c * cols);
+      backward(params.data(), nullptr, count * batch, w->scratch, sums->extra.data() + c * cols,
+               x_rows.data());
     }
   });
   // The chunks' sums added in chunk order, column ranges over the threads.

@@ -40,6 +40,17 @@ using BatchFill = std::function<void(std::size_t first, std::size_t count, float
 BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std::int32_t> labels,
                              std::size_t batch);
 
+/// Points at the training samples of replicas [first, first + count): count x batch pointers, each to one
+/// sample's inputs, to `rows`, and their labels to y. Called from several threads at once, for disjoint
+/// ranges; the samples must stay where they are until the training call returns.
+using BatchRows =
+    std::function<void(std::size_t first, std::size_t count, const float** rows, std::int32_t* y)>;
+
+/// A BatchRows over batches already gathered: inputs [N, batch, in], labels [N, batch] (which must outlive
+/// it). Throws ShapeError when the sizes do not make whole batches.
+BatchRows contiguous_batch_rows(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                                std::size_t batch);
+
 /// Result of evaluating one parameter vector on a set of samples.
 struct EvalResult {
   /// Mean softmax cross-entropy.
@@ -95,11 +106,12 @@ class BatchedMlp {
 
   /// Centralized training's mean gradient while every replica holds the same `params`: the mean over the N
   /// replicas (N = stats.size()) of each one's gradient on its own batch, which is the gradient of one batch
-  /// of N x batch samples. `fill` gathers the batches 32 replicas at a time, which then go through one set
-  /// of GEMMs; those sums are added in order, so the result does not depend on the thread count. It differs
-  /// from train_step's rows averaged by allreduce_mean() in rounding only. Replica i's loss and hits go to
-  /// stats[i]. Throws ShapeError on mismatched sizes and ValueError on a label outside [0, classes).
-  void train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+  /// of N x batch samples. The batches go 32 replicas at a time through one set of GEMMs; the first layer's
+  /// read the samples where `rows` points (row_gemm.hpp), so they are never copied. The chunks' sums are
+  /// added in order, so the result does not depend on the thread count. It differs from train_step's rows
+  /// averaged by allreduce_mean() in rounding only. Replica i's loss and hits go to stats[i]. Throws
+  /// ShapeError on mismatched sizes and ValueError on a label outside [0, classes).
+  void train_shared(std::span<const float> params, const BatchRows& rows, std::size_t batch,
                     std::span<float> mean_grad, std::span<BatchStats> stats) const;
 
   /// Loss and accuracy of one parameter vector (e.g. the replica average) on samples [M, in] with labels [M].
@@ -123,13 +135,19 @@ class BatchedMlp {
                            Scratch& s, float* grads) const;
   std::size_t check_samples(std::span<const float> inputs, std::span<const std::int32_t> labels,
                             const char* what) const;
-  /// Logits of `rows` samples into scratch, keeping hidden activations for backward.
-  void forward(const float* params, const float* x, std::size_t rows, Scratch& s) const;
+  /// Logits of `rows` samples into scratch, keeping hidden activations for backward. The samples are x
+  /// [rows, in], or where `x_rows` points when it is given (then `wt` holds the first layer's weights
+  /// transposed by transpose_weights()).
+  void forward(const float* params, const float* x, std::size_t rows, Scratch& s,
+               const float* const* x_rows = nullptr, const float* wt = nullptr) const;
   /// Adds loss and hits of `rows` samples to the sums; leaves d(mean loss)/d(logits) in scratch when `grad`.
   /// Rows [first, first + rows) of the scratch's logits; `labels` points at row first's label.
   void softmax_xent(const std::int32_t* labels, std::size_t first, std::size_t rows, std::size_t mean_over,
                     bool grad, Scratch& s, double& loss_sum, std::size_t& correct) const;
-  void backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads) const;
+  /// The gradient of `rows` samples' summed loss after forward(); samples as forward() takes them.
+  void backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads,
+                const float* const* x_rows = nullptr) const;
+  void check_labels(std::span<const std::int32_t> labels, const char* what) const;
   EvalResult evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
                             std::size_t begin, std::size_t end, Scratch& s) const;
 
@@ -139,7 +157,8 @@ class BatchedMlp {
   std::vector<std::size_t> weight_offset_;  // per layer l >= 1 (index l - 1)
   std::vector<std::size_t> bias_offset_;
   // Training buffers kept from call to call, so that no iteration allocates, faults in and zeroes them again
-  // (1.6 MB of samples per thread and 6.5 MB of chunk sums in train_shared() at 1008 replicas). Shared by
+  // (a batch of samples per thread in train_sgd_step(), and 6.5 MB of chunk sums in train_shared() at 1008
+  // replicas). Shared by
   // copies of this object; each call takes buffers for its own use only.
   std::shared_ptr<WorkspacePool> pool_;
 };

@@ -133,6 +133,19 @@ struct VirtualReplicas::State {
     }
   }
 
+  /// Where the samples of replicas [first, first + count) lie at iteration t, to rows, and their labels to y.
+  void point_batches(std::int64_t t, std::size_t first, std::size_t count, const float** rows,
+                     std::int32_t* y) {
+    const std::size_t in = net.inputs();
+    for (std::size_t r = first; r < first + count; ++r) {
+      for (const std::int64_t index : samplers[r].batch(t)) {
+        const auto sample = static_cast<std::size_t>(index);
+        *rows++ = &train.images[sample * in];
+        *y++ = train.labels[sample];
+      }
+    }
+  }
+
   void gather_batches(std::int64_t t) {
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
     if (inputs.size() == 0) {
@@ -201,7 +214,10 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   const bool centralized = step.graph == nullptr && !step.average_parameters;
   const ReplicaView p = s.store.params();
   const ReplicaView m = s.store.momentum();
-  if (centralized && s.identical && s.net.train_shared(p.row(0), fill, batch, s.mean_grad.span(), s.stats)) {
+  const BatchRows rows = [&s, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
+    s.point_batches(t, first, count, x, y);
+  };
+  if (centralized && s.identical && s.net.train_shared(p.row(0), rows, batch, s.mean_grad.span(), s.stats)) {
     // Identical replicas: the mean of their gradients is one large batch's, and one copy of the parameters
     // and momentum steps for all of them.
     s.sgd.step_replica(s.last_lr, p.row(0), s.mean_grad.span(),

@@ -29,9 +29,9 @@ class MlpReplicas final : public ReplicaModel {
     mlp_.train_sgd_step(params, fill, batch, sgd, lr, momentum, stats);
     return true;
   }
-  bool train_shared(std::span<const float> params, const BatchFill& fill, std::size_t batch,
+  bool train_shared(std::span<const float> params, const BatchRows& rows, std::size_t batch,
                     std::span<float> mean_grad, std::span<BatchStats> stats) const override {
-    mlp_.train_shared(params, fill, batch, mean_grad, stats);
+    mlp_.train_shared(params, rows, batch, mean_grad, stats);
     return true;
   }
   EvalResult evaluate(std::span<const float> params, std::span<const float> inputs,

@@ -37,9 +37,9 @@ class ReplicaModel {
     return false;
   }
   /// Centralized training's mean gradient over N = stats.size() replicas that all hold `params`, each on its
-  /// own batch (written by `fill`), where the model computes it as one large batch (false: not supported,
+  /// own batch (where `rows` points), where the model computes it as one large batch (false: not supported,
   /// nothing done).
-  virtual bool train_shared(std::span<const float>, const BatchFill&, std::size_t, std::span<float>,
+  virtual bool train_shared(std::span<const float>, const BatchRows&, std::size_t, std::span<float>,
                             std::span<BatchStats>) const {
     return false;
   }

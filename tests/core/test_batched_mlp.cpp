@@ -279,11 +279,7 @@ TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mea
   for (double g : mean) {
     scale = std::max(scale, std::abs(g));
   }
-  const std::size_t in = pr.mlp.inputs();
-  const core::BatchFill fill = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
-    std::copy_n(pr.inputs.data() + first * pr.batch * in, count * pr.batch * in, x);
-    std::copy_n(pr.labels.data() + first * pr.batch, count * pr.batch, y);
-  };
+  const core::BatchRows fill = core::contiguous_batch_rows(pr.inputs, pr.labels, pr.batch);
   std::vector<std::vector<float>> results;
   for (const unsigned threads : {1u, 3u}) {
     CAPTURE(threads);
@@ -302,7 +298,8 @@ TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mea
   }
   CHECK(results[0] == results[1]);
 
-  const core::BatchFill bad_label = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+  const core::BatchRows bad_label = [&](std::size_t first, std::size_t count, const float** x,
+                                        std::int32_t* y) {
     fill(first, count, x, y);
     y[0] = 4;
   };
@@ -315,11 +312,7 @@ TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mea
 TEST_CASE("core::batched_mlp: buffers kept between calls do not carry results from one call to the next") {
   Problem pr({9, 7, 4}, 70, 3, 1, 8);
   pr.store.broadcast_params(0);
-  const std::size_t in = pr.mlp.inputs();
-  const core::BatchFill fill = [&](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
-    std::copy_n(pr.inputs.data() + first * pr.batch * in, count * pr.batch * in, x);
-    std::copy_n(pr.labels.data() + first * pr.batch, count * pr.batch, y);
-  };
+  const core::BatchRows fill = core::contiguous_batch_rows(pr.inputs, pr.labels, pr.batch);
   const auto shared_grad = [&](const core::BatchedMlp& mlp, std::size_t replicas) {
     std::vector<float> grad(mlp.param_count());
     std::vector<core::BatchStats> stats(replicas);
