@@ -79,8 +79,9 @@ double relative_difference(const std::vector<float>& a, const std::vector<float>
 }
 
 /// Runs `text` (4 workers, `iterations` iterations) with dbench train --local 4 into dir/out and checks every
-/// worker's final parameters against the simulator's replicas: within 1e-5 relative.
-void check_train_matches_simulate(const TempDir& dir, const std::string& text, int iterations) {
+/// worker's final parameters against the simulator's replicas: within `tolerance` relative.
+void check_train_matches_simulate(const TempDir& dir, const std::string& text, int iterations,
+                                  double tolerance = 1e-5) {
   const fs::path config = write_config(dir.path(), text);
   const auto run = run_dbench("train " + config.string() + " --local 4 -q --checkpoint-every " +
                               std::to_string(iterations) + " --out " + (dir.path() / "out").string());
@@ -91,7 +92,7 @@ void check_train_matches_simulate(const TempDir& dir, const std::string& text, i
     CAPTURE(r);
     const auto state = dbench::runtime::read_checkpoint(dir.path() / "out.checkpoints", r);
     CHECK(state.iterations_done == iterations);
-    CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= 1e-5);
+    CHECK(relative_difference(state.params, expected[static_cast<std::size_t>(r)]) <= tolerance);
   }
 }
 
@@ -138,16 +139,23 @@ TEST_CASE("runtime::train: 4 local workers end with the simulator's parameters (
     const char* kind;
     const char* graph;
     const char* extra;
+    double tolerance = 1e-5;
   };
+  // Gossip runs the same kernels in both engines and ends bitwise equal. Centralized workers take their own
+  // batches through OpenBLAS and all-reduce the gradients, while the simulator takes the replicas' batches
+  // as one through kernels of its own (BatchedMlp::train_shared): the rounding differs from the first
+  // iteration on, and after 100 the largest difference is 1.7e-5 of the largest parameter (5.5e-6 while
+  // both engines' forward passes were OpenBLAS's).
   for (const Case c :
-       {Case{"centralized", "ring", ""}, Case{"dpsgd", "ring", ""}, Case{"dpsgd", "one-peer-exponential", ""},
-        Case{"dpsgd", "ring", "global_every = 30\n"}, Case{"dpsgd", "local", "global_every = 3\n"},
-        Case{"dpsgd", "ada", ""}, Case{"dpsgd", "ada", "ada_shared_momentum = true\n"}}) {
+       {Case{"centralized", "ring", "", 5e-5}, Case{"dpsgd", "ring", ""},
+        Case{"dpsgd", "one-peer-exponential", ""}, Case{"dpsgd", "ring", "global_every = 30\n"},
+        Case{"dpsgd", "local", "global_every = 3\n"}, Case{"dpsgd", "ada", ""},
+        Case{"dpsgd", "ada", "ada_shared_momentum = true\n"}}) {
     CAPTURE(c.kind);
     CAPTURE(c.graph);
     CAPTURE(c.extra);
     TempDir dir;
-    check_train_matches_simulate(dir, config_text(c.kind, c.graph, 4, 100, c.extra), 100);
+    check_train_matches_simulate(dir, config_text(c.kind, c.graph, 4, 100, c.extra), 100, c.tolerance);
     for (const char* file : {"metrics.csv", "schedule.csv", "trace.csv", "summary.json", "config.toml"}) {
       CHECK(fs::exists(dir.path() / "out" / file));
     }
