@@ -50,16 +50,23 @@ std::uint64_t next_random(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+/// Features per sample of batches already gathered, inputs [N, batch, in] and labels [N, batch]; throws
+/// ShapeError naming `what` when the sizes do not make whole batches.
+std::size_t batch_features(std::span<const float> inputs, std::span<const std::int32_t> labels,
+                           std::size_t batch, const char* what) {
+  if (batch == 0 || labels.empty() || inputs.size() % labels.size() != 0 || labels.size() % batch != 0) {
+    throw ShapeError(std::string(what) + ": " + std::to_string(inputs.size()) + " input values and " +
+                     std::to_string(labels.size()) + " labels do not make batches of " +
+                     std::to_string(batch));
+  }
+  return inputs.size() / labels.size();
+}
+
 }  // namespace
 
 BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std::int32_t> labels,
                              std::size_t batch) {
-  if (labels.empty() || inputs.size() % labels.size() != 0 || labels.size() % batch != 0) {
-    throw ShapeError("contiguous_batches: " + std::to_string(inputs.size()) + " input values and " +
-                     std::to_string(labels.size()) + " labels do not make batches of " +
-                     std::to_string(batch));
-  }
-  const std::size_t in = inputs.size() / labels.size();
+  const std::size_t in = batch_features(inputs, labels, batch, "contiguous_batches");
   return [inputs, labels, batch, in](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
     if (count == 0) {
       return;
@@ -71,12 +78,7 @@ BatchFill contiguous_batches(std::span<const float> inputs, std::span<const std:
 
 BatchRows contiguous_batch_rows(std::span<const float> inputs, std::span<const std::int32_t> labels,
                                 std::size_t batch) {
-  if (labels.empty() || inputs.size() % labels.size() != 0 || labels.size() % batch != 0) {
-    throw ShapeError("contiguous_batch_rows: " + std::to_string(inputs.size()) + " input values and " +
-                     std::to_string(labels.size()) + " labels do not make batches of " +
-                     std::to_string(batch));
-  }
-  const std::size_t in = inputs.size() / labels.size();
+  const std::size_t in = batch_features(inputs, labels, batch, "contiguous_batch_rows");
   return
       [inputs, labels, batch, in](std::size_t first, std::size_t count, const float** rows, std::int32_t* y) {
         for (std::size_t k = first * batch; k < (first + count) * batch; ++k) {

@@ -398,3 +398,23 @@ TEST_CASE("core::batched_mlp: rejects bad widths, labels and sizes") {
                                   std::span<const std::int32_t>(pr.labels).first(2)),
                   core::ShapeError);
 }
+
+TEST_CASE("core::batched_mlp: batches that do not divide evenly are a shape error") {
+  const std::vector<float> inputs(12, 0.5f);
+  const std::vector<std::int32_t> labels(4, 1);
+  for (const std::size_t batch : {std::size_t{0}, std::size_t{3}}) {
+    CAPTURE(batch);
+    CHECK_THROWS_AS(core::contiguous_batches(inputs, labels, batch), core::ShapeError);
+    CHECK_THROWS_AS(core::contiguous_batch_rows(inputs, labels, batch), core::ShapeError);
+  }
+  CHECK_THROWS_AS(core::contiguous_batch_rows(std::vector<float>(13, 0.5f), labels, 2), core::ShapeError);
+  // Two batches of two samples of three features: the second batch's rows and labels.
+  const core::BatchRows rows = core::contiguous_batch_rows(inputs, labels, 2);
+  const float* x[2] = {};
+  std::int32_t y[2] = {};
+  rows(1, 1, x, y);
+  CHECK(x[0] == inputs.data() + 6);
+  CHECK(x[1] == inputs.data() + 9);
+  CHECK(y[0] == 1);
+  CHECK(y[1] == 1);
+}
