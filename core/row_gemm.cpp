@@ -234,24 +234,26 @@ void transpose_weights(const float* w, std::size_t out, std::size_t in, float* t
 }
 
 void rows_linear(const float* const* rows, std::size_t m, std::size_t in, const float* wt, std::size_t out,
-                 const float* bias, float* z) {
+                 const float* bias, float* z, bool allow_avx512) {
 #if defined(DBENCH_SIM_X86)
-  if (cpu_has_avx512f()) {
+  if (allow_avx512 && cpu_has_avx512f()) {
     linear_avx512(rows, m, in, wt, out, bias, z);
     return;
   }
 #endif
+  (void)allow_avx512;
   linear_portable(rows, m, in, wt, out, bias, z);
 }
 
 void rows_weight_grad(const float* const* rows, std::size_t m, const float* delta, std::size_t out,
-                      std::size_t in, float* g) {
+                      std::size_t in, float* g, bool allow_avx512) {
 #if defined(DBENCH_SIM_X86)
-  if (cpu_has_avx512f()) {
+  if (allow_avx512 && cpu_has_avx512f()) {
     weight_grad_avx512(rows, m, delta, out, in, g);
     return;
   }
 #endif
+  (void)allow_avx512;
   weight_grad_portable(rows, m, delta, out, in, g);
 }
 

@@ -65,6 +65,7 @@ TEST_CASE("core::row_gemm: transpose_weights pads each row to 16 floats with zer
   }
 }
 
+// Each case runs the kernel this CPU picks and the portable one, which must agree bit for bit.
 TEST_CASE("core::row_gemm: rows_linear is one fused multiply-add chain per output in input order") {
   TestRng rng(11);
   for (const Shape& s : kShapes) {
@@ -79,6 +80,9 @@ TEST_CASE("core::row_gemm: rows_linear is one fused multiply-add chain per outpu
     // One more row than asked for, which must stay untouched.
     std::vector<float> z((s.m + 1) * s.out, 7.0f);
     core::rows_linear(x.rows.data(), s.m, s.in, wt.data(), s.out, bias.data(), z.data());
+    std::vector<float> portable((s.m + 1) * s.out, 7.0f);
+    core::rows_linear(x.rows.data(), s.m, s.in, wt.data(), s.out, bias.data(), portable.data(), false);
+    CHECK(portable == z);
     for (std::size_t r = 0; r < s.m; ++r) {
       for (std::size_t o = 0; o < s.out; ++o) {
         float chain = 0.0f;
@@ -108,6 +112,9 @@ TEST_CASE("core::row_gemm: rows_weight_grad is one fused multiply-add chain per 
     const std::vector<float> delta = random_vector(s.m * s.out, rng);
     std::vector<float> g(s.out * s.in, 5.0f);
     core::rows_weight_grad(x.rows.data(), s.m, delta.data(), s.out, s.in, g.data());
+    std::vector<float> portable(s.out * s.in, 5.0f);
+    core::rows_weight_grad(x.rows.data(), s.m, delta.data(), s.out, s.in, portable.data(), false);
+    CHECK(portable == g);
     for (std::size_t o = 0; o < s.out; ++o) {
       for (std::size_t k = 0; k < s.in; ++k) {
         float chain = 0.0f;
@@ -124,7 +131,9 @@ TEST_CASE("core::row_gemm: rows_weight_grad is one fused multiply-add chain per 
 }
 
 TEST_CASE("core::row_gemm: no rows give zero gradients") {
-  std::vector<float> g(3 * 4, 5.0f);
-  core::rows_weight_grad(nullptr, 0, nullptr, 3, 4, g.data());
-  CHECK(g == std::vector<float>(12, 0.0f));
+  for (const bool avx512 : {true, false}) {
+    std::vector<float> g(3 * 4, 5.0f);
+    core::rows_weight_grad(nullptr, 0, nullptr, 3, 4, g.data(), avx512);
+    CHECK(g == std::vector<float>(12, 0.0f));
+  }
 }
