@@ -158,8 +158,7 @@ class BatchedMlp {
   std::vector<std::size_t> bias_offset_;
   // Training buffers kept from call to call, so that no iteration allocates, faults in and zeroes them again
   // (a batch of samples per thread in train_sgd_step(), and 6.5 MB of chunk sums in train_shared() at 1008
-  // replicas). Shared by
-  // copies of this object; each call takes buffers for its own use only.
+  // replicas). Shared by copies of this object; each call takes buffers for its own use only.
   std::shared_ptr<WorkspacePool> pool_;
 };
 
