@@ -111,12 +111,17 @@ struct BatchedMlp::Scratch {
 };
 
 /// One worker's buffers for a training call: activations for `samples` samples (as many as y holds), the
-/// samples and labels themselves, and `floats` more (a gradient, or chunk sums).
+/// samples (or where they lie) and labels themselves, and `floats` more (a gradient, or chunk sums).
 struct BatchedMlp::Workspace {
   Workspace(const std::vector<std::size_t>& widths, std::size_t samples, std::size_t floats, bool inputs)
-      : scratch(widths, samples), x(inputs ? samples * widths.front() : 0), y(samples), extra(floats) {}
+      : scratch(widths, samples),
+        x(inputs ? samples * widths.front() : 0),
+        rows(inputs ? 0 : samples),
+        y(samples),
+        extra(floats) {}
   Scratch scratch;
   AlignedBuffer x;
+  std::vector<const float*> rows;  // where the samples lie, when they are not copied to x
   std::vector<std::int32_t> y;
   AlignedBuffer extra;
 };
@@ -450,14 +455,14 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchRows& ro
   parallel_for(threads_, chunks, [&](std::size_t c0, std::size_t c1) {
     const std::size_t samples = std::min(n, kSharedChunk) * batch;
     const auto w = pool_->take(widths_, samples, 0, false);
-    std::vector<const float*> x_rows(samples);
+    const float** x_rows = w->rows.data();
     std::int32_t* y = w->y.data();
     for (std::size_t c = c0; c < c1; ++c) {
       const std::size_t first = c * kSharedChunk;
       const std::size_t count = std::min(n, first + kSharedChunk) - first;
-      rows(first, count, x_rows.data(), y);
+      rows(first, count, x_rows, y);
       check_labels(std::span<const std::int32_t>(y, count * batch), "BatchedMlp::train_shared");
-      forward(params.data(), nullptr, count * batch, w->scratch, x_rows.data(), wt->extra.data());
+      forward(params.data(), nullptr, count * batch, w->scratch, x_rows, wt->extra.data());
       for (std::size_t i = 0; i < count; ++i) {
         double loss = 0.0;
         std::size_t correct = 0;
@@ -465,8 +470,7 @@ void BatchedMlp::train_shared(std::span<const float> params, const BatchRows& ro
         stats[first + i] = {static_cast<float>(loss / static_cast<double>(batch)),
                             static_cast<std::int32_t>(correct)};
       }
-      backward(params.data(), nullptr, count * batch, w->scratch, sums->extra.data() + c * cols,
-               x_rows.data());
+      backward(params.data(), nullptr, count * batch, w->scratch, sums->extra.data() + c * cols, x_rows);
     }
   });
   // The chunks' sums added in chunk order, column ranges over the threads.

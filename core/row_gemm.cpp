@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/simd.hpp"
 
@@ -51,6 +52,26 @@ DBENCH_AVX512 __mmask16 lanes_mask(std::size_t lanes) {
   return lanes >= kLanes ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << lanes) - 1U);
 }
 
+/// tile(std::integral_constant<int, V>) for V = `vectors` (1 to 4), so that a tile's vector count is a
+/// compile-time constant.
+template <class Tile>
+void with_vectors(int vectors, Tile&& tile) {
+  switch (vectors) {
+    case 1:
+      tile(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      tile(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      tile(std::integral_constant<int, 3>{});
+      break;
+    default:
+      tile(std::integral_constant<int, 4>{});
+      break;
+  }
+}
+
 // R rows times V vectors of outputs; the last vector's lanes beyond the outputs are masked by `last`.
 template <int R, int V>
 DBENCH_AVX512 void linear_tile(const float* const* rows, std::size_t in, const float* wt, std::size_t ld,
@@ -89,26 +110,6 @@ DBENCH_AVX512 void linear_tile(const float* const* rows, std::size_t in, const f
   }
 }
 
-template <int R>
-DBENCH_AVX512 void linear_tile_v(int vectors, const float* const* rows, std::size_t in, const float* wt,
-                                 std::size_t ld, const float* bias, float* z, std::size_t ldz,
-                                 __mmask16 last) {
-  switch (vectors) {
-    case 1:
-      linear_tile<R, 1>(rows, in, wt, ld, bias, z, ldz, last);
-      break;
-    case 2:
-      linear_tile<R, 2>(rows, in, wt, ld, bias, z, ldz, last);
-      break;
-    case 3:
-      linear_tile<R, 3>(rows, in, wt, ld, bias, z, ldz, last);
-      break;
-    default:
-      linear_tile<R, 4>(rows, in, wt, ld, bias, z, ldz, last);
-      break;
-  }
-}
-
 DBENCH_AVX512 void linear_avx512(const float* const* rows, std::size_t m, std::size_t in, const float* wt,
                                  std::size_t out, const float* bias, float* z) {
   const std::size_t ld = transposed_stride(out);
@@ -116,13 +117,15 @@ DBENCH_AVX512 void linear_avx512(const float* const* rows, std::size_t m, std::s
     const std::size_t cols = std::min(kBlock, out - o0);
     const int vectors = static_cast<int>((cols + kLanes - 1) / kLanes);
     const __mmask16 last = lanes_mask(cols - kLanes * static_cast<std::size_t>(vectors - 1));
-    std::size_t r = 0;
-    for (; r + kTile <= m; r += kTile) {
-      linear_tile_v<kTile>(vectors, rows + r, in, wt + o0, ld, bias + o0, z + r * out + o0, out, last);
-    }
-    for (; r < m; ++r) {
-      linear_tile_v<1>(vectors, rows + r, in, wt + o0, ld, bias + o0, z + r * out + o0, out, last);
-    }
+    with_vectors(vectors, [&](auto v) {
+      std::size_t r = 0;
+      for (; r + kTile <= m; r += kTile) {
+        linear_tile<kTile, v>(rows + r, in, wt + o0, ld, bias + o0, z + r * out + o0, out, last);
+      }
+      for (; r < m; ++r) {
+        linear_tile<1, v>(rows + r, in, wt + o0, ld, bias + o0, z + r * out + o0, out, last);
+      }
+    });
   }
 }
 
@@ -176,41 +179,23 @@ DBENCH_AVX512 void grad_tile(const float* const* rows, std::size_t m, std::size_
   }
 }
 
-template <int J>
-DBENCH_AVX512 void grad_tile_v(int vectors, const float* const* rows, std::size_t m, std::size_t k0,
-                               const float* delta, std::size_t out, std::size_t o0, std::size_t cols,
-                               __mmask16 last, bool prefetch, float* g, std::size_t in) {
-  switch (vectors) {
-    case 1:
-      grad_tile<J, 1>(rows, m, k0, delta, out, o0, cols, last, prefetch, g, in);
-      break;
-    case 2:
-      grad_tile<J, 2>(rows, m, k0, delta, out, o0, cols, last, prefetch, g, in);
-      break;
-    case 3:
-      grad_tile<J, 3>(rows, m, k0, delta, out, o0, cols, last, prefetch, g, in);
-      break;
-    default:
-      grad_tile<J, 4>(rows, m, k0, delta, out, o0, cols, last, prefetch, g, in);
-      break;
-  }
-}
-
 DBENCH_AVX512 void weight_grad_avx512(const float* const* rows, std::size_t m, const float* delta,
                                       std::size_t out, std::size_t in, float* g) {
   for (std::size_t o0 = 0; o0 < out; o0 += kBlock) {
     const std::size_t cols = std::min(kBlock, out - o0);
     const int vectors = static_cast<int>((cols + kLanes - 1) / kLanes);
     const __mmask16 last = lanes_mask(cols - kLanes * static_cast<std::size_t>(vectors - 1));
-    std::size_t k = 0;
-    for (; k + kTile <= in; k += kTile) {
-      // Once per line of each row, in the first block of outputs (the others find the rows in cache).
-      const bool prefetch = o0 == 0 && k % kLineFloats + kTile >= kLineFloats && k + kLineFloats < in;
-      grad_tile_v<kTile>(vectors, rows, m, k, delta, out, o0, cols, last, prefetch, g, in);
-    }
-    for (; k < in; ++k) {
-      grad_tile_v<1>(vectors, rows, m, k, delta, out, o0, cols, last, false, g, in);
-    }
+    with_vectors(vectors, [&](auto v) {
+      std::size_t k = 0;
+      for (; k + kTile <= in; k += kTile) {
+        // Once per line of each row, in the first block of outputs (the others find the rows in cache).
+        const bool prefetch = o0 == 0 && k % kLineFloats + kTile >= kLineFloats && k + kLineFloats < in;
+        grad_tile<kTile, v>(rows, m, k, delta, out, o0, cols, last, prefetch, g, in);
+      }
+      for (; k < in; ++k) {
+        grad_tile<1, v>(rows, m, k, delta, out, o0, cols, last, false, g, in);
+      }
+    });
   }
 }
 
