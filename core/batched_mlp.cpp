@@ -390,7 +390,8 @@ void BatchedMlp::train_step(ConstReplicaView params, std::span<const float> inpu
 }
 
 void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd,
-                                double lr, ReplicaView momentum, std::span<BatchStats> stats) const {
+                                double lr, ReplicaView momentum, std::span<BatchStats> stats,
+                                BlockedView stepped) const {
   check_params(params.cols, "BatchedMlp::train_sgd_step");
   if (batch == 0 || stats.size() != params.rows) {
     throw ShapeError("BatchedMlp::train_sgd_step: " + std::to_string(params.rows) +
@@ -405,6 +406,11 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
   }
   if (!std::isfinite(lr)) {
     throw ValueError("BatchedMlp::train_sgd_step: learning rate must be finite, got " + std::to_string(lr));
+  }
+  if (stepped.data != nullptr && (stepped.rows != params.rows || stepped.cols != params.cols)) {
+    throw ShapeError("BatchedMlp::train_sgd_step: the stepped parameters' blocked matrix is " +
+                     std::to_string(stepped.rows) + "x" + std::to_string(stepped.cols) + ", parameters " +
+                     std::to_string(params.rows) + "x" + std::to_string(params.cols));
   }
   use_single_threaded_blas();
   const std::size_t in = widths_.front();
@@ -428,9 +434,14 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
       }
       stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
       // The next replica's parameters load as this one's step streams: its forward pass reads them first.
-      step.step_replica(
-          lr, params.row(i), grad, use_momentum ? momentum.row(i) : std::span<float>(),
-          next != kNoIndex ? std::span<const float>(params.row(next)) : std::span<const float>());
+      const std::span<float> buf = use_momentum ? momentum.row(i) : std::span<float>();
+      const std::span<const float> ahead =
+          next != kNoIndex ? std::span<const float>(params.row(next)) : std::span<const float>();
+      if (stepped.data != nullptr) {
+        step.step_replica_into(lr, params.row(i), grad, buf, stepped, i, ahead);
+      } else {
+        step.step_replica(lr, params.row(i), grad, buf, ahead);
+      }
     });
   });
   sgd.finish_step();

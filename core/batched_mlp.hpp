@@ -100,9 +100,11 @@ class BatchedMlp {
   /// train_step fused with each replica's local SGD step (D-PSGD), replica i's batch written by fill(i, 1):
   /// the batch and the replica's gradient go to per-thread buffers that stay in cache and `sgd` applies the
   /// gradient at rate `lr` right away; ends with sgd.finish_step(). Same result as train_step then sgd.step,
-  /// without writing and re-reading the batches or an [N, P] gradient matrix.
+  /// without writing and re-reading the batches or an [N, P] gradient matrix. With `stepped` (data not
+  /// null), the stepped parameters go there, column block by column block (Sgd::step_replica_into), and
+  /// `params` is only read.
   void train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd, double lr,
-                      ReplicaView momentum, std::span<BatchStats> stats) const;
+                      ReplicaView momentum, std::span<BatchStats> stats, BlockedView stepped = {}) const;
 
   /// Centralized training's mean gradient while every replica holds the same `params`: the mean over the N
   /// replicas (N = stats.size()) of each one's gradient on its own batch, which is the gradient of one batch

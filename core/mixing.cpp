@@ -72,8 +72,9 @@ Plan make_plan(const MixingRows& rows, ConstReplicaView in) {
 }
 
 /// Columns [c0, c1) of every output row, plain C++: the compiler vectorises the inner loops for the build
-/// target.
-void mix_columns_portable(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1) {
+/// target. Every input the plan points at is read `shift` floats further on (see mix_blocked_input()).
+void mix_columns_portable(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1,
+                          std::size_t shift = 0) {
   constexpr std::size_t kChunk = 64;
   float delta[kChunk];
   for (std::size_t i = 0; i < out.rows; ++i) {
@@ -81,11 +82,11 @@ void mix_columns_portable(const Plan& plan, ReplicaView out, std::size_t c0, std
     float* o = out.row_data(i);
     for (std::size_t c = c0; c < c1; c += kChunk) {
       const std::size_t len = std::min(kChunk, c1 - c);
-      const float* x = r.self + c;
+      const float* x = r.self + shift + c;
       std::fill_n(delta, len, 0.0f);
       for (std::size_t k = r.begin; k < r.end; ++k) {
         const float w = plan.terms[k].weight;
-        const float* s = plan.terms[k].src + c;
+        const float* s = plan.terms[k].src + shift + c;
         for (std::size_t j = 0; j < len; ++j) {
           delta[j] += w * (s[j] - x[j]);
         }
@@ -112,10 +113,10 @@ struct RowTerms {
   const float* src[D > 0 ? D : 1];
   __m512 weight[D > 0 ? D : 1];
 
-  DBENCH_AVX512 explicit RowTerms(const Term* t, std::size_t /*count*/) {
+  DBENCH_AVX512 RowTerms(const Term* t, std::size_t /*count*/, std::size_t shift) {
 #pragma GCC unroll 16
     for (int k = 0; k < D; ++k) {
-      src[k] = t[k].src;
+      src[k] = t[k].src + shift;
       weight[k] = _mm512_set1_ps(t[k].weight);
     }
   }
@@ -134,25 +135,28 @@ template <>
 struct RowTerms<kAnyTerms> {
   const Term* terms;
   std::size_t count;
+  std::size_t shift;
 
-  RowTerms(const Term* t, std::size_t n) : terms(t), count(n) {}
+  RowTerms(const Term* t, std::size_t n, std::size_t s) : terms(t), count(n), shift(s) {}
   std::size_t size() const { return count; }
-  const float* source(std::size_t k) const { return terms[k].src; }
+  const float* source(std::size_t k) const { return terms[k].src + shift; }
   DBENCH_AVX512 __m512 w(std::size_t k) const { return _mm512_set1_ps(terms[k].weight); }
 };
 
 /// Columns [c0, c1) of output row `r` (terms `t`, `count` of them), 64 columns per pass (four independent
 /// accumulators), then 16, then a masked tail; each element's terms are added in the plan's order. With
 /// Stream the 64-column passes store past the caches (o + c0 must be 64-byte aligned; the caller fences).
+/// Every input is read `shift` floats further on than the plan points.
 template <int D, bool Stream>
 DBENCH_AVX512 void mix_row_avx512(const RowPlan& r, const Term* t, std::size_t count, float* o,
-                                  std::size_t c0, std::size_t c1) {
-  const RowTerms<D> terms(t, count);
+                                  std::size_t c0, std::size_t c1, std::size_t shift) {
+  const RowTerms<D> terms(t, count, shift);
   const std::size_t n = terms.size();
   const __m512 scale = _mm512_set1_ps(r.scale);
+  const float* self = r.self + shift;
   std::size_t c = c0;
   for (; c + 64 <= c1; c += 64) {
-    const float* x = r.self + c;
+    const float* x = self + c;
     const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
                  x3 = _mm512_loadu_ps(x + 48);
     __m512 d0 = _mm512_setzero_ps(), d1 = d0, d2 = d0, d3 = d0;
@@ -178,7 +182,7 @@ DBENCH_AVX512 void mix_row_avx512(const RowPlan& r, const Term* t, std::size_t c
     }
   }
   for (; c + 16 <= c1; c += 16) {
-    const __m512 x = _mm512_loadu_ps(r.self + c);
+    const __m512 x = _mm512_loadu_ps(self + c);
     __m512 d = _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (std::size_t k = 0; k < n; ++k) {
@@ -188,7 +192,7 @@ DBENCH_AVX512 void mix_row_avx512(const RowPlan& r, const Term* t, std::size_t c
   }
   if (c < c1) {
     const auto mask = static_cast<__mmask16>((1u << (c1 - c)) - 1u);
-    const __m512 x = _mm512_maskz_loadu_ps(mask, r.self + c);
+    const __m512 x = _mm512_maskz_loadu_ps(mask, self + c);
     __m512 d = _mm512_setzero_ps();
 #pragma GCC unroll 16
     for (std::size_t k = 0; k < n; ++k) {
@@ -198,7 +202,8 @@ DBENCH_AVX512 void mix_row_avx512(const RowPlan& r, const Term* t, std::size_t c
   }
 }
 
-using RowKernel = void (*)(const RowPlan&, const Term*, std::size_t, float*, std::size_t, std::size_t);
+using RowKernel = void (*)(const RowPlan&, const Term*, std::size_t, float*, std::size_t, std::size_t,
+                           std::size_t);
 
 /// mix_row_avx512<D, Stream> for D = 0 .. kMaxUnrolledTerms, by D.
 template <bool Stream, std::size_t... D>
@@ -213,9 +218,9 @@ constexpr auto kStreamingRowKernels =
 /// Columns [c0, c1) of every output row with AVX-512 (mix_row_avx512). While a row is written, columns
 /// [p0, p1) of the matching input row (the block computed next) are prefetched into L2. With `stream`, rows
 /// whose block starts on a cache line are stored past the caches (see MixStores), and the stores are fenced
-/// before the call returns.
+/// before the call returns. Every input is read `shift` floats further on than the plan points.
 DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1,
-                                      std::size_t p0, std::size_t p1, bool stream) {
+                                      std::size_t p0, std::size_t p1, bool stream, std::size_t shift = 0) {
   const Term* terms = plan.terms.data();
   for (std::size_t i = 0; i < out.rows; ++i) {
     const RowPlan& r = plan.rows[i];
@@ -226,7 +231,7 @@ DBENCH_AVX512 void mix_columns_avx512(const Plan& plan, ReplicaView out, std::si
         count > kMaxUnrolledTerms
             ? (streams ? &mix_row_avx512<kAnyTerms, true> : &mix_row_avx512<kAnyTerms, false>)
             : (streams ? kStreamingRowKernels[count] : kUnrolledRowKernels[count]);
-    kernel(r, terms + r.begin, count, o, c0, c1);
+    kernel(r, terms + r.begin, count, o, c0, c1, shift);
     for (std::size_t p = p0; p < p1; p += 16) {
       _mm_prefetch(reinterpret_cast<const char*>(r.self + p), _MM_HINT_T1);
     }
@@ -406,6 +411,49 @@ void mix_tiles(const Plan& plan, ConstReplicaView in, ReplicaView out, Blocking 
   });
 }
 
+/// mix() from a column-blocked input: each block of `in` already holds what mix_tiles() would copy into a
+/// tile, contiguous, so each thread computes its blocks straight from it with the same kernels, terms and
+/// order, the same bits. The plan points into block 0 and is shifted to block b; the last block, whose
+/// slices may be closer together, has a plan of its own. Exponential mixing of 1008 replicas on 2 threads
+/// (Intel Xeon, 2 MB L2 per core): 0.0164-0.0178 s against 0.0197-0.0201 s from tiles; of 4096, 0.096
+/// against 0.128 s.
+void mix_blocked_input(const MixingRows& rows, ConstBlockedView in, ReplicaView out,
+                       const MixOptions& options) {
+  const std::size_t n = in.rows;
+  const std::size_t width = in.width;
+  const std::size_t blocks = in.blocks();
+  const std::size_t last = blocks - 1;
+  const Plan first_plan = make_plan(rows, ConstReplicaView{in.data, n, width, width});
+  const Plan last_plan =
+      make_plan(rows, ConstReplicaView{in.slice(0, last), n, in.cols - last * width, in.spacing(last)});
+#if defined(DBENCH_SIM_X86)
+  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
+  const bool stream = streams_outputs(options.stores);
+#endif
+  parallel_for_each_stealing(options.threads, blocks, [&](std::size_t b, std::size_t /*next*/) {
+    const std::size_t c0 = b * width;
+    const std::size_t len = std::min(in.cols, c0 + width) - c0;
+    const Plan& plan = b == last ? last_plan : first_plan;
+    const std::size_t shift = b == last ? 0 : b * n * width;
+    // Columns [c0, c0 + len) of the output, addressed from 0 as the block is.
+    const ReplicaView part{out.data + c0, n, len, out.stride};
+#if defined(DBENCH_SIM_X86)
+    if (avx512) {
+      mix_columns_avx512(plan, part, 0, len, len, len, stream, shift);
+      return;
+    }
+#endif
+    mix_columns_portable(plan, part, 0, len, shift);
+  });
+}
+
+/// The walk mix() takes for `replicas` rows with `terms` off-diagonal terms in all.
+Blocking blocking_for(std::size_t replicas, std::size_t terms, const MixOptions& options) {
+  return options.block_cols == 0
+             ? default_blocking(replicas, terms, options.walk)
+             : Blocking{options.block_cols, options.walk != MixWalk::tiles, options.walk == MixWalk::tiles};
+}
+
 }  // namespace
 
 std::span<AlignedBuffer> MixWorkspace::tiles(std::size_t count, std::size_t floats) {
@@ -516,15 +564,53 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
     throw ShapeError("mix: input and output overlap; mixing needs a separate output buffer");
   }
   const Plan plan = make_plan(rows, in);
-  const Blocking blocking =
-      options.block_cols == 0
-          ? default_blocking(in.rows, plan.terms.size(), options.walk)
-          : Blocking{options.block_cols, options.walk != MixWalk::tiles, options.walk == MixWalk::tiles};
+  const Blocking blocking = blocking_for(in.rows, plan.terms.size(), options);
   if (blocking.tiled) {
     mix_tiles(plan, in, out, blocking, options);
     return;
   }
   mix_blocks(plan, out, blocking, options);
+}
+
+}  // namespace dbench::core
+
+namespace dbench::core {
+
+std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& options) {
+  const std::size_t n = rows.offsets.size() - 1;
+  validate(rows, n);
+  std::size_t terms = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (auto k = static_cast<std::size_t>(rows.offsets[i]);
+         k < static_cast<std::size_t>(rows.offsets[i + 1]); ++k) {
+      terms += static_cast<std::size_t>(rows.from[k]) != i ? 1 : 0;
+    }
+  }
+  const Blocking blocking = blocking_for(n, terms, options);
+  return blocking.tiled ? blocking.cols : 0;
+}
+
+void mix_from_blocks(const MixingRows& rows, ConstBlockedView in, ReplicaView out,
+                     const MixOptions& options) {
+  if (in.rows != out.rows || in.cols != out.cols) {
+    throw ShapeError("mix_from_blocks: input is " + std::to_string(in.rows) + "x" + std::to_string(in.cols) +
+                     " but output is " + std::to_string(out.rows) + "x" + std::to_string(out.cols));
+  }
+  if (in.width == 0 || in.stride < in.cols) {
+    throw ShapeError("mix_from_blocks: input needs blocks of at least one column and a stride of at least " +
+                     std::to_string(in.cols) + " (width " + std::to_string(in.width) + ", stride " +
+                     std::to_string(in.stride) + ")");
+  }
+  validate(rows, in.rows);
+  if (in.rows == 0 || in.cols == 0) {
+    return;
+  }
+  const float* in_end = in.data + in.rows * in.stride;
+  const float* out_end = out.row_data(out.rows - 1) + out.cols;
+  if (in.data < out_end && out.data < in_end) {
+    throw ShapeError("mix_from_blocks: input and output overlap; mixing needs a separate output buffer");
+  }
+  mix_blocked_input(rows, in, out, options);
 }
 
 }  // namespace dbench::core

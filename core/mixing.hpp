@@ -111,6 +111,17 @@ struct MixOptions {
 /// results do not depend on the block size or thread count. `in` and `out` must not overlap.
 void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const MixOptions& options = {});
 
+/// mix() from a column-blocked input (BlockedView): each block already lies in memory as the tile the tiled
+/// walk copies it into, so nothing is copied. The same bits as mix() of the row-major matrix, whatever the
+/// block width and thread count. `in` and `out` must not overlap.
+void mix_from_blocks(const MixingRows& rows, ConstBlockedView in, ReplicaView out,
+                     const MixOptions& options = {});
+
+/// The block width at which a column-blocked input pays for `rows` and `options`: the tile width where mix()
+/// would mix from tiles (the exponential graph on enough replicas, with 2 MB of L2), else 0, where the
+/// row-major input is the faster one. Throws MixingError on malformed rows.
+std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& options = {});
+
 /// One output row of mix() for a replica that holds only its own row and its in-neighbours' (a real worker):
 /// out = sum_k weight[k] src_k with src_k = sources[k], sources[self_term] being the replica itself. Same
 /// arithmetic, term order and kernels as mix(), so a worker's row equals the simulator's bit for bit. Throws

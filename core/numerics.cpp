@@ -168,6 +168,27 @@ struct VirtualReplicas::State {
     rows_behind = false;
   }
 
+  /// Where the local step writes the stepped parameters when this step's gossip mixes them from a
+  /// column-blocked input (blocked_input_width()): the mixing target, blocked at that width, from which mix()
+  /// reads its tiles with nothing copied. A null view where gossip mixes row-major or not at all, and when
+  /// the step is measured (the metrics read the stepped parameters where they are).
+  BlockedView blocked_target(const topology::ScheduleStep& step, bool measure) {
+    if (measure || step.graph == nullptr || step.average_parameters || !topology::communicates(step) ||
+        is_uniform_complete(*step.graph)) {
+      return {};
+    }
+    const std::size_t width = blocked_input_width(matrix_for(*step.graph).rows(), mix_options());
+    if (width == 0) {
+      return {};
+    }
+    const ReplicaView target = store.mix_target();
+    return {target.data, target.rows, target.cols, target.stride, width};
+  }
+
+  MixOptions mix_options() {
+    return {.threads = threads, .walk = spec.mix_walk, .workspace = &mix_workspace};
+  }
+
   const MixingMatrix& matrix_for(const topology::Graph& graph) {
     auto it = matrices.find(&graph);
     if (it == matrices.end()) {
@@ -212,6 +233,8 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
     s.fill_batches(t, first, count, x, y);
   };
   const bool centralized = step.graph == nullptr && !step.average_parameters;
+  // The stepped parameters, where the local step wrote them column block by column block.
+  BlockedView stepped;
   const ReplicaView p = s.store.params();
   const ReplicaView m = s.store.momentum();
   const BatchRows rows = [&s, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
@@ -237,8 +260,11 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
       s.shared->local_step(s.last_lr);
     }
     // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
-    // can.
-    if (!s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats)) {
+    // can; the stepped parameters go column block by column block to where mixing reads them, if it does.
+    const BlockedView target = s.blocked_target(step, measure);
+    if (s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats, target)) {
+      stepped = target;
+    } else {
       s.gather_batches(t);
       s.net.train_step(s.store.params(), s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
       s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
@@ -265,9 +291,12 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
       });
     }
   } else if (step.graph != nullptr && topology::communicates(step)) {
-    mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(),
-        MixOptions{.threads = s.threads, .workspace = &s.mix_workspace});
-    s.store.swap_mixed();
+    if (stepped.data != nullptr) {
+      mix_from_blocks(s.matrix_for(*step.graph).rows(), stepped, s.store.params(), s.mix_options());
+    } else {
+      mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(), s.mix_options());
+      s.store.swap_mixed();
+    }
   }
   s.done = t + 1;
 }

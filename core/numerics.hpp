@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/lr_schedule.hpp"
+#include "core/mixing.hpp"
 #include "core/replica_view.hpp"
 #include "core/schedule.hpp"
 #include "core/sgd.hpp"
@@ -38,6 +39,8 @@ struct NumericsSpec {
   /// At every global average of the parameters, every replica's momentum becomes the shared momentum rebuilt
   /// from the averaged parameters' displacement (SharedMomentum) instead of staying its own.
   bool shared_momentum = false;
+  /// How gossip mixing walks the replica matrix, for benchmarks and tests: the results do not depend on it.
+  MixWalk mix_walk = MixWalk::automatic;
 };
 
 /// The outcome of a run.

@@ -25,8 +25,8 @@ class MlpReplicas final : public ReplicaModel {
     mlp_.train_step(params, inputs, labels, batch, grads, stats);
   }
   bool train_sgd_step(ReplicaView params, const BatchFill& fill, std::size_t batch, Sgd& sgd, double lr,
-                      ReplicaView momentum, std::span<BatchStats> stats) const override {
-    mlp_.train_sgd_step(params, fill, batch, sgd, lr, momentum, stats);
+                      ReplicaView momentum, std::span<BatchStats> stats, BlockedView stepped) const override {
+    mlp_.train_sgd_step(params, fill, batch, sgd, lr, momentum, stats, stepped);
     return true;
   }
   bool train_shared(std::span<const float> params, const BatchRows& rows, std::size_t batch,

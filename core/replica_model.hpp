@@ -31,9 +31,10 @@ class ReplicaModel {
                           std::span<const std::int32_t> labels, std::size_t batch, ReplicaView grads,
                           std::span<BatchStats> stats) const = 0;
   /// train_step followed by sgd.step where the model can fuse them, replica i's batch written by fill(i, 1)
-  /// (false: not supported, nothing done).
+  /// (false: not supported, nothing done). With a blocked view whose data is not null, the stepped
+  /// parameters go there and the parameters are only read (BatchedMlp::train_sgd_step).
   virtual bool train_sgd_step(ReplicaView, const BatchFill&, std::size_t, Sgd&, double, ReplicaView,
-                              std::span<BatchStats>) const {
+                              std::span<BatchStats>, BlockedView) const {
     return false;
   }
   /// Centralized training's mean gradient over N = stats.size() replicas that all hold `params`, each on its

@@ -46,11 +46,19 @@ class Sgd {
   /// Throws ShapeError on size mismatch.
   void step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf,
                     std::span<const float> ahead = {}) const;
+  /// step_replica() with the stepped parameters written to row `row` of `out`, a column-blocked matrix (the
+  /// input mix() reads without copying it), instead of back to x, which is only read. Same values as
+  /// step_replica(); where the AVX-512 kernel runs, the output's whole vectors go past the caches (for
+  /// slices on a 64-byte line) and are fenced before it returns. The step still ends with finish_step().
+  /// Throws ShapeError on size mismatch or a row outside `out`.
+  void step_replica_into(double lr, std::span<const float> x, std::span<const float> g, std::span<float> buf,
+                         BlockedView out, std::size_t row, std::span<const float> ahead = {}) const;
   /// Ends a step made of step_replica() calls (the next one decays the momentum instead of initialising it).
   void finish_step() noexcept { ++steps_; }
 
  private:
-  void apply(double lr, float* x, const float* g, float* buf, std::size_t n, const float* ahead) const;
+  void apply(double lr, const float* x, float* out, const float* g, float* buf, std::size_t n,
+             const float* ahead, bool stream) const;
 
   SgdConfig config_;
   unsigned threads_;

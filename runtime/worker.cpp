@@ -173,7 +173,7 @@ class Worker final : public core::ScheduleReplicas {
     }
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     if (!net_->train_sgd_step(store_.params(), core::contiguous_batches(inputs_, labels_, batch), batch, sgd_,
-                              last_lr_, store_.momentum(), std::span(&stats, 1))) {
+                              last_lr_, store_.momentum(), std::span(&stats, 1), {})) {
       net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     }

@@ -59,7 +59,7 @@ ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Data
     models::gather(train, indices, inputs, labels);
     core::BatchStats stats;
     if (!net->train_sgd_step(store.params(), core::contiguous_batches(inputs, labels, batch), batch, sgd,
-                             0.01, store.momentum(), std::span(&stats, 1))) {
+                             0.01, store.momentum(), std::span(&stats, 1), {})) {
       net->train_step(store.params(), inputs, labels, batch, store.grads(), std::span(&stats, 1));
       sgd.step(0.01, store.params(), store.grads(), store.momentum());
     }

@@ -223,6 +223,38 @@ TEST_CASE("core::batched_mlp: the fused SGD step gives what train_step then Sgd:
   }
 }
 
+TEST_CASE("core::batched_mlp: the fused SGD step writes the same parameters column block by column block") {
+  Problem in_place({9, 7, 4}, 5, 3, 2, 6);
+  Problem blocked({9, 7, 4}, 5, 3, 3, 6);
+  const core::SgdConfig config{.momentum = 0.9, .weight_decay = 0.01, .nesterov = true};
+  core::Sgd a(config, 2);
+  core::Sgd b(config, 3);
+  std::vector<core::BatchStats> stats_a(5);
+  std::vector<core::BatchStats> stats_b(5);
+  const core::ReplicaView target = blocked.store.mix_target();
+  const core::BlockedView out{target.data, target.rows, target.cols, target.stride, 32};
+  for (int step = 0; step < 3; ++step) {
+    in_place.mlp.train_sgd_step(in_place.store.params(),
+                                core::contiguous_batches(in_place.inputs, in_place.labels, 3), 3, a, 0.1,
+                                in_place.store.momentum(), stats_a);
+    blocked.mlp.train_sgd_step(blocked.store.params(),
+                               core::contiguous_batches(blocked.inputs, blocked.labels, 3), 3, b, 0.1,
+                               blocked.store.momentum(), stats_b, out);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CHECK(stats_a[i].loss == stats_b[i].loss);
+      for (std::size_t c = 0; c < target.cols; ++c) {
+        REQUIRE(core::testing::blocked_at(out, i, c) == in_place.store.replica(i)[c]);
+        blocked.store.replica(i)[c] = core::testing::blocked_at(out, i, c);
+      }
+    }
+  }
+  const core::BlockedView wrong{target.data, 4, target.cols, target.stride, 32};
+  CHECK_THROWS_AS(blocked.mlp.train_sgd_step(blocked.store.params(),
+                                             core::contiguous_batches(blocked.inputs, blocked.labels, 3), 3,
+                                             b, 0.1, blocked.store.momentum(), stats_b, wrong),
+                  core::ShapeError);
+}
+
 TEST_CASE("core::batched_mlp: a prefetch hint names the replica the same thread asks for next") {
   Problem p({9, 7, 4}, 40, 3, 3, 8);
   core::Sgd sgd(core::SgdConfig{.momentum = 0.9}, 3);

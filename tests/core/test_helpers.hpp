@@ -39,6 +39,22 @@ inline void fill_uniform(ReplicaView v, TestRng& rng, float lo, float hi) {
   }
 }
 
+/// Element (i, c) of a column-blocked view.
+inline float blocked_at(ConstBlockedView v, std::size_t i, std::size_t c) {
+  const std::size_t b = c / v.width;
+  return v.slice(i, b)[c - b * v.width];
+}
+
+/// Writes every element of `from` to the same place of the column-blocked `to` (same rows and columns).
+inline void copy_to_blocks(ConstReplicaView from, BlockedView to) {
+  for (std::size_t i = 0; i < from.rows; ++i) {
+    for (std::size_t c = 0; c < from.cols; ++c) {
+      const std::size_t b = c / to.width;
+      to.slice(i, b)[c - b * to.width] = from.row_data(i)[c];
+    }
+  }
+}
+
 /// Compressed rows of the ring on n nodes with weight 1/3 on i-1, i, i+1 (n >= 3).
 inline MixingMatrix ring_thirds(std::size_t n) {
   std::vector<std::int32_t> offsets{0};

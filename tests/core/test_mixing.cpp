@@ -184,6 +184,92 @@ TEST_CASE("core::mixing: mixed from tiles, replicas get the bits of the walk in 
   }
 }
 
+TEST_CASE("core::mixing: a column-blocked view's slices fill its buffer once, block after block") {
+  // 70 columns in blocks of 32 at a stride of 80: two blocks of 32 and a last one whose slices take 16.
+  const core::BlockedView v{nullptr, 5, 70, 80, 32};
+  REQUIRE(v.blocks() == 3);
+  CHECK(v.spacing(0) == 32);
+  CHECK(v.spacing(2) == 16);
+  std::vector<int> covered(5 * 80, 0);
+  for (std::size_t b = 0; b < v.blocks(); ++b) {
+    for (std::size_t i = 0; i < v.rows; ++i) {
+      const auto first = static_cast<std::size_t>(v.slice(i, b) - v.data);
+      for (std::size_t k = 0; k < v.spacing(b); ++k) {
+        REQUIRE(first + k < covered.size());
+        ++covered[first + k];
+      }
+    }
+  }
+  CHECK(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; }));
+  // The last block holds the last 6 columns: 70 - 2 x 32.
+  CHECK(v.slice(0, 2) - v.data == 2 * 5 * 32);
+}
+
+TEST_CASE("core::mixing: mixed from a column-blocked input, replicas get the bits of the row-major one") {
+  TestRng rng(29);
+  const std::size_t n = 300;
+  const std::size_t p = 333;
+  const RandomRows random(n, 12, rng);
+  // A padded stride (streamed outputs) and p + 1 (most rows off a cache line); blocks of the tile width, of
+  // 48 columns and of 16.
+  for (const std::size_t stride : {core::ReplicaStore::padded_stride(p), p + 1}) {
+    Matrix in(n, p, stride);
+    core::testing::fill_uniform(in.view, rng, -2.0f, 2.0f);
+    for (const bool avx512 : {true, false}) {
+      Matrix direct(n, p, stride);
+      core::mix(random.rows(), in.view, direct.view, {.threads = 1, .allow_avx512 = avx512});
+      for (const std::size_t width : {std::size_t{128}, std::size_t{48}, std::size_t{16}}) {
+        core::AlignedBuffer buffer(n * stride);
+        const core::BlockedView blocked{buffer.data(), n, p, stride, width};
+        core::testing::copy_to_blocks(in.view, blocked);
+        for (const unsigned threads : {1u, 3u}) {
+          CAPTURE(stride);
+          CAPTURE(avx512);
+          CAPTURE(width);
+          CAPTURE(threads);
+          Matrix out(n, p, stride);
+          std::fill_n(out.buffer.data(), out.buffer.size(), -1.0f);
+          core::mix_from_blocks(random.rows(), blocked, out.view,
+                                {.threads = threads, .allow_avx512 = avx512});
+          CHECK(same_bits(direct.view, out.view));
+          if (stride > p) {
+            CHECK(out.view.row_data(0)[p] == -1.0f);  // padding between rows stays untouched
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("core::mixing: mix_from_blocks rejects mismatched shapes, empty blocks and overlap") {
+  const core::MixingMatrix w = core::testing::ring_thirds(4);
+  core::AlignedBuffer buffer(4 * 16);
+  Matrix out(4, 10, 16);
+  CHECK_THROWS_AS(core::mix_from_blocks(w.rows(), core::BlockedView{buffer.data(), 4, 12, 16, 8}, out.view),
+                  core::ShapeError);
+  CHECK_THROWS_AS(core::mix_from_blocks(w.rows(), core::BlockedView{buffer.data(), 4, 10, 16, 0}, out.view),
+                  core::ShapeError);
+  CHECK_THROWS_AS(core::mix_from_blocks(w.rows(), core::BlockedView{buffer.data(), 4, 10, 8, 8}, out.view),
+                  core::ShapeError);
+  CHECK_THROWS_AS(
+      core::mix_from_blocks(w.rows(), core::BlockedView{out.buffer.data(), 4, 10, 16, 8}, out.view),
+      core::ShapeError);
+  CHECK_NOTHROW(core::mix_from_blocks(w.rows(), core::BlockedView{buffer.data(), 4, 10, 16, 8}, out.view));
+}
+
+TEST_CASE("core::mixing: blocked_input_width is the tile width where mix() takes tiles, else 0") {
+  const core::MixingMatrix exp64 = core::testing::exponential(64);
+  CHECK(core::blocked_input_width(exp64.rows(), {.walk = core::MixWalk::tiles}) == 128);
+  CHECK(core::blocked_input_width(exp64.rows(), {.block_cols = 40, .walk = core::MixWalk::tiles}) == 40);
+  CHECK(core::blocked_input_width(exp64.rows(), {.walk = core::MixWalk::in_place}) == 0);
+  // The ring reads two neighbours: long row-major slices, never tiles.
+  CHECK(core::blocked_input_width(core::testing::ring_thirds(4096).rows()) == 0);
+  const std::vector<std::int32_t> offsets{0, 1};
+  const std::vector<std::int32_t> from{3};
+  const std::vector<float> weight{1.0f};
+  CHECK_THROWS_AS(core::blocked_input_width({offsets, from, weight}), core::MixingError);
+}
+
 TEST_CASE("core::mixing: streaming and cached output stores give the same bits, padding untouched") {
   TestRng rng(19);
   const std::size_t n = 200;

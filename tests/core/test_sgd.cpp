@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -193,4 +194,67 @@ TEST_CASE("core::sgd: the AVX-512 and the portable kernel give bitwise the same 
       }
     }
   }
+}
+
+TEST_CASE("core::sgd: step_replica_into writes step_replica's values column block by column block") {
+  const std::size_t n = 3;
+  const std::size_t p = 333;  // blocks of 128 or 48 columns, and a masked last vector
+  const core::ParamLayout layout({{"w", p}});
+  for (const core::SgdConfig config :
+       {core::SgdConfig{}, core::SgdConfig{.momentum = 0.5},
+        core::SgdConfig{.momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}}) {
+    for (const bool avx512 : {true, false}) {
+      for (const std::size_t width : {std::size_t{128}, std::size_t{48}}) {
+        CAPTURE(config.momentum);
+        CAPTURE(config.nesterov);
+        CAPTURE(avx512);
+        CAPTURE(width);
+        core::testing::TestRng rng(31);
+        core::ReplicaStore in_place(n, layout);
+        core::ReplicaStore blocked(n, layout);
+        core::testing::fill_uniform(in_place.params(), rng, -1.0f, 1.0f);
+        std::copy_n(in_place.params().data, n * in_place.stride(), blocked.params().data);
+        const core::ReplicaView target = blocked.mix_target();
+        const core::BlockedView out{target.data, n, p, target.stride, width};
+        core::Sgd a(config, 1, avx512);
+        core::Sgd b(config, 1, avx512);
+        for (int step = 0; step < 3; ++step) {
+          core::testing::fill_uniform(in_place.grads(), rng, -1.0f, 1.0f);
+          const double lr = 0.1 / (step + 1);
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto g = std::span<const float>(in_place.grads().row(i));
+            a.step_replica(lr, in_place.params().row(i), g, in_place.momentum().row(i));
+            const std::vector<float> before(blocked.params().row(i).begin(), blocked.params().row(i).end());
+            b.step_replica_into(
+                lr, blocked.params().row(i), g, blocked.momentum().row(i), out, i,
+                i + 1 < n ? std::span<const float>(blocked.params().row(i + 1)) : std::span<const float>());
+            // The parameters are only read.
+            CHECK(std::equal(before.begin(), before.end(), blocked.params().row(i).begin()));
+          }
+          a.finish_step();
+          b.finish_step();
+          for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t c = 0; c < p; ++c) {
+              REQUIRE(core::testing::blocked_at(out, i, c) == in_place.params().row_data(i)[c]);
+              REQUIRE(blocked.momentum().row_data(i)[c] == in_place.momentum().row_data(i)[c]);
+              blocked.params().row_data(i)[c] = core::testing::blocked_at(out, i, c);
+            }
+          }
+        }
+      }
+    }
+  }
+  core::ReplicaStore store(2, layout);
+  core::Sgd sgd({.momentum = 0.9});
+  const core::ReplicaView target = store.mix_target();
+  const core::BlockedView out{target.data, 2, p, target.stride, 128};
+  CHECK_THROWS_AS(sgd.step_replica_into(0.1, store.params().row(0), store.grads().row(0),
+                                        store.momentum().row(0), out, 2),
+                  core::ShapeError);
+  CHECK_THROWS_AS(sgd.step_replica_into(0.1, store.params().row(0).first(10), store.grads().row(0).first(10),
+                                        store.momentum().row(0).first(10), out, 0),
+                  core::ShapeError);
+  CHECK_THROWS_AS(sgd.step_replica_into(std::nan(""), store.params().row(0), store.grads().row(0),
+                                        store.momentum().row(0), out, 0),
+                  core::ValueError);
 }
