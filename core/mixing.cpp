@@ -415,8 +415,8 @@ void mix_tiles(const Plan& plan, ConstReplicaView in, ReplicaView out, Blocking 
 /// tile, contiguous, so each thread computes its blocks straight from it with the same kernels, terms and
 /// order, the same bits. The plan points into block 0 and is shifted to block b; the last block, whose
 /// slices may be closer together, has a plan of its own. Exponential mixing of 1008 replicas on 2 threads
-/// (Intel Xeon, 2 MB L2 per core): 0.0164-0.0178 s against 0.0197-0.0201 s from tiles; of 4096, 0.096
-/// against 0.128 s.
+/// (Intel Xeon, 2 MB L2 per core, medians of 28 calls): 0.0172-0.0173 s against 0.0207-0.0208 s through
+/// tiles; of 4096, 0.097 against 0.131 s.
 void mix_blocked_input(const MixingRows& rows, ConstBlockedView in, ReplicaView out,
                        const MixOptions& options) {
   const std::size_t n = in.rows;
