@@ -330,30 +330,50 @@ Blocking default_blocking(std::size_t replicas, std::size_t terms, MixWalk walk)
   return {kTileCols, false, true};
 }
 
+/// Which kernel the walks run (AVX-512 where allowed and available) and whether it streams its outputs.
+struct Kernels {
+  bool avx512 = false;
+  bool stream = false;
+};
+
+Kernels kernels_for(const MixOptions& options) {
+#if defined(DBENCH_SIM_X86)
+  return {options.allow_avx512 && cpu_has_avx512f(), streams_outputs(options.stores)};
+#else
+  (void)options;
+  return {};
+#endif
+}
+
+/// Columns [c0, c1) of every output row with `kernels`, every input read `shift` floats further on than the
+/// plan points; the AVX-512 kernel also prefetches columns [p0, p1) of each input row.
+void mix_columns(const Plan& plan, ReplicaView out, std::size_t c0, std::size_t c1, std::size_t p0,
+                 std::size_t p1, Kernels kernels, std::size_t shift = 0) {
+#if defined(DBENCH_SIM_X86)
+  if (kernels.avx512) {
+    mix_columns_avx512(plan, out, c0, c1, p0, p1, kernels.stream, shift);
+    return;
+  }
+#endif
+  (void)p0;
+  (void)p1;
+  mix_columns_portable(plan, out, c0, c1, shift);
+}
+
 /// Every column block of `out` computed from `plan`, the blocks spread over options.threads
-/// (parallel_for_each_stealing); the AVX-512 kernel where allowed and available. With blocking.prefetch a
-/// thread prefetches the block it computes next while it computes this one.
+/// (parallel_for_each_stealing). With blocking.prefetch a thread prefetches the block it computes next while
+/// it computes this one.
 void mix_blocks(const Plan& plan, ReplicaView out, Blocking blocking, const MixOptions& options) {
   const std::size_t cols = out.cols;
   const std::size_t block = blocking.cols;
   const std::size_t blocks = (cols + block - 1) / block;
-#if defined(DBENCH_SIM_X86)
-  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
-  const bool stream = streams_outputs(options.stores);
-#endif
+  const Kernels kernels = kernels_for(options);
   parallel_for_each_stealing(options.threads, blocks, [&](std::size_t b, std::size_t next) {
     const std::size_t c0 = b * block;
     const std::size_t c1 = std::min(cols, c0 + block);
-#if defined(DBENCH_SIM_X86)
-    if (avx512) {
-      const bool ahead = blocking.prefetch && next != kNoIndex;
-      const std::size_t p0 = ahead ? next * block : c1;
-      mix_columns_avx512(plan, out, c0, c1, p0, ahead ? std::min(cols, p0 + block) : c1, stream);
-      return;
-    }
-#endif
-    (void)next;
-    mix_columns_portable(plan, out, c0, c1);
+    const bool ahead = blocking.prefetch && next != kNoIndex;
+    const std::size_t p0 = ahead ? next * block : c1;
+    mix_columns(plan, out, c0, c1, p0, ahead ? std::min(cols, p0 + block) : c1, kernels);
   });
 }
 
@@ -373,10 +393,7 @@ void mix_tiles(const Plan& plan, ConstReplicaView in, ReplicaView out, Blocking 
   MixWorkspace own;
   const std::span<AlignedBuffer> tiles =
       (options.workspace != nullptr ? *options.workspace : own).tiles(workers, n * width);
-#if defined(DBENCH_SIM_X86)
-  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
-  const bool stream = streams_outputs(options.stores);
-#endif
+  const Kernels kernels = kernels_for(options);
   StealingRanges ranges(blocks, workers);
   parallel_for(static_cast<unsigned>(workers), workers, [&](std::size_t w, std::size_t) {
     float* tile = tiles[w].data();
@@ -400,13 +417,7 @@ void mix_tiles(const Plan& plan, ConstReplicaView in, ReplicaView out, Blocking 
       }
       // Columns [c0, c0 + len) of the output, addressed from 0 as the tile is.
       const ReplicaView part{out.data + c0, n, len, out.stride};
-#if defined(DBENCH_SIM_X86)
-      if (avx512) {
-        mix_columns_avx512(tiled, part, 0, len, len, len, stream);
-        return;
-      }
-#endif
-      mix_columns_portable(tiled, part, 0, len);
+      mix_columns(tiled, part, 0, len, len, len, kernels);
     });
   });
 }
@@ -426,10 +437,7 @@ void mix_blocked_input(const MixingRows& rows, ConstBlockedView in, ReplicaView 
   const Plan first_plan = make_plan(rows, ConstReplicaView{in.data, n, width, width});
   const Plan last_plan =
       make_plan(rows, ConstReplicaView{in.slice(0, last), n, in.cols - last * width, in.spacing(last)});
-#if defined(DBENCH_SIM_X86)
-  const bool avx512 = options.allow_avx512 && cpu_has_avx512f();
-  const bool stream = streams_outputs(options.stores);
-#endif
+  const Kernels kernels = kernels_for(options);
   parallel_for_each_stealing(options.threads, blocks, [&](std::size_t b, std::size_t /*next*/) {
     const std::size_t c0 = b * width;
     const std::size_t len = std::min(in.cols, c0 + width) - c0;
@@ -437,13 +445,7 @@ void mix_blocked_input(const MixingRows& rows, ConstBlockedView in, ReplicaView 
     const std::size_t shift = b == last ? 0 : b * n * width;
     // Columns [c0, c0 + len) of the output, addressed from 0 as the block is.
     const ReplicaView part{out.data + c0, n, len, out.stride};
-#if defined(DBENCH_SIM_X86)
-    if (avx512) {
-      mix_columns_avx512(plan, part, 0, len, len, len, stream, shift);
-      return;
-    }
-#endif
-    mix_columns_portable(plan, part, 0, len, shift);
+    mix_columns(plan, part, 0, len, len, len, kernels, shift);
   });
 }
 
@@ -571,10 +573,6 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
   }
   mix_blocks(plan, out, blocking, options);
 }
-
-}  // namespace dbench::core
-
-namespace dbench::core {
 
 std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& options) {
   const std::size_t n = rows.offsets.size() - 1;

@@ -168,16 +168,11 @@ struct VirtualReplicas::State {
     rows_behind = false;
   }
 
-  /// Where the local step writes the stepped parameters when this step's gossip mixes them from a
-  /// column-blocked input (blocked_input_width()): the mixing target, blocked at that width, from which mix()
-  /// reads its tiles with nothing copied. A null view where gossip mixes row-major or not at all, and when
-  /// the step is measured (the metrics read the stepped parameters where they are).
-  BlockedView blocked_target(const topology::ScheduleStep& step, bool measure) {
-    if (measure || step.graph == nullptr || step.average_parameters || !topology::communicates(step) ||
-        is_uniform_complete(*step.graph)) {
-      return {};
-    }
-    const std::size_t width = blocked_input_width(matrix_for(*step.graph).rows(), mix_options());
+  /// Where the local step writes the stepped parameters when `graph`'s gossip mixes them from a
+  /// column-blocked input (blocked_input_width()): the mixing target, blocked at that width, from which
+  /// mix_from_blocks() reads them with nothing copied. A null view where gossip mixes row-major.
+  BlockedView blocked_target(const topology::Graph& graph) {
+    const std::size_t width = blocked_input_width(matrix_for(graph).rows(), mix_options());
     if (width == 0) {
       return {};
     }
@@ -233,6 +228,10 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
     s.fill_batches(t, first, count, x, y);
   };
   const bool centralized = step.graph == nullptr && !step.average_parameters;
+  // The step ends with a global average, or with gossip mixing term by term.
+  const bool averages =
+      step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph));
+  const bool gossips = !averages && step.graph != nullptr && topology::communicates(step);
   // The stepped parameters, where the local step wrote them column block by column block.
   BlockedView stepped;
   const ReplicaView p = s.store.params();
@@ -260,8 +259,9 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
       s.shared->local_step(s.last_lr);
     }
     // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
-    // can; the stepped parameters go column block by column block to where mixing reads them, if it does.
-    const BlockedView target = s.blocked_target(step, measure);
+    // can; the stepped parameters go column block by column block to where mixing reads them, if it does,
+    // unless this step is measured (the metrics read the stepped parameters where they are).
+    const BlockedView target = gossips && !measure ? s.blocked_target(*step.graph) : BlockedView{};
     if (s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats, target)) {
       stepped = target;
     } else {
@@ -278,7 +278,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (measure) {
     this->measure();
   }
-  if (step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph))) {
+  if (averages) {
     // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
     allreduce_mean(s.store.params(), s.threads);
     if (s.shared && step.average_parameters) {
@@ -290,7 +290,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
         }
       });
     }
-  } else if (step.graph != nullptr && topology::communicates(step)) {
+  } else if (gossips) {
     if (stepped.data != nullptr) {
       mix_from_blocks(s.matrix_for(*step.graph).rows(), stepped, s.store.params(), s.mix_options());
     } else {
