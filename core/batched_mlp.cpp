@@ -306,14 +306,16 @@ void BatchedMlp::softmax_xent(const std::int32_t* labels, std::size_t first, std
 }
 
 void BatchedMlp::backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads,
-                          const float* const* x_rows) const {
+                          const float* const* x_rows, bool first_weight) const {
   for (std::size_t l = widths_.size() - 1; l >= 1; --l) {
     const std::size_t in = widths_[l - 1];
     const std::size_t out = widths_[l];
     const float* a = l == 1 ? x : s.act[l - 2].data();
     const float* delta = s.delta.data();
     // dW = delta^T a: [out, rows] x [rows, in].
-    if (l == 1 && x_rows != nullptr) {
+    if (l == 1 && !first_weight) {
+      // Left to the step (OuterGradient).
+    } else if (l == 1 && x_rows != nullptr) {
       rows_weight_grad(x_rows, rows, delta, out, in, grads + weight_offset_[l - 1]);
     } else {
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, blas_int(out), blas_int(in), blas_int(rows), 1.0f,
@@ -357,12 +359,12 @@ void BatchedMlp::check_batch(ConstReplicaView params, std::span<const float> inp
 }
 
 BatchStats BatchedMlp::train_replica(const float* params, const float* x, const std::int32_t* y,
-                                     std::size_t batch, Scratch& s, float* grads) const {
+                                     std::size_t batch, Scratch& s, float* grads, bool first_weight) const {
   forward(params, x, batch, s);
   double loss = 0.0;
   std::size_t correct = 0;
   softmax_xent(y, 0, batch, batch, true, s, loss, correct);
-  backward(params, x, batch, s, grads);
+  backward(params, x, batch, s, grads, nullptr, first_weight);
   return {static_cast<float>(loss / static_cast<double>(batch)), static_cast<std::int32_t>(correct)};
 }
 
@@ -425,6 +427,15 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
     const std::span<float> grad(w->extra.data(), params.cols);
     // Each replica's batch is gathered here, where its GEMMs read it from cache.
     const std::span<const float> x(w->x.data(), batch * in);
+    // The first layer's weight gradient, delta1^T x, computed by the step itself where it can: it never goes
+    // through memory, and its arithmetic runs while the momentum streams.
+    const OuterGradient first{.offset = weight_offset_[0],
+                              .out = widths_[1],
+                              .in = in,
+                              .m = batch,
+                              .delta = w->scratch.delta.data(),
+                              .a = x.data()};
+    const bool fused = step.computes(first, stepped.data != nullptr ? stepped.width : 0);
     ranges.for_each(worker, [&](std::size_t i, std::size_t next) {
       fill(i, 1, w->x.data(), w->y.data());
       check_samples(x, w->y, "BatchedMlp::train_sgd_step");
@@ -432,15 +443,17 @@ void BatchedMlp::train_sgd_step(ReplicaView params, const BatchFill& fill, std::
       if (next != kNoIndex) {
         fill(next, 0, nullptr, nullptr);
       }
-      stats[i] = train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data());
+      stats[i] =
+          train_replica(params.row_data(i), x.data(), w->y.data(), batch, w->scratch, grad.data(), !fused);
       // The next replica's parameters load as this one's step streams: its forward pass reads them first.
       const std::span<float> buf = use_momentum ? momentum.row(i) : std::span<float>();
       const std::span<const float> ahead =
           next != kNoIndex ? std::span<const float>(params.row(next)) : std::span<const float>();
+      const OuterGradient& outer = fused ? first : OuterGradient{};
       if (stepped.data != nullptr) {
-        step.step_replica_into(lr, params.row(i), grad, buf, stepped, i, ahead);
+        step.step_replica_into(lr, params.row(i), grad, buf, stepped, i, ahead, outer);
       } else {
-        step.step_replica(lr, params.row(i), grad, buf, ahead);
+        step.step_replica(lr, params.row(i), grad, buf, ahead, outer);
       }
     });
   });

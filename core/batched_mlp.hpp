@@ -132,9 +132,10 @@ class BatchedMlp {
   void check_batch(ConstReplicaView params, std::span<const float> inputs,
                    std::span<const std::int32_t> labels, std::size_t batch, std::span<BatchStats> stats,
                    const char* what) const;
-  /// Forward, loss and backward of one replica's batch; the gradient goes to `grads`.
+  /// Forward, loss and backward of one replica's batch; the gradient goes to `grads`, except the first
+  /// layer's weights' without `first_weight` (the step computes it from the scratch's delta and x).
   BatchStats train_replica(const float* params, const float* x, const std::int32_t* y, std::size_t batch,
-                           Scratch& s, float* grads) const;
+                           Scratch& s, float* grads, bool first_weight = true) const;
   std::size_t check_samples(std::span<const float> inputs, std::span<const std::int32_t> labels,
                             const char* what) const;
   /// Logits of `rows` samples into scratch, keeping hidden activations for backward. The samples are x
@@ -146,9 +147,11 @@ class BatchedMlp {
   /// Rows [first, first + rows) of the scratch's logits; `labels` points at row first's label.
   void softmax_xent(const std::int32_t* labels, std::size_t first, std::size_t rows, std::size_t mean_over,
                     bool grad, Scratch& s, double& loss_sum, std::size_t& correct) const;
-  /// The gradient of `rows` samples' summed loss after forward(); samples as forward() takes them.
+  /// The gradient of `rows` samples' summed loss after forward(); samples as forward() takes them. Without
+  /// `first_weight` the first layer's weight gradient is left out: the scratch's delta then holds that
+  /// layer's delta, from which it follows (OuterGradient).
   void backward(const float* params, const float* x, std::size_t rows, Scratch& s, float* grads,
-                const float* const* x_rows = nullptr) const;
+                const float* const* x_rows = nullptr, bool first_weight = true) const;
   void check_labels(std::span<const std::int32_t> labels, const char* what) const;
   EvalResult evaluate_range(const float* params, const float* inputs, const std::int32_t* labels,
                             std::size_t begin, std::size_t end, Scratch& s) const;

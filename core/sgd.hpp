@@ -19,6 +19,21 @@ struct SgdConfig {
   bool nesterov = false;
 };
 
+/// A weight matrix whose gradient Sgd computes itself while it steps, so that the gradient never goes through
+/// memory: the [out, in] matrix at `offset` in a replica's parameters, element [o][k] with gradient
+/// delta[0][o] a[0][k] + delta[1][o] a[1][k] + ... + delta[m - 1][o] a[m - 1][k], one chain of fused
+/// multiply-adds in row order from zero: rows_weight_grad()'s order, and that of OpenBLAS's kernels for this
+/// product, so the parameters keep their bits. delta is [m, out] and a is [m, in], rows contiguous. m == 0:
+/// none.
+struct OuterGradient {
+  std::size_t offset = 0;
+  std::size_t out = 0;
+  std::size_t in = 0;
+  std::size_t m = 0;
+  const float* delta = nullptr;
+  const float* a = nullptr;
+};
+
 /// Applies d = g + lambda x; buf = mu buf + d (buf = d at the first step); d = nesterov ? d + mu buf : buf;
 /// x -= lr d to every element of every replica, in float, like PyTorch's CPU kernels.
 class Sgd {
@@ -43,22 +58,33 @@ class Sgd {
   /// every replica's part, finish_step(). `buf` may be empty without momentum. `ahead`, empty or of x's size,
   /// is what the caller reads next (the next replica's parameters): its lines are prefetched into the cache
   /// as the step streams, where the AVX-512 kernel runs, so that its first reads do not wait on memory.
-  /// Throws ShapeError on size mismatch.
+  /// With `outer` (see computes()), the elements of outer's matrix are stepped with the gradient computed
+  /// from it, and g is not read there. Throws ShapeError on size mismatch or an `outer` it cannot compute.
   void step_replica(double lr, std::span<float> x, std::span<const float> g, std::span<float> buf,
-                    std::span<const float> ahead = {}) const;
+                    std::span<const float> ahead = {}, const OuterGradient& outer = {}) const;
   /// step_replica() with the stepped parameters written to row `row` of `out`, a column-blocked matrix (the
   /// input mix() reads without copying it), instead of back to x, which is only read. Same values as
   /// step_replica(); where the AVX-512 kernel runs, the output's whole vectors go past the caches (for
   /// slices on a 64-byte line) and are fenced before it returns. The step still ends with finish_step().
-  /// Throws ShapeError on size mismatch or a row outside `out`.
+  /// `outer` as for step_replica(). Throws ShapeError on size mismatch or a row outside `out`.
   void step_replica_into(double lr, std::span<const float> x, std::span<const float> g, std::span<float> buf,
-                         BlockedView out, std::size_t row, std::span<const float> ahead = {}) const;
+                         BlockedView out, std::size_t row, std::span<const float> ahead = {},
+                         const OuterGradient& outer = {}) const;
+  /// Whether step_replica() and step_replica_into() (blocks `width` columns wide; 0 for step_replica()) can
+  /// take `outer`: where the AVX-512 kernel runs, with outer's offset, `in` and `width` multiples of 16 (each
+  /// vector of the matrix within one block). Elsewhere the caller computes the gradient into g.
+  bool computes(const OuterGradient& outer, std::size_t width) const noexcept;
   /// Ends a step made of step_replica() calls (the next one decays the momentum instead of initialising it).
   void finish_step() noexcept { ++steps_; }
 
  private:
   void apply(double lr, const float* x, float* out, const float* g, float* buf, std::size_t n,
              const float* ahead, bool stream) const;
+  /// The elements of `outer` (computes() holds) stepped into row `row` of `out`.
+  void apply_outer(double lr, const float* x, float* buf, const OuterGradient& outer, BlockedView out,
+                   std::size_t row, const float* ahead, bool stream) const;
+  /// Throws ShapeError unless `outer` lies within n parameters and computes(outer, width).
+  void check_outer(const OuterGradient& outer, std::size_t n, std::size_t width, const char* what) const;
 
   SgdConfig config_;
   unsigned threads_;

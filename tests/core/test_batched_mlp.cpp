@@ -255,6 +255,38 @@ TEST_CASE("core::batched_mlp: the fused SGD step writes the same parameters colu
                   core::ShapeError);
 }
 
+TEST_CASE("core::batched_mlp: the step computes the first layer's weight gradient itself where it can") {
+  // 32 inputs, a multiple of 16: the step takes the first layer's weight gradient as outer products where
+  // AVX-512 runs. A batch of 1 makes each of its elements one product, the same in any summation order, so
+  // the comparison with train_step's gradient (from BLAS) does not depend on the BLAS kernels.
+  const core::SgdConfig config{.momentum = 0.9, .weight_decay = 0.01, .nesterov = true};
+  for (const std::size_t width : {std::size_t{0}, std::size_t{32}}) {
+    CAPTURE(width);
+    Problem fused({32, 13, 4}, 5, 1, 2, 9);
+    Problem separate({32, 13, 4}, 5, 1, 3, 9);
+    core::Sgd a(config, 2);
+    core::Sgd b(config, 3);
+    std::vector<core::BatchStats> stats(5);
+    const core::ReplicaView target = fused.store.mix_target();
+    const core::BlockedView out{target.data, target.rows, target.cols, target.stride, width};
+    for (int step = 0; step < 3; ++step) {
+      fused.mlp.train_sgd_step(fused.store.params(), core::contiguous_batches(fused.inputs, fused.labels, 1),
+                               1, a, 0.1, fused.store.momentum(), stats,
+                               width == 0 ? core::BlockedView{} : out);
+      separate.train();
+      b.step(0.1, separate.store.params(), separate.store.grads(), separate.store.momentum());
+      for (std::size_t i = 0; i < 5; ++i) {
+        for (std::size_t c = 0; c < target.cols; ++c) {
+          const float stepped = width == 0 ? fused.store.replica(i)[c] : core::testing::blocked_at(out, i, c);
+          REQUIRE(stepped == separate.store.replica(i)[c]);
+          REQUIRE(fused.store.momentum().row_data(i)[c] == separate.store.momentum().row_data(i)[c]);
+          fused.store.replica(i)[c] = stepped;
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("core::batched_mlp: a prefetch hint names the replica the same thread asks for next") {
   Problem p({9, 7, 4}, 40, 3, 3, 8);
   core::Sgd sgd(core::SgdConfig{.momentum = 0.9}, 3);

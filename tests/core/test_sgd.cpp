@@ -7,6 +7,7 @@
 
 #include "core/errors.hpp"
 #include "core/replica_store.hpp"
+#include "core/row_gemm.hpp"
 #include "core/sgd.hpp"
 #include "test_helpers.hpp"
 
@@ -257,4 +258,114 @@ TEST_CASE("core::sgd: step_replica_into writes step_replica's values column bloc
   CHECK_THROWS_AS(sgd.step_replica_into(std::nan(""), store.params().row(0), store.grads().row(0),
                                         store.momentum().row(0), out, 0),
                   core::ValueError);
+}
+
+TEST_CASE("core::sgd: a matrix stepped from its outer products gets rows_weight_grad's gradient") {
+  // A 13 x 48 matrix (8 + 4 + 1 rows, a pair and a single of vectors) at column 16 of 661, batch 5.
+  const std::size_t n = 2;
+  const std::size_t m = 5;
+  const std::size_t out = 13;
+  const std::size_t in = 48;
+  const std::size_t offset = 16;
+  const std::size_t p = offset + out * in + 21;
+  const core::ParamLayout layout({{"w", p}});
+  for (const core::SgdConfig config :
+       {core::SgdConfig{}, core::SgdConfig{.momentum = 0.5},
+        core::SgdConfig{.momentum = 0.9, .weight_decay = 1e-3, .nesterov = true}}) {
+    for (const std::size_t width : {std::size_t{0}, std::size_t{32}, std::size_t{128}}) {
+      CAPTURE(config.momentum);
+      CAPTURE(width);
+      core::testing::TestRng rng(77);
+      core::ReplicaStore reference(n, layout);
+      core::ReplicaStore fused(n, layout);
+      core::testing::fill_uniform(reference.params(), rng, -1.0f, 1.0f);
+      std::copy_n(reference.params().data, n * reference.stride(), fused.params().data);
+      const core::ReplicaView target = fused.mix_target();
+      const core::BlockedView blocks{target.data, n, p, target.stride, width};
+      core::Sgd a(config, 1);
+      core::Sgd b(config, 1);
+      std::vector<float> delta(m * out);
+      std::vector<float> samples(m * in);
+      std::vector<const float*> rows(m);
+      for (std::size_t r = 0; r < m; ++r) {
+        rows[r] = samples.data() + r * in;
+      }
+      const core::OuterGradient outer{
+          .offset = offset, .out = out, .in = in, .m = m, .delta = delta.data(), .a = samples.data()};
+      if (!b.computes(outer, width)) {
+        MESSAGE("no AVX-512 here: the step does not compute outer products");
+        CHECK_THROWS_AS(b.step_replica(0.1, fused.params().row(0), fused.grads().row(0),
+                                       fused.momentum().row(0), {}, outer),
+                        core::ShapeError);
+        return;
+      }
+      for (int step = 0; step < 3; ++step) {
+        const double lr = 0.1 / (step + 1);
+        for (std::size_t i = 0; i < n; ++i) {
+          for (float& v : delta) {
+            v = rng.uniform(-1.0f, 1.0f);
+          }
+          for (float& v : samples) {
+            v = rng.uniform(-2.0f, 2.0f);
+          }
+          core::testing::fill_uniform(reference.grads(), rng, -1.0f, 1.0f);
+          const std::span<float> g = reference.grads().row(i);
+          std::copy(g.begin(), g.end(), fused.grads().row(i).begin());
+          // The reference's gradient of the matrix; the fused step must not read g there.
+          core::rows_weight_grad(rows.data(), m, delta.data(), out, in, g.data() + offset);
+          std::fill_n(fused.grads().row_data(i) + offset, out * in, std::nanf(""));
+          a.step_replica(lr, reference.params().row(i), g, reference.momentum().row(i));
+          if (width == 0) {
+            b.step_replica(lr, fused.params().row(i), fused.grads().row(i), fused.momentum().row(i), {},
+                           outer);
+          } else {
+            b.step_replica_into(lr, fused.params().row(i), fused.grads().row(i), fused.momentum().row(i),
+                                blocks, i, {}, outer);
+          }
+        }
+        a.finish_step();
+        b.finish_step();
+        for (std::size_t i = 0; i < n; ++i) {
+          for (std::size_t c = 0; c < p; ++c) {
+            const float stepped =
+                width == 0 ? fused.params().row_data(i)[c] : core::testing::blocked_at(blocks, i, c);
+            REQUIRE(stepped == reference.params().row_data(i)[c]);
+            REQUIRE(fused.momentum().row_data(i)[c] == reference.momentum().row_data(i)[c]);
+            fused.params().row_data(i)[c] = stepped;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("core::sgd: outer products the step cannot compute are a shape error") {
+  const core::ParamLayout layout({{"w", 200}});
+  core::ReplicaStore store(1, layout);
+  std::vector<float> delta(4 * 3);
+  std::vector<float> samples(4 * 48);
+  core::Sgd sgd({.momentum = 0.9});
+  const core::OuterGradient good{
+      .offset = 16, .out = 3, .in = 48, .m = 4, .delta = delta.data(), .a = samples.data()};
+  CHECK_FALSE(sgd.computes(core::OuterGradient{}, 0));
+  CHECK_FALSE(core::Sgd({}, 1, false).computes(good, 0));
+  core::OuterGradient shifted = good;
+  shifted.offset = 8;
+  core::OuterGradient narrow = good;
+  narrow.in = 40;
+  CHECK_FALSE(sgd.computes(shifted, 0));
+  CHECK_FALSE(sgd.computes(narrow, 0));
+  CHECK_FALSE(sgd.computes(good, 40));
+  core::OuterGradient tall = good;
+  tall.out = 4;  // ends at 16 + 4 * 48 = 208 > 200
+  for (const core::OuterGradient& bad : {shifted, narrow, tall}) {
+    CHECK_THROWS_AS(
+        sgd.step_replica(0.1, store.params().row(0), store.grads().row(0), store.momentum().row(0), {}, bad),
+        core::ShapeError);
+  }
+  const core::ReplicaView target = store.mix_target();
+  const core::BlockedView blocks{target.data, 1, 200, target.stride, 40};
+  CHECK_THROWS_AS(sgd.step_replica_into(0.1, store.params().row(0), store.grads().row(0),
+                                        store.momentum().row(0), blocks, 0, {}, good),
+                  core::ShapeError);
 }
