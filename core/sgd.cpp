@@ -353,21 +353,9 @@ void Sgd::step_replica(double lr, std::span<float> x, std::span<const float> g, 
     throw ValueError("Sgd::step_replica: learning rate must be finite, got " + std::to_string(lr));
   }
   check_outer(outer, x.size(), 0, "Sgd::step_replica");
-  float* b = use_momentum ? buf.data() : nullptr;
-  const float* next = ahead.empty() ? nullptr : ahead.data();
-  if (outer.m == 0) {
-    apply(lr, x.data(), x.data(), g.data(), b, x.size(), next, false);
-    return;
-  }
-  // Before and after outer's matrix from g, the matrix from outer.
-  const std::size_t begin = outer.offset;
-  const std::size_t end = outer.offset + outer.out * outer.in;
-  const auto shifted = [](auto* p, std::size_t k) { return p == nullptr ? p : p + k; };
-  apply(lr, x.data(), x.data(), g.data(), b, begin, next, false);
-  apply(lr, x.data() + end, x.data() + end, g.data() + end, shifted(b, end), x.size() - end,
-        shifted(next, end), false);
-  const std::size_t width = (x.size() + 15) / 16 * 16;
-  apply_outer(lr, x.data(), b, outer, BlockedView{x.data(), 1, x.size(), width, width}, 0, next, false);
+  // In place: one block, as wide as the row, written back without streaming.
+  const std::size_t width = std::max<std::size_t>(16, (x.size() + 15) / 16 * 16);
+  step_row(lr, x, g, buf, BlockedView{x.data(), 1, x.size(), width, width}, 0, ahead, outer, false);
 }
 
 void Sgd::step_replica_into(double lr, std::span<const float> x, std::span<const float> g,
@@ -388,7 +376,15 @@ void Sgd::step_replica_into(double lr, std::span<const float> x, std::span<const
     throw ValueError("Sgd::step_replica_into: learning rate must be finite, got " + std::to_string(lr));
   }
   check_outer(outer, x.size(), out.width, "Sgd::step_replica_into");
-  // Columns [begin, end) are outer's matrix, stepped by apply_outer().
+  // The output lines are not read, so they go past the caches where they start on a line.
+  step_row(lr, x, g, buf, out, row, ahead, outer, avx512_);
+}
+
+void Sgd::step_row(double lr, std::span<const float> x, std::span<const float> g, std::span<float> buf,
+                   BlockedView out, std::size_t row, std::span<const float> ahead, const OuterGradient& outer,
+                   bool stream) const {
+  const bool use_momentum = config_.momentum != 0.0;
+  // Columns [begin, end) are outer's matrix, stepped by apply_outer(); the others from g.
   const std::size_t begin = outer.m == 0 ? x.size() : outer.offset;
   const std::size_t end = outer.m == 0 ? x.size() : outer.offset + outer.out * outer.in;
   bool streamed = false;
@@ -396,11 +392,10 @@ void Sgd::step_replica_into(double lr, std::span<const float> x, std::span<const
     if (c1 <= c0) {
       return;
     }
-    // The output lines are not read, so they go past the caches where they start on a line.
-    const bool stream = avx512_ && reinterpret_cast<std::uintptr_t>(to) % 64 == 0;
-    streamed = streamed || stream;
+    const bool streams = stream && reinterpret_cast<std::uintptr_t>(to) % 64 == 0;
+    streamed = streamed || streams;
     apply(lr, x.data() + c0, to, g.data() + c0, use_momentum ? buf.data() + c0 : nullptr, c1 - c0,
-          ahead.empty() ? nullptr : ahead.data() + c0, stream);
+          ahead.empty() ? nullptr : ahead.data() + c0, streams);
   };
   for (std::size_t b = 0; b < out.blocks(); ++b) {
     const std::size_t c0 = b * out.width;
@@ -412,8 +407,8 @@ void Sgd::step_replica_into(double lr, std::span<const float> x, std::span<const
   }
   if (outer.m != 0) {
     apply_outer(lr, x.data(), use_momentum ? buf.data() : nullptr, outer, out, row,
-                ahead.empty() ? nullptr : ahead.data(), avx512_);
-    streamed = true;
+                ahead.empty() ? nullptr : ahead.data(), stream);
+    streamed = streamed || stream;
   }
 #if defined(DBENCH_SIM_X86)
   if (streamed) {

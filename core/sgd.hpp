@@ -80,6 +80,12 @@ class Sgd {
  private:
   void apply(double lr, const float* x, float* out, const float* g, float* buf, std::size_t n,
              const float* ahead, bool stream) const;
+  /// step_replica_into() after its checks (step_replica() in place is one block as wide as the row): the
+  /// columns outside outer's matrix from g, the matrix from outer; with `stream`, whole output vectors on
+  /// a 64-byte line go past the caches.
+  void step_row(double lr, std::span<const float> x, std::span<const float> g, std::span<float> buf,
+                BlockedView out, std::size_t row, std::span<const float> ahead, const OuterGradient& outer,
+                bool stream) const;
   /// The elements of `outer` (computes() holds) stepped into row `row` of `out`.
   void apply_outer(double lr, const float* x, float* buf, const OuterGradient& outer, BlockedView out,
                    std::size_t row, const float* ahead, bool stream) const;
