@@ -219,6 +219,11 @@ struct Measured {
   const char* touched = "";
   int buffers = 0;
   double iteration = 0.0;
+  /// The iteration's parts (VirtualReplicas::last_step_seconds()).
+  double local = 0.0;
+  double communication = 0.0;
+  /// Off-diagonal terms of W per replica, on average (0 without gossip).
+  double terms_per_replica = 0.0;
   double gemm = 0.0;
   double copy = 0.0;
   double memcpy = 0.0;
@@ -267,11 +272,12 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
     Measured m{c.name, c.touched, c.buffers};
     // Gossip's own arithmetic, at least one multiply-add per term of W per parameter: outside the floor.
     const topology::ScheduleStep first = c.policy->graph_for(0, nullptr);
-    const double mixing_flops =
-        first.graph == nullptr
-            ? 0.0
-            : 2.0 * static_cast<double>(core::to_mixing_matrix(*first.graph).rows().from.size()) *
-                  static_cast<double>(mlp.param_count());
+    double mixing_flops = 0.0;
+    if (first.graph != nullptr) {
+      const core::MixingMatrix w = core::to_mixing_matrix(*first.graph);
+      mixing_flops = 2.0 * static_cast<double>(w.rows().from.size()) * static_cast<double>(mlp.param_count());
+      m.terms_per_replica = static_cast<double>(core::off_diagonal_terms(w.rows())) / static_cast<double>(n);
+    }
     core::VirtualReplicas engine(spec, train, test);
     // The reference runs inside every iteration, so that both see the same machine load.
     for (int it = -o.warmup; it < o.iterations; ++it) {
@@ -280,10 +286,13 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
       auto t0 = Clock::now();
       engine.step(t, step, false);
       const double iteration = seconds_since(t0);
+      const core::VirtualReplicas::StepSeconds parts = engine.last_step_seconds();
       const double gemm = floor.gemm_seconds();
       const auto [memcpy_s, streaming_s] = floor.copy_seconds();
       if (it >= 0) {
         m.iteration += iteration / o.iterations;
+        m.local += parts.local / o.iterations;
+        m.communication += parts.communication / o.iterations;
         m.gemm += gemm / o.iterations;
         m.copy += std::min(memcpy_s, streaming_s) / o.iterations;
         m.memcpy += memcpy_s / o.iterations;
@@ -298,6 +307,12 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
     std::printf(
         "  iteration      %8.4f s  (VirtualReplicas::step: batch gather, local step, communication)\n",
         m.iteration);
+    std::printf("    local step   %8.4f s  (gather, forward, backward, SGD step%s)\n", m.local,
+                c.policy->graph_for(0, nullptr).graph == nullptr ? ", gradient all-reduce" : "");
+    if (m.communication > 0.0) {
+      std::printf("    communication %7.4f s  (after the local step: %s)\n", m.communication,
+                  m.terms_per_replica > 0.0 ? "gossip mixing" : "global average");
+    }
     std::printf("  floor          %8.4f s  = sgemm loop + %d x copy of an [N, P] matrix (%s)\n", m.floor(),
                 m.buffers, c.touched);
     std::printf("    sgemm loop   %8.4f s  %6.1f GFLOP/s (%.2f GFLOP, operands in cache)\n", m.gemm,
@@ -390,6 +405,21 @@ int main(int argc, char** argv) {
         "  %-21s %6.1f us against %6.1f us: %.2f (target <= %.2f) %s; floor %.1f us against %.1f us\n",
         base[g].name.c_str(), b, a, b / a, kPerReplicaTarget, b / a <= kPerReplicaTarget ? "met" : "NOT met",
         per_replica_us(scaled[g].floor(), o.scale_to), per_replica_us(base[g].floor(), o.replicas));
+    const double local_a = per_replica_us(base[g].local, o.replicas);
+    const double local_b = per_replica_us(scaled[g].local, o.scale_to);
+    std::printf("    local step    %6.1f us against %6.1f us: %.2f\n", local_b, local_a, local_b / local_a);
+    const double comm_a = per_replica_us(base[g].communication, o.replicas);
+    const double comm_b = per_replica_us(scaled[g].communication, o.scale_to);
+    if (comm_a > 0.0 && comm_b > 0.0) {
+      std::printf("    communication %6.1f us against %6.1f us: %.2f", comm_b, comm_a, comm_b / comm_a);
+      if (base[g].terms_per_replica > 0.0) {
+        // Gossip reads every neighbour's parameters for each replica: its work per replica grows with the
+        // degree, which the exponential graph raises with log2 N.
+        std::printf(" (neighbours read per replica: %.1f against %.1f)", scaled[g].terms_per_replica,
+                    base[g].terms_per_replica);
+      }
+      std::printf("\n");
+    }
   }
   return 0;
 }

@@ -620,7 +620,7 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
   mix_blocks(plan, out, blocking, options);
 }
 
-std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& options) {
+std::size_t off_diagonal_terms(const MixingRows& rows) {
   const std::size_t n = rows.offsets.size() - 1;
   validate(rows, n);
   std::size_t terms = 0;
@@ -630,7 +630,12 @@ std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& option
       terms += static_cast<std::size_t>(rows.from[k]) != i ? 1 : 0;
     }
   }
-  const Blocking blocking = blocking_for(n, terms, options);
+  return terms;
+}
+
+std::size_t blocked_input_width(const MixingRows& rows, const MixOptions& options) {
+  const std::size_t n = rows.offsets.size() - 1;
+  const Blocking blocking = blocking_for(n, off_diagonal_terms(rows), options);
   return blocking.tiled ? blocking.cols : 0;
 }
 

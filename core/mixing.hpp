@@ -117,6 +117,10 @@ void mix(const MixingRows& rows, ConstReplicaView in, ReplicaView out, const Mix
 void mix_from_blocks(const MixingRows& rows, ConstBlockedView in, ReplicaView out,
                      const MixOptions& options = {});
 
+/// How many terms of `rows` read another replica than their own row's (W's off-diagonal non-zeros): the
+/// neighbour rows gossip reads. Throws MixingError on malformed rows.
+std::size_t off_diagonal_terms(const MixingRows& rows);
+
 /// The block width at which a column-blocked input pays for `rows` and `options`: the tile width where mix()
 /// would mix from tiles (the exponential graph on enough replicas, with 2 MB of L2), else 0, where the
 /// row-major input is the faster one. Throws MixingError on malformed rows.

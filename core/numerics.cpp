@@ -71,6 +71,7 @@ struct VirtualReplicas::State {
   bool rows_behind = false;
   AlignedBuffer mean_grad;
   std::optional<SharedMomentum> shared;
+  VirtualReplicas::StepSeconds last_seconds;
 
   State(const NumericsSpec& s, const models::Dataset& train_set, const models::Dataset& test_set)
       : spec(s),
@@ -221,6 +222,11 @@ void VirtualReplicas::measure() {
 }
 
 void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point from) {
+    return std::chrono::duration<double>(Clock::now() - from).count();
+  };
+  const Clock::time_point start = Clock::now();
   State& s = *state_;
   s.last_lr = s.spec.lr.at(t);
   const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
@@ -270,6 +276,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
       s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
     }
   }
+  s.last_seconds.local = seconds_since(start);
   double loss = 0.0;
   for (const auto& st : s.stats) {
     loss += st.loss;
@@ -278,6 +285,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   if (measure) {
     this->measure();
   }
+  const Clock::time_point communication = Clock::now();
   if (averages) {
     // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
     allreduce_mean(s.store.params(), s.threads);
@@ -298,6 +306,7 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
       s.store.swap_mixed();
     }
   }
+  s.last_seconds.communication = averages || gossips ? seconds_since(communication) : 0.0;
   s.done = t + 1;
 }
 
@@ -388,6 +397,10 @@ std::vector<std::pair<std::string, std::size_t>> VirtualReplicas::tensors() cons
 
 std::int64_t VirtualReplicas::iterations_done() const {
   return state_->done;
+}
+
+VirtualReplicas::StepSeconds VirtualReplicas::last_step_seconds() const {
+  return state_->last_seconds;
 }
 
 double VirtualReplicas::train_loss() const {

@@ -83,6 +83,15 @@ class VirtualReplicas final : public ScheduleReplicas {
   /// Mean training loss over replicas of the last step's batches (NaN before the first step).
   double train_loss() const override;
 
+  /// Wall seconds of the last step()'s parts (zeros before the first step).
+  struct StepSeconds {
+    /// Batch gather, forward, backward and SGD step, with a centralized step's gradient all-reduce.
+    double local = 0.0;
+    /// The parameters' communication after the local step: gossip mixing, or the global average.
+    double communication = 0.0;
+  };
+  StepSeconds last_step_seconds() const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;

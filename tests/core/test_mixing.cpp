@@ -270,6 +270,19 @@ TEST_CASE("core::mixing: blocked_input_width is the tile width where mix() takes
   CHECK_THROWS_AS(core::blocked_input_width({offsets, from, weight}), core::MixingError);
 }
 
+TEST_CASE("core::mixing: off_diagonal_terms counts the terms that read another replica") {
+  // The exponential graph on 64 replicas reads 6 neighbours per row besides the row itself.
+  CHECK(core::off_diagonal_terms(core::testing::exponential(64).rows()) == 64 * 6);
+  // Row 0 reads itself and row 1; row 1 only itself.
+  const std::vector<std::int32_t> offsets{0, 2, 3};
+  const std::vector<std::int32_t> from{0, 1, 1};
+  const std::vector<float> weight{0.5f, 0.5f, 1.0f};
+  CHECK(core::off_diagonal_terms({offsets, from, weight}) == 1);
+  const std::vector<std::int32_t> outside{0, 2, 3};
+  const std::vector<std::int32_t> bad_from{0, 2, 1};
+  CHECK_THROWS_AS(core::off_diagonal_terms({outside, bad_from, weight}), core::MixingError);
+}
+
 TEST_CASE("core::mixing: streaming and cached output stores give the same bits, padding untouched") {
   TestRng rng(19);
   const std::size_t n = 200;

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -87,6 +88,33 @@ TEST_CASE("core::numerics: D-PSGD on the complete graph equals centralized SGD w
   const double diff = max_relative_difference(central.params(), gossip.params());
   MESSAGE("max relative difference after 60 iterations: " << diff);
   CHECK(diff < 1e-5);
+}
+
+TEST_CASE("core::numerics: a step reports the wall time of its local step and of its communication") {
+  const auto& train = fashion(dm::Split::train);
+  const auto& test = fashion(dm::Split::test);
+  const auto spec = mlp_spec(16, 3);
+  ds::VirtualReplicas engine(spec, train, test);
+  CHECK(engine.last_step_seconds().local == 0.0);
+  CHECK(engine.last_step_seconds().communication == 0.0);
+  dt::SequencePolicy ring(dt::GraphSequence(dt::ring(16)));
+  dt::AllReducePolicy allreduce;
+  const auto wall = [&](std::int64_t t, const dt::ScheduleStep& step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    engine.step(t, step, false);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double gossip = wall(0, ring.graph_for(0, nullptr));
+  const auto g = engine.last_step_seconds();
+  CHECK(g.local > 0.0);
+  CHECK(g.communication > 0.0);
+  CHECK(g.local + g.communication <= gossip);
+  // A centralized step's all-reduce is part of its local step: nothing is communicated after it.
+  const double central = wall(1, allreduce.graph_for(1, nullptr));
+  const auto c = engine.last_step_seconds();
+  CHECK(c.local > 0.0);
+  CHECK(c.local <= central);
+  CHECK(c.communication == 0.0);
 }
 
 TEST_CASE("core::numerics: centralized steps keep the replicas identical with their momentum") {
