@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,6 +23,7 @@
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "experiments/train_recorder.hpp"
+#include "results/results_dir.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
@@ -73,14 +73,6 @@ std::vector<core::NumericsSpec> specs_per_batch(ExperimentConfig config, const m
   return specs;
 }
 #endif
-
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) {
-    throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
-  }
-}
 
 std::string host_name() {
   std::array<char, 256> name{};
@@ -184,10 +176,11 @@ double simulated_ring_s(const CalibrateOptions& o, const std::filesystem::path& 
 /// samples, the unfused step of centralized training, caches shared with the exchange) is then in the
 /// platform, as in the runs it predicts.
 void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
-                  validation::ModelCalibration& m, const std::filesystem::path& out) {
-  const std::filesystem::path file = out / fmt::format("{}.toml", m.model);
+                  validation::ModelCalibration& m, const results::ResultsDir& out) {
+  const std::string name = fmt::format("{}.toml", m.model);
   // The links do not depend on the step: the platform as fitted to the kernels gives the ring's share.
-  write_file(file, validation::platform_toml(c, m));
+  out.write_text(name, validation::platform_toml(c, m));
+  const std::filesystem::path file = out.path(name);
   const double ring_s = simulated_ring_s(o, file, m.model, c.workers);
   std::vector<double> allreduce_s;
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
@@ -209,14 +202,32 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), c.small_allreduce_s);
 }
 
+/// Where the calibration goes (--out, or results/calibration-<workers>); checked before anything is timed.
+std::filesystem::path calibration_path(const CalibrateOptions& o, int workers) {
+  return o.out.empty() ? std::filesystem::path(fmt::format("results/calibration-{}", workers))
+                       : std::filesystem::path(o.out);
+}
+
+/// The staged calibration folder; errors name --out.
+results::ResultsDir calibration_out(const CalibrateOptions& o, int workers) {
+  try {
+    return results::ResultsDir(calibration_path(o, workers));
+  } catch (const results::ResultsDirError& e) {
+    throw std::invalid_argument(fmt::format("--out: {}", e.what()));
+  }
+}
+
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
 /// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
   const ExperimentConfig config = load_with(o, {});
-  const std::filesystem::path out =
-      o.out.empty() ? std::filesystem::path(fmt::format("results/calibration-{}", comm.size()))
-                    : std::filesystem::path(o.out);
   const bool root = comm.rank() == 0;
+  // Staged from the start: a calibration that fails (or a folder that cannot take it) leaves the previous
+  // one whole, and a bad --out is refused before minutes of measurements.
+  std::optional<results::ResultsDir> out;
+  if (root) {
+    out.emplace(calibration_out(o, comm.size()));
+  }
   const auto train = config_dataset(config, models::Split::train);
   validation::Calibration c;
   c.workers = comm.size();
@@ -289,18 +300,18 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   if (!root) {
     return;
   }
-  std::filesystem::create_directories(out);
   for (auto& m : c.models) {
     if (!m.ring_loop_seconds.empty()) {
-      fit_to_loops(o, c, m, out);
+      fit_to_loops(o, c, m, *out);
     }
   }
-  write_file(out / "calibration.json", validation::to_json(c).dump(2) + "\n");
+  out->write_text("calibration.json", validation::to_json(c).dump(2) + "\n");
   for (const auto& m : c.models) {
-    write_file(out / fmt::format("{}.toml", m.model), validation::platform_toml(c, m));
+    out->write_text(fmt::format("{}.toml", m.model), validation::platform_toml(c, m));
   }
+  out->commit();
   if (!o.quiet) {
-    print_summary(c, out);
+    print_summary(c, out->target());
   }
 }
 
@@ -378,6 +389,11 @@ void run_calibrate(const CalibrateOptions& o) {
   }
   // One worker runs in this process, as dbench validate --local 1 runs its training: no launcher, no pinning.
   if (o.local >= 2) {
+    try {
+      results::check_results_target(calibration_path(o, o.local));
+    } catch (const results::ResultsDirError& e) {
+      throw std::invalid_argument(fmt::format("--out: {}", e.what()));
+    }
     const int status = runtime::run_command(
         runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o)));
     if (status != 0) {

@@ -75,13 +75,13 @@ topo::GraphSpec to_spec(const GraphOptions& o) {
   return spec;
 }
 
-// The file `option` names, written whole (results::write_file_atomically); errors name the option.
+// The file `option` names, written as a user-named file (results::write_user_file); errors name the option.
 void write_atomically(const std::string& option, const std::filesystem::path& path,
                       const std::function<void(std::ostream&)>& write) {
   std::ostringstream text;
   write(text);
   try {
-    results::write_file_atomically(path, text.str());
+    results::write_user_file(path, text.str());
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("{}: {}", option, e.what()));
   }

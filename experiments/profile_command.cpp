@@ -102,9 +102,13 @@ void run(const ProfileOptions& o) {
     return;
   }
   try {
-    results::write_file_atomically(o.out, text);
+    results::write_user_file(o.out, text);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(fmt::format("--out: {}", e.what()));
+  }
+  if (o.out == "-") {
+    print_report(stderr, result, input);  // standard output holds the profile
+    return;
   }
   print_report(stdout, result, input);
   fmt::print("wrote {}\n", o.out);

@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -29,6 +29,7 @@
 #include "experiments/sweep.hpp"
 #include "report/report.hpp"
 #include "results/atomic_file.hpp"
+#include "results/results_dir.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/stop_signals.hpp"
 
@@ -110,9 +111,15 @@ std::string exit_reason(int status) {
   return "ended abnormally";
 }
 
+// Best effort, as a log line is: never through a link (the sweep checked its entries; this holds between).
 void append_to_log(const fs::path& log, std::string_view line) {
-  std::ofstream out(log, std::ios::app);
-  out << line << '\n';
+  const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    return;
+  }
+  const std::string text = std::string(line) + "\n";
+  [[maybe_unused]] const auto written = ::write(fd, text.data(), text.size());
+  ::close(fd);
 }
 
 // Starts `args` (a dbench command line) as a fork of this process that runs it directly, its output on
@@ -183,7 +190,7 @@ class Children {
       command += command.empty() ? "" : " ";
       command += arg;
     }
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
       throw std::runtime_error(fmt::format("cannot write '{}': {}", log.string(), std::strerror(errno)));
     }
@@ -424,16 +431,30 @@ std::string overrides_text(const SweepRun& run, std::size_t first, std::size_t l
   return text;
 }
 
+// `out` may take the sweep: a new or empty folder, or a sweep folder (its marker), whose own entries are
+// neither links nor of the wrong kind (see results::check_sweep_folder). Throws naming --out.
+void check_sweep_out(const fs::path& out, std::span<const SweepRun> runs) {
+  std::vector<fs::path> directories{"runs", "logs", "configs", "plots"};
+  std::vector<fs::path> files{"summary.csv", "sweep.toml", "report.md", "report.html"};
+  for (const auto& run : runs) {
+    directories.push_back(fs::path("runs") / run.id);
+    files.push_back(fs::path("logs") / (run.id + ".log"));
+    files.push_back(fs::path("configs") / (run.id + ".toml"));
+  }
+  try {
+    results::check_sweep_folder(out, directories, files);
+  } catch (const results::ResultsDirError& e) {
+    throw std::runtime_error(fmt::format("--out: {}", e.what()));
+  }
+}
+
 void run_sweep(const SweepOptions& options) {
   // Everything is checked before anything is written: the shard, the sweep, every run's config.
   const Shard shard = options.shard.empty() ? Shard{} : parse_shard(options.shard);
   const SweepConfig sweep = load_sweep_file(options.sweep);
   const std::vector<SweepRun> runs = expand_sweep(sweep);
   const fs::path out = options.out.empty() ? fs::path("results") / sweep.name : fs::path(options.out);
-  std::error_code ec;
-  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
-    throw std::runtime_error(fmt::format("--out {}: exists and is not a directory", out.string()));
-  }
+  check_sweep_out(out, runs);
 
   std::vector<std::size_t> selected;
   for (const auto& run : runs) {
@@ -469,6 +490,12 @@ void run_sweep(const SweepOptions& options) {
     return;
   }
 
+  try {
+    results::claim_sweep_folder(out);
+  } catch (const results::ResultsDirError& e) {
+    throw std::runtime_error(fmt::format("--out: {}", e.what()));
+  }
+  std::error_code ec;
   for (const char* sub : {"runs", "logs", "configs"}) {
     fs::create_directories(out / sub, ec);
     if (ec) {

@@ -322,6 +322,92 @@ void ResultsDir::commit() {
   committed_ = true;
 }
 
+void check_results_target(const fs::path& target) {
+  check_replaceable(normalized_target(target));
+}
+
+void check_sweep_folder(const fs::path& out, std::span<const fs::path> directories,
+                        std::span<const fs::path> files) {
+  if (out.empty()) {
+    throw ResultsDirError("the sweep folder's path is empty; name a folder with --out");
+  }
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(out, ec).lexically_normal();
+  if (!ec && absolute == absolute.root_path()) {
+    throw ResultsDirError(fmt::format("'{}' cannot be a sweep folder: it is the root", out.string()));
+  }
+  const auto status = fs::status(out, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    throw ResultsDirError(fmt::format("cannot use '{}' as a sweep folder: {}", out.string(), ec.message()));
+  }
+  if (!fs::exists(status)) {
+    if (fs::is_symlink(fs::symlink_status(out, ec))) {
+      throw ResultsDirError(fmt::format(
+          "cannot use '{}' as a sweep folder: it is a symbolic link that leads to nothing", out.string()));
+    }
+    return;
+  }
+  if (!fs::is_directory(status)) {
+    throw ResultsDirError(
+        fmt::format("'{}' exists and is not a directory; choose another --out", out.string()));
+  }
+  const bool empty = fs::is_empty(out, ec);
+  if (!empty && !fs::is_regular_file(fs::symlink_status(out / kSweepMarkerName, ec))) {
+    throw ResultsDirError(fmt::format(
+        "refusing to write a sweep into '{}': it is a non-empty folder that no DBench sweep was started in "
+        "(no {} file), and a sweep would replace files there; choose another --out (a sweep folder written "
+        "by an older DBench is taken once that file is created in it)",
+        out.string(), kSweepMarkerName));
+  }
+  const auto check = [&](const fs::path& relative, bool directory) {
+    const auto entry = fs::symlink_status(out / relative, ec);
+    if (!fs::exists(entry)) {
+      return;
+    }
+    const char* reason = fs::is_symlink(entry)                       ? "is a symbolic link"
+                         : directory && !fs::is_directory(entry)     ? "is not a directory"
+                         : !directory && !fs::is_regular_file(entry) ? "is not a regular file"
+                                                                     : nullptr;
+    if (reason != nullptr) {
+      throw ResultsDirError(fmt::format(
+          "sweep folder '{}': '{}' {}; a sweep writes only its own entries and never follows one elsewhere, "
+          "so remove it (or choose another --out)",
+          out.string(), relative.string(), reason));
+    }
+  };
+  for (const auto& d : directories) {
+    check(d, true);
+  }
+  for (const auto& f : files) {
+    check(f, false);
+  }
+}
+
+void claim_sweep_folder(const fs::path& out) {
+  check_sweep_folder(out, {}, {});
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) {
+    throw ResultsDirError(fmt::format("cannot create sweep folder '{}': {}", out.string(), ec.message()));
+  }
+  if (fs::exists(fs::symlink_status(out / kSweepMarkerName, ec))) {
+    return;
+  }
+  const std::string marker = "This folder holds a DBench sweep; `dbench sweep --out` writes into it.\n";
+  const int fd =
+      ::open((out / kSweepMarkerName).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  const bool written =
+      fd >= 0 && ::write(fd, marker.data(), marker.size()) == static_cast<ssize_t>(marker.size());
+  const int error = errno;
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  if (!written) {
+    throw ResultsDirError(
+        fmt::format("cannot write '{}': {}", (out / kSweepMarkerName).string(), errno_text(error)));
+  }
+}
+
 bool process_ended(int pid) noexcept {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string line;

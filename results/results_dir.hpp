@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <mutex>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -122,6 +123,27 @@ class ResultsDir {
   StagingDir staging_;
   bool committed_ = false;
 };
+
+/// Checks, creating nothing, that a ResultsDir may be made for `target`: a usable path whose directory does
+/// not exist, is empty, or holds the marker file. Throws ResultsDirError as ResultsDir's constructor would,
+/// so that a command can refuse its --out before it spends minutes measuring.
+void check_results_target(const std::filesystem::path& target);
+
+/// Name of the marker file of a sweep folder (`dbench sweep --out DIR`): DIR is DBench's to write into.
+inline constexpr std::string_view kSweepMarkerName = ".dbench-sweep";
+
+/// Checks, writing nothing, that `out` may be used as a sweep folder: it does not exist, or it is an empty
+/// directory, or one that holds kSweepMarkerName (a sweep that DBench started there) — never a user's folder
+/// with files in it, nor the root. Below it, each of `directories` and `files` (paths relative to `out`, such
+/// as "runs/ID" and "logs/ID.log") that exists must be a directory or a regular file respectively and not a
+/// symbolic link: a sweep folder's entries are its own, and writing through a link would replace what lies
+/// elsewhere. Throws ResultsDirError naming the path and the reason.
+void check_sweep_folder(const std::filesystem::path& out, std::span<const std::filesystem::path> directories,
+                        std::span<const std::filesystem::path> files);
+
+/// Creates the sweep folder `out` (check_sweep_folder first) and its marker, before anything else is written
+/// in it. Throws ResultsDirError naming the path.
+void claim_sweep_folder(const std::filesystem::path& out);
 
 /// Whether process `pid` has ended: gone, or a zombie not yet reaped (a worker killed after its mpirun ended
 /// waits for init to reap it; it can no longer write or compute).

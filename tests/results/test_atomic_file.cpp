@@ -1,5 +1,6 @@
 // Whole-file writes: the new content replaces the old at once, and a failed write leaves the old in place.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <stdexcept>
@@ -46,4 +47,48 @@ TEST_CASE("results::atomic_file: a write that cannot land names the file and kee
   CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(dir.path() / "missing" / "x.csv", "x"),
                        doctest::Contains("missing/x.csv"), std::runtime_error);
   CHECK_FALSE(fs::exists(dir.path() / "missing"));
+}
+
+TEST_CASE("results::atomic_file: only a regular file is replaced; a link, FIFO or folder stays as it was") {
+  TempDir dir;
+  const fs::path elsewhere = dir.path() / "elsewhere.csv";
+  dbench::testing::write_file(elsewhere, "theirs");
+  const fs::path link = dir.path() / "link.csv";
+  fs::create_symlink(elsewhere, link);
+  CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(link, "new"),
+                       doctest::Contains("it is a symbolic link, which is left as it is"),
+                       std::runtime_error);
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(read_file(elsewhere) == "theirs");
+  const fs::path fifo = dir.path() / "fifo.csv";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(fifo, "new"), doctest::Contains("it is a FIFO"),
+                       std::runtime_error);
+  CHECK(fs::is_fifo(fs::symlink_status(fifo)));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
+    ++entries;
+  }
+  CHECK(entries == 3);  // no temporary left
+}
+
+TEST_CASE("results::atomic_file: a user's file is written through its link and into a FIFO's reader") {
+  TempDir dir;
+  const fs::path target = dir.path() / "graph.dot";
+  dbench::testing::write_file(target, "old");
+  const fs::path link = dir.path() / "link.dot";
+  fs::create_symlink(target, link);
+  dbench::results::write_user_file(link, "new");
+  CHECK(read_file(target) == "new");
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  // A FIFO nobody reads: refused at once, not a hang.
+  const fs::path fifo = dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(dbench::results::write_user_file(fifo, "x"),
+                       doctest::Contains("a FIFO that no process reads"), std::runtime_error);
+  // A folder: refused, kept.
+  const fs::path folder = dir.path() / "folder";
+  fs::create_directory(folder);
+  CHECK_THROWS_WITH_AS(dbench::results::write_user_file(folder, "x"), doctest::Contains("it is a directory"),
+                       std::runtime_error);
 }
