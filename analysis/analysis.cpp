@@ -418,6 +418,20 @@ std::string number_text(double v) {
   return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
 }
 
+// Why runs at `s` cannot carry a verdict about the graphs, or "" when they can.
+std::string scale_doubt(const DesignScale& s) {
+  std::vector<std::string> parts;
+  if (s.collapsed()) {
+    parts.push_back(
+        fmt::format("centralized training collapsed ({:.1f} %, {:.1f} pp below the smallest scale)",
+                    100.0 * s.centralized_accuracy, s.centralized_drop_pp));
+  }
+  if (!s.starved_labels.empty()) {
+    parts.push_back(fmt::format("too few iterations to mix for {}", fmt::join(s.starved_labels, ", ")));
+  }
+  return parts.empty() ? std::string() : fmt::format("{} workers: {}", s.workers, fmt::join(parts, " and "));
+}
+
 // What `sub` (the runs of one design) trained at each scale, and which graphs its budget starved.
 Design describe_design(const SweepAnalysis& sub, std::string name) {
   Design d;
@@ -437,7 +451,38 @@ Design describe_design(const SweepAnalysis& sub, std::string name) {
         s.peak_lrs.push_back(run->peak_lr);
       }
     }
+    if (std::isfinite(at.front()->train_samples) && workers > 0) {
+      s.samples_per_replica = at.front()->train_samples / workers;
+    }
     d.scales.push_back(std::move(s));
+  }
+  // Centralized training per scale against the same label at the smallest scale it ran at.
+  for (const auto& label : sub.labels) {
+    const GroupStats* smallest = nullptr;
+    for (const auto& g : sub.groups) {
+      if (g.label != label || g.algorithm != "centralized") {
+        continue;
+      }
+      smallest = smallest == nullptr || g.workers < smallest->workers ? &g : smallest;
+    }
+    if (smallest == nullptr) {
+      continue;
+    }
+    for (const auto& g : sub.groups) {
+      if (g.label != label) {
+        continue;
+      }
+      auto scale = std::find_if(d.scales.begin(), d.scales.end(),
+                                [&](const DesignScale& s) { return s.workers == g.workers; });
+      const double accuracy = g.final_accuracy.mean;
+      const double drop = 100.0 * (smallest->final_accuracy.mean - accuracy);
+      if (!std::isfinite(scale->centralized_accuracy) || accuracy < scale->centralized_accuracy) {
+        scale->centralized_accuracy = accuracy;
+      }
+      if (!std::isfinite(scale->centralized_drop_pp) || drop > scale->centralized_drop_pp) {
+        scale->centralized_drop_pp = drop;
+      }
+    }
   }
   const SummaryRow& first = sub.runs.front();
   if (std::isfinite(first.epochs)) {
@@ -460,7 +505,23 @@ Design describe_design(const SweepAnalysis& sub, std::string name) {
     const double mixing = std::log(static_cast<double>(g.workers)) / gap;
     if (g.iterations.mean < mixing) {
       d.starved.push_back({g.label, g.workers, g.iterations.mean, gap, mixing});
+      for (auto& s : d.scales) {
+        if (s.workers == g.workers) {
+          s.starved_labels.push_back(g.label);
+        }
+      }
     }
+  }
+  // Observation 1 compares the scales and reads the trend across all of them; 2 and 3 are decided at the
+  // largest scale.
+  for (std::size_t i = 0; i < d.observations.size(); ++i) {
+    std::vector<std::string> doubts;
+    for (std::size_t k = i == 0 ? 0 : d.scales.size() - 1; k < d.scales.size(); ++k) {
+      if (const std::string doubt = scale_doubt(d.scales[k]); !doubt.empty()) {
+        doubts.push_back(doubt);
+      }
+    }
+    d.observations[i].regime = fmt::format("{}", fmt::join(doubts, "; "));
   }
   return d;
 }
@@ -487,6 +548,68 @@ std::string Design::per_scale() const {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
+std::vector<int> Design::collapsed_scales() const {
+  std::vector<int> out;
+  for (const auto& s : scales) {
+    if (s.collapsed()) {
+      out.push_back(s.workers);
+    }
+  }
+  return out;
+}
+
+std::string Design::regime_warning() const {
+  std::vector<std::string> parts;
+  for (const auto& s : scales) {
+    if (!s.collapsed()) {
+      continue;
+    }
+    parts.push_back(fmt::format(
+        "at {} workers centralized training reached {:.1f} %, {:.1f} pp below its accuracy at the smallest "
+        "scale ({} samples per replica, {} iterations, peak lr {})",
+        s.workers, 100.0 * s.centralized_accuracy, s.centralized_drop_pp,
+        number_text(std::round(s.samples_per_replica)), number_text(std::round(s.iterations)),
+        s.peak_lrs.empty() ? std::string("?")
+                           : fmt::format("{:.4g}", *std::max_element(s.peak_lrs.begin(), s.peak_lrs.end()))));
+  }
+  if (!starved.empty()) {
+    std::vector<std::string> graphs;
+    for (const auto& g : starved) {
+      graphs.push_back(fmt::format("{} at {} workers", g.label, g.workers));
+    }
+    parts.push_back(
+        fmt::format("{} had fewer iterations than their graphs need to mix", fmt::join(graphs, ", ")));
+  }
+  if (parts.empty()) {
+    return "";
+  }
+  return fmt::format(
+      "The design {} starves part of this sweep: {}. A comparison of graphs there measures the budget, not "
+      "the graphs; every verdict that rests on those runs is marked.",
+      name, fmt::join(parts, "; "));
+}
+
+namespace {
+
+// Each Ada comparison in doubt where its design starved its scale (the design is named in brackets in the
+// label where a sweep holds several).
+void mark_ada_regime(SweepAnalysis& a) {
+  for (auto& c : a.ada) {
+    for (const auto& d : a.designs) {
+      if (a.designs.size() > 1 && !c.label.ends_with(fmt::format("[{}]", d.name))) {
+        continue;
+      }
+      for (const auto& s : d.scales) {
+        if (s.workers == c.workers) {
+          c.regime = scale_doubt(s);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
 SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
   std::vector<std::string> names;
   for (const auto& run : rows) {
@@ -497,6 +620,8 @@ SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
   if (names.size() <= 1) {
     SweepAnalysis a = analyze_rows(rows);  // throws when no run is done, so there is one design
     a.designs.push_back(describe_design(a, names.front()));
+    a.observations = a.designs.front().observations;
+    mark_ada_regime(a);
     return a;
   }
   // Several designs: each label is read per design, and each design gets its own verdicts.
@@ -517,6 +642,7 @@ SweepAnalysis analyze_sweep(const std::vector<SummaryRow>& rows) {
     a.designs.push_back(describe_design(analyze_rows(subset), name));
   }
   a.observations = a.designs.front().observations;
+  mark_ada_regime(a);
   return a;
 }
 

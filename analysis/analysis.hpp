@@ -84,6 +84,9 @@ struct Observation {
   std::string rule;   ///< how the verdict is decided from the numbers
   Verdict verdict = Verdict::inconclusive;
   std::string evidence;  ///< the numbers the verdict rests on
+  /// Empty when the runs the verdict rests on trained in a sound regime; else why the verdict is in doubt
+  /// (a scale where centralized training collapsed, or graphs with too few iterations to mix there).
+  std::string regime;
 };
 
 /// Ada against centralized training and the static graphs at one scale, among the groups that share its
@@ -110,6 +113,9 @@ struct AdaComparison {
   /// Ada's mean simulated time to the target over the fastest alternative's (NaN unless every Ada run
   /// reached the target too).
   double time_vs_fastest = kUndefined;
+  /// Empty when this scale's design trained soundly here; else why the comparison is in doubt (see
+  /// Observation::regime).
+  std::string regime;
   /// Whether Ada's accuracy is within 0.3 percentage points of centralized training's (or above it).
   bool matches_centralized() const { return vs_centralized_pp >= -0.3; }
 };
@@ -118,13 +124,31 @@ struct AdaComparison {
 /// none). Groups with the same context differ only in their algorithm.
 std::string label_context(const std::string& label);
 
-/// What a training design's budget meant at one scale.
+/// How far below its smallest-scale accuracy centralized training may fall at a larger scale, in percentage
+/// points, before that scale counts as one where nothing trained well enough for the graphs to be compared
+/// (Goyal et al.: a working large-batch recipe stays within about 1 pp up to a global batch of 8-16 k).
+inline constexpr double kRegimeDropPp = 3.0;
+
+/// What a training design's budget meant at one scale, and whether training at that scale still worked.
 struct DesignScale {
   int workers = 0;
   double global_batch = kUndefined;
   double iterations = kUndefined;
-  double samples = kUndefined;   ///< samples each run trained on
-  std::vector<double> peak_lrs;  ///< the distinct learning rates after linear scaling
+  double samples = kUndefined;              ///< samples each run trained on
+  double samples_per_replica = kUndefined;  ///< the training set over the workers: one replica's shard
+  std::vector<double> peak_lrs;             ///< the distinct learning rates after linear scaling
+  /// Centralized training's mean final accuracy here (the least accurate centralized label, where several
+  /// are); NaN without centralized runs.
+  double centralized_accuracy = kUndefined;
+  /// That label's accuracy at the design's smallest scale minus its accuracy here, in percentage points (the
+  /// largest drop among centralized labels); NaN without centralized runs at both scales.
+  double centralized_drop_pp = kUndefined;
+  /// The static graphs here with too few iterations to mix (see StarvedGroup).
+  std::vector<std::string> starved_labels;
+
+  /// Whether centralized training here fell more than kRegimeDropPp below its smallest-scale accuracy: the
+  /// design starves this scale, and no verdict about the graphs may rest on it.
+  bool collapsed() const { return centralized_drop_pp > kRegimeDropPp; }
 };
 
 /// A static graph whose runs had fewer iterations than it needs to mix: ln(workers) / spectral gap, the
@@ -148,6 +172,14 @@ struct Design {
 
   /// "16 workers: global batch 256, 2344 iterations, lr 0.025; ...": the design beside a verdict.
   std::string per_scale() const;
+  /// The scales at which centralized training collapsed (DesignScale::collapsed), ascending.
+  std::vector<int> collapsed_scales() const;
+  /// Whether a verdict on this design rests on runs its budget starved: a collapsed scale, or a graph with
+  /// too few iterations to mix.
+  bool regime_unsound() const { return !collapsed_scales().empty() || !starved.empty(); }
+  /// Why verdicts on this design are in doubt, in one sentence naming the scales and numbers; empty when the
+  /// regime is sound.
+  std::string regime_warning() const;
 };
 
 /// Everything the sweep report states, computed from summary.csv alone.

@@ -67,6 +67,8 @@ class SweepReport {
   Document build(Plots& plots) {
     add_plots(plots);
     overview();
+    regime_check();
+    headline(plots);
     observations(plots);
     ada(plots);
     scaling(plots);
@@ -229,9 +231,29 @@ class SweepReport {
       throughput.series.push_back(std::move(rate));
       efficiency.series.push_back(std::move(eff));
     }
+    PlotSpec to_target{"time-to-target-workers", "Simulated time to the target accuracy against workers",
+                       "workers", "simulated time to target (s)"};
+    to_target.log_x = to_target.log_y = true;
+    to_target.xtics.assign(a_.scales.begin(), a_.scales.end());
+    to_target.xrange = {a_.scales.front() / 1.4, a_.scales.back() * 1.4};
+    for (const auto& label : a_.labels) {
+      Series time = label_series(label);
+      for (int w : a_.scales) {
+        const GroupStats* g = group(label, w);
+        if (g != nullptr && g->simulated_time_to_target_s.mean > 0.0) {
+          time.points.emplace_back(w, g->simulated_time_to_target_s.mean);
+        }
+      }
+      if (!time.points.empty()) {
+        to_target.series.push_back(std::move(time));
+      }
+    }
     plots.add(std::move(accuracy));
     plots.add(std::move(throughput));
     plots.add(std::move(efficiency));
+    if (!to_target.series.empty()) {
+      plots.add(std::move(to_target));
+    }
     for (std::size_t k = 0; k < a_.ada.size(); ++k) {
       add_ada_schedule(plots, k);
     }
@@ -374,15 +396,80 @@ class SweepReport {
         doc_.subheading(fmt::format("Under the design {}", d.name));
       }
       const std::string design = fmt::format("{}. {}.", d.name, d.per_scale());
-      Table t{{"#", "observation", "verdict", "design", "evidence", "rule", "plots"}, {}};
+      Table t{{"#", "observation", "verdict", "regime", "design", "evidence", "rule", "plots"}, {}};
       for (std::size_t i = 0; i < d.observations.size(); ++i) {
         const Observation& o = d.observations[i];
-        t.rows.push_back({fmt::format("{}", i + 1), o.claim, std::string(analysis::verdict_name(o.verdict)),
-                          design, o.evidence, o.rule, Cell("", support[i])});
+        t.rows.push_back({fmt::format("{}", i + 1), o.claim, verdict_text(o.verdict, o.regime),
+                          o.regime.empty() ? std::string("sound") : "in doubt: " + o.regime, design,
+                          o.evidence, o.rule, Cell("", support[i])});
       }
       doc_.table(std::move(t));
       starved(d);
     }
+  }
+
+  // A verdict that rests on starved runs is never shown bare.
+  static std::string verdict_text(analysis::Verdict verdict, const std::string& regime) {
+    const std::string name(analysis::verdict_name(verdict));
+    return regime.empty() ? name : fmt::format("{} (in doubt: see the regime check)", name);
+  }
+
+  // Per design and scale, what each replica had to learn from and whether centralized training still
+  // trained there: first, so that no verdict below is read without it.
+  void regime_check() {
+    doc_.heading("Regime check");
+    bool sound = true;
+    for (const auto& d : a_.designs) {
+      if (const std::string warning = d.regime_warning(); !warning.empty()) {
+        doc_.paragraph("Warning: " + warning);
+        sound = false;
+      }
+    }
+    if (sound) {
+      doc_.paragraph(fmt::format(
+          "Every scale trained: centralized training at each scale is within {:g} pp of its accuracy at the "
+          "smallest scale (where this sweep has centralized runs), and every static graph had the iterations "
+          "it needs to mix.",
+          analysis::kRegimeDropPp));
+    }
+    for (const auto& d : a_.designs) {
+      if (a_.designs.size() > 1) {
+        doc_.subheading(fmt::format("Design {}", d.name));
+      }
+      Table t{{"workers", "samples per replica", "iterations", "global batch", "peak lr",
+               "centralized accuracy", "vs smallest scale", "regime"},
+              {}};
+      for (const auto& s : d.scales) {
+        std::vector<std::string> lrs;
+        for (const double lr : s.peak_lrs) {
+          lrs.push_back(fmt::format("{:.4g}", lr));
+        }
+        std::vector<std::string> doubts;
+        if (s.collapsed()) {
+          doubts.emplace_back("collapsed");
+        }
+        if (!s.starved_labels.empty()) {
+          doubts.push_back(fmt::format("too few iterations to mix: {}", fmt::join(s.starved_labels, ", ")));
+        }
+        t.rows.push_back(
+            {fmt::format("{}", s.workers), number(std::round(s.samples_per_replica), 6),
+             number(std::round(s.iterations), 7), number(s.global_batch, 7),
+             lrs.empty() ? std::string(kNone) : fmt::format("{}", fmt::join(lrs, " / ")),
+             std::isfinite(s.centralized_accuracy) ? percent(s.centralized_accuracy) : std::string(kNone),
+             std::isfinite(s.centralized_drop_pp) ? signed_pp(-s.centralized_drop_pp) : std::string(kNone),
+             doubts.empty() ? std::string("trained") : fmt::format("{}", fmt::join(doubts, "; "))});
+      }
+      doc_.table(std::move(t));
+    }
+  }
+
+  // The answer at a glance: accuracy against workers per label, beside the simulated time to the target.
+  void headline(const Plots& plots) {
+    doc_.heading("At a glance");
+    figure(plots, "accuracy-workers", "Final accuracy per label against workers (mean over seeds).");
+    figure(plots, "time-to-target-workers",
+           "Simulated time to the target accuracy per label against workers (mean over the runs that reached "
+           "it; a label is missing at a scale where none did).");
   }
 
   // The static graphs the design's budget gave too few iterations to mix, and what would give them more.
@@ -422,7 +509,7 @@ class SweepReport {
         "alternative whose every run reached the target. Times to the target are means over the runs; "
         "iterations are counted at the evaluations.");
     Table t{{"workers", "Ada label", "accuracy", "vs centralized", "bytes per GPU vs centralized",
-             "time to target", "fastest alternative", "Ada / fastest"},
+             "time to target", "fastest alternative", "Ada / fastest", "regime"},
             {}};
     for (std::size_t k = 0; k < a_.ada.size(); ++k) {
       const analysis::AdaComparison& c = a_.ada[k];
@@ -446,7 +533,8 @@ class SweepReport {
            std::isfinite(c.time_vs_fastest)
                ? fmt::format("{:.3g}x ({})", c.time_vs_fastest,
                              c.time_vs_fastest < 1.0 ? "Ada lowest" : "not lowest")
-               : std::string(kNone)});
+               : std::string(kNone),
+           c.regime.empty() ? std::string("sound") : "in doubt: " + c.regime});
     }
     doc_.table(std::move(t));
     for (std::size_t k = 0; k < a_.ada.size(); ++k) {
@@ -514,7 +602,7 @@ class SweepReport {
     doc_.paragraph(
         "Simulated throughput and scaling efficiency (against one GPU, which needs no communication):");
     doc_.table(std::move(throughput));
-    figure(plots, "accuracy-workers", "Final accuracy per label against workers.");
+    doc_.paragraph("Final accuracy against workers is drawn at the top, under \"At a glance\".");
     figure(plots, "throughput-workers", "Samples per second per label against workers (log-log).");
     figure(plots, "efficiency-workers", "Scaling efficiency per label against workers.");
   }

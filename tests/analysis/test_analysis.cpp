@@ -467,3 +467,74 @@ TEST_CASE("analysis::analysis: a graph with fewer iterations than it needs to mi
   CHECK(s.iterations == 38);
   CHECK(s.mixing_iterations == doctest::Approx(std::log(1008.0) / 1.9e-5));
 }
+
+namespace {
+
+// Centralized training and the exponential graph at 16 and 1008 workers, 10 epochs of 60,000 samples, with
+// centralized accuracy `central1008` at 1008 workers (0.858 at 16).
+std::string regime_sweep(double central1008) {
+  std::string csv = header();
+  for (const int workers : {16, 1008}) {
+    for (const std::string label : {"centralized", "exponential", "ada"}) {
+      for (int seed = 1; seed <= 2; ++seed) {
+        Row r;
+        r.label = label;
+        r.algorithm = label == "centralized" ? "centralized" : "dpsgd";
+        r.graph = label == "centralized" ? "allreduce" : label;
+        r.workers = workers;
+        r.seed = seed;
+        r.accuracy = (workers == 16            ? 0.858
+                      : label == "centralized" ? central1008
+                                               : central1008 - 0.01) +
+                     0.001 * (seed - 1);
+        r.edges = workers * 5.0;
+        r.epochs = "10";
+        r.iterations = std::ceil(600000.0 / (16.0 * workers));  // 2344 and 38
+        r.spectral_gap = 0.5;  // mixes in ln(1008) / 0.5 = 14 iterations: never starved here
+        csv += csv_row(r);
+      }
+    }
+  }
+  return csv;
+}
+
+}  // namespace
+
+TEST_CASE("analysis::analysis: the regime check fires where centralized training collapsed, and only there") {
+  const SweepAnalysis starved = analyze_sweep(parse_summary_csv(regime_sweep(0.296), "summary.csv"));
+  REQUIRE(starved.designs.size() == 1);
+  const Design& d = starved.designs[0];
+  REQUIRE(d.scales.size() == 2);
+  CHECK(d.scales[0].samples_per_replica == doctest::Approx(60000.0 / 16));
+  CHECK(d.scales[1].samples_per_replica == doctest::Approx(60000.0 / 1008));
+  CHECK_FALSE(d.scales[0].collapsed());
+  CHECK(d.scales[1].collapsed());
+  CHECK(d.scales[1].centralized_drop_pp == doctest::Approx(100.0 * (0.8585 - 0.2965)));
+  CHECK(d.collapsed_scales() == std::vector<int>{1008});
+  CHECK(d.regime_unsound());
+  const std::string warning = d.regime_warning();
+  CAPTURE(warning);
+  CHECK(warning.find("at 1008 workers centralized training reached 29.") != std::string::npos);
+  CHECK(warning.find("56.2 pp below its accuracy at the smallest scale") != std::string::npos);
+  CHECK(warning.find("60 samples per replica, 38 iterations") != std::string::npos);
+  // Every verdict rests on the largest scale, and so does the Ada comparison there; not the one at 16.
+  for (const Observation& o : starved.observations) {
+    CHECK(o.regime.find("1008 workers: centralized training collapsed") != std::string::npos);
+  }
+  REQUIRE(starved.ada.size() == 2);
+  for (const AdaComparison& c : starved.ada) {
+    CHECK(c.regime.empty() == (c.workers == 16));
+  }
+
+  // 1 pp below the smallest scale: within the 3 pp a working large-batch recipe keeps, so nothing fires.
+  const SweepAnalysis healthy = analyze_sweep(parse_summary_csv(regime_sweep(0.848), "summary.csv"));
+  CHECK_FALSE(healthy.designs[0].regime_unsound());
+  CHECK(healthy.designs[0].regime_warning().empty());
+  CHECK(healthy.designs[0].scales[1].centralized_drop_pp == doctest::Approx(1.0));
+  for (const Observation& o : healthy.observations) {
+    CHECK(o.regime.empty());
+  }
+  for (const AdaComparison& c : healthy.ada) {
+    CHECK(c.regime.empty());
+  }
+}
