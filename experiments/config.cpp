@@ -33,6 +33,7 @@ constexpr std::array<std::string_view, 4> kDatasets = {"fashion-mnist", "cifar10
                                                        "imagenet-folder"};
 constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dpsgd"};
 constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
+constexpr std::array<std::string_view, 2> kLrScalingRules = {"linear", "sqrt"};
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
 
 // dataset = synthetic: at most 50 million training samples (6.4 GB of 32-float inputs).
@@ -70,6 +71,8 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "lr", t.lr, above(0.0), "peak learning rate");
   v.field("train", "linear_scaling", t.linear_scaling, any_bool(),
           "peak lr = lr * workers * batch_per_worker / lr_reference_batch");
+  v.field("train", "lr_scaling_rule", t.lr_scaling_rule, one_of(kLrScalingRules),
+          "linear_scaling: linear | sqrt (lr * sqrt(global batch / lr_reference_batch))");
   v.field("train", "lr_reference_batch", t.lr_reference_batch, at_least(1), "");
   v.field("train", "warmup_iterations", t.warmup_iterations, at_least(0),
           "linear warm-up (from lr with linear_scaling, else from 0)");
@@ -609,7 +612,8 @@ double peak_lr(const TrainConfig& train) {
   if (!train.linear_scaling) {
     return train.lr;
   }
-  return train.lr * static_cast<double>(global_batch(train)) / static_cast<double>(train.lr_reference_batch);
+  const double ratio = static_cast<double>(global_batch(train)) / static_cast<double>(train.lr_reference_batch);
+  return train.lr * (train.lr_scaling_rule == "sqrt" ? std::sqrt(ratio) : ratio);
 }
 
 }  // namespace dbench::experiments

@@ -62,8 +62,14 @@ struct TrainConfig {
   double epochs = 0.0;
   /// Peak learning rate (after warm-up; before linear scaling when `linear_scaling` is on).
   double lr = 0.1;
-  /// When true, the peak learning rate is lr * global batch / lr_reference_batch (Goyal et al.).
+  /// When true, the peak learning rate follows the global batch by `lr_scaling_rule` from
+  /// lr_reference_batch (the key's name is the rule it first had).
   bool linear_scaling = false;
+  /// How `linear_scaling` scales the learning rate: "linear", lr * global batch / lr_reference_batch (Goyal
+  /// et al. 2017, which holds to about 8 k samples), or "sqrt", lr * sqrt(global batch /
+  /// lr_reference_batch) (Krizhevsky 2014; Hoffer et al. 2017), which keeps SGD's noise scale and holds
+  /// further without a layer-wise optimizer.
+  std::string lr_scaling_rule = "linear";
   /// Global batch size at which `lr` was tuned; only used with `linear_scaling`.
   int lr_reference_batch = 256;
   /// Iterations of linear warm-up to the peak learning rate (from 0; from `lr` with linear_scaling, Goyal et

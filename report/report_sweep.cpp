@@ -421,7 +421,7 @@ class SweepReport {
     bool sound = true;
     for (const auto& d : a_.designs) {
       if (const std::string warning = d.regime_warning(); !warning.empty()) {
-        doc_.paragraph("Warning: " + warning);
+        doc_.paragraph(warning);
         sound = false;
       }
     }
@@ -456,7 +456,9 @@ class SweepReport {
              number(std::round(s.iterations), 7), number(s.global_batch, 7),
              lrs.empty() ? std::string(kNone) : fmt::format("{}", fmt::join(lrs, " / ")),
              std::isfinite(s.centralized_accuracy) ? percent(s.centralized_accuracy) : std::string(kNone),
-             std::isfinite(s.centralized_drop_pp) ? signed_pp(-s.centralized_drop_pp) : std::string(kNone),
+             &s == &d.scales.front()                ? std::string("reference")
+             : std::isfinite(s.centralized_drop_pp) ? signed_pp(-s.centralized_drop_pp)
+                                                    : std::string(kNone),
              doubts.empty() ? std::string("trained") : fmt::format("{}", fmt::join(doubts, "; "))});
       }
       doc_.table(std::move(t));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -343,7 +344,7 @@ TEST_CASE("experiments::config: validate checks a config built in code") {
   CHECK_NOTHROW(dbench::experiments::validate(ExperimentConfig{}));
 }
 
-TEST_CASE("experiments::config: peak_lr applies the linear scaling rule") {
+TEST_CASE("experiments::config: peak_lr applies the linear or square-root scaling rule") {
   dbench::experiments::TrainConfig t;
   t.lr = 0.1;
   t.workers = 64;
@@ -352,6 +353,8 @@ TEST_CASE("experiments::config: peak_lr applies the linear scaling rule") {
   t.linear_scaling = true;
   t.lr_reference_batch = 256;
   CHECK(dbench::experiments::peak_lr(t) == doctest::Approx(0.1 * 2048.0 / 256.0));
+  t.lr_scaling_rule = "sqrt";
+  CHECK(dbench::experiments::peak_lr(t) == doctest::Approx(0.1 * std::sqrt(8.0)));
 }
 
 TEST_CASE("experiments::config: the committed experiments/configs/*.toml all load") {
