@@ -351,12 +351,12 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
 
 namespace {
 
-// " (train.augment_copies = K views of each image)" where the training set is augmented, for messages that
-// quote its size.
-std::string views_of(const TrainConfig& t) {
-  return t.augment_copies > 1
-             ? fmt::format(" (train.augment_copies = {} views of each image)", t.augment_copies)
-             : std::string();
+// "train.augment_copies = K views of each image" between `before` and `after` where the training set is
+// augmented, for messages that quote its size; empty otherwise.
+std::string views_of(const TrainConfig& t, std::string_view before, std::string_view after = "") {
+  return t.augment_copies > 1 ? fmt::format("{}train.augment_copies = {} views of each image{}", before,
+                                            t.augment_copies, after)
+                              : std::string();
 }
 
 }  // namespace
@@ -383,15 +383,16 @@ void check_setup(const ExperimentConfig& config) {
   if (const auto samples = train_samples(t)) {
     const std::int64_t shard = *samples / t.workers;
     if (shard < 1) {
-      throw ConfigKeyError("train.workers", fmt::format("{} replicas cannot share {}'s {} training samples{}",
-                                                        t.workers, t.dataset, *samples, views_of(t)));
+      throw ConfigKeyError("train.workers",
+                           fmt::format("{} replicas cannot share {}'s {} training samples{}", t.workers,
+                                       t.dataset, *samples, views_of(t, " (", ")")));
     }
     if (t.batch_per_worker > shard) {
       throw ConfigKeyError(
           "train.batch_per_worker",
-          fmt::format("{} does not fit a replica's shard of {} samples ({}'s {} training samples{} over "
-                      "train.workers = {})",
-                      t.batch_per_worker, shard, t.dataset, *samples, views_of(t), t.workers));
+          fmt::format("{} does not fit a replica's shard of {} samples ({}'s {} training samples over "
+                      "train.workers = {}{})",
+                      t.batch_per_worker, shard, t.dataset, *samples, t.workers, views_of(t, "; ")));
     }
   }
 }
