@@ -49,6 +49,8 @@ struct VirtualReplicas::State {
   const ReplicaModel& net;
   ReplicaStore store;
   Sgd sgd;
+  // The training set the replicas draw from: train's images, each as spec.augment_copies views.
+  models::Augmentation views;
   models::Partition partition;
   std::vector<models::BatchSampler> samplers;
   AlignedBuffer inputs;
@@ -81,7 +83,8 @@ struct VirtualReplicas::State {
         net(*model),
         store(static_cast<std::size_t>(s.workers), net.layout()),
         sgd(s.sgd, threads),
-        partition(train_set.labels,
+        views(train_set, s.augment_copies, s.seed),
+        partition(models::augmented_labels(train_set, views),
                   models::PartitionSpec{s.workers, s.partition, s.dirichlet_alpha, s.seed}) {
     samplers.reserve(static_cast<std::size_t>(s.workers));
     for (int r = 0; r < s.workers; ++r) {
@@ -116,7 +119,7 @@ struct VirtualReplicas::State {
       // 1008 replicas on 2 cores).
       constexpr std::size_t kLine = 64;
       for (const std::int64_t sample : samplers[first].batch(t)) {
-        const auto* p = reinterpret_cast<const char*>(&train.images[static_cast<std::size_t>(sample) * in]);
+        const auto* p = reinterpret_cast<const char*>(image_of(sample));
         for (std::size_t b = 0; b < in * sizeof(float); b += kLine) {
           __builtin_prefetch(p + b);
         }
@@ -126,33 +129,53 @@ struct VirtualReplicas::State {
     for (std::size_t r = first; r < first + count; ++r) {
       const auto indices = samplers[r].batch(t);
       for (std::size_t b = 0; b < batch; ++b) {
-        const auto sample = static_cast<std::size_t>(indices[b]);
-        std::memcpy(x, &train.images[sample * in], in * sizeof(float));
-        *y++ = train.labels[sample];
+        const std::int64_t sample = indices[b];
+        views.write(sample, image_of(sample), x);
+        *y++ = train.labels[static_cast<std::size_t>(views.image_of(sample))];
         x += in;
       }
     }
   }
 
+  /// The stored pixels of the image training sample `sample` is a view of.
+  const float* image_of(std::int64_t sample) const {
+    return &train.images[static_cast<std::size_t>(views.image_of(sample)) * net.inputs()];
+  }
+
   /// Where the samples of replicas [first, first + count) lie at iteration t, to rows, and their labels to y.
+  /// An original image is read where it lies; a view other than the original is written to its batch's slot
+  /// of `inputs` (allocated beforehand), which the step reads instead.
   void point_batches(std::int64_t t, std::size_t first, std::size_t count, const float** rows,
                      std::int32_t* y) {
     const std::size_t in = net.inputs();
+    const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
     for (std::size_t r = first; r < first + count; ++r) {
-      for (const std::int64_t index : samplers[r].batch(t)) {
-        const auto sample = static_cast<std::size_t>(index);
-        *rows++ = &train.images[sample * in];
-        *y++ = train.labels[sample];
+      float* slot = inputs.data() + r * batch * in;
+      for (const std::int64_t sample : samplers[r].batch(t)) {
+        if (views.copy_of(sample) == 0) {
+          *rows++ = image_of(sample);
+        } else {
+          views.write(sample, image_of(sample), slot);
+          *rows++ = slot;
+        }
+        *y++ = train.labels[static_cast<std::size_t>(views.image_of(sample))];
+        slot += in;
       }
+    }
+  }
+
+  /// The one matrix of every replica's batch (50 MB at 1008 replicas), allocated at first use.
+  void reserve_inputs() {
+    if (inputs.size() == 0) {
+      inputs =
+          AlignedBuffer(samplers.size() * static_cast<std::size_t>(spec.batch_per_worker) * net.inputs());
     }
   }
 
   void gather_batches(std::int64_t t) {
     const std::size_t batch = static_cast<std::size_t>(spec.batch_per_worker);
-    if (inputs.size() == 0) {
-      // Only the steps that take all batches at once need them in one matrix (50 MB at 1008 replicas).
-      inputs = AlignedBuffer(samplers.size() * batch * net.inputs());
-    }
+    // Only the steps that take all batches at once need them in one matrix.
+    reserve_inputs();
     parallel_for(threads, samplers.size(), [&](std::size_t begin, std::size_t end) {
       fill_batches(t, begin, end - begin, inputs.data() + begin * batch * net.inputs(),
                    labels.data() + begin * batch);
@@ -245,6 +268,10 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   const BatchRows rows = [&s, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
     s.point_batches(t, first, count, x, y);
   };
+  if (centralized && s.identical && s.views.copies() > 1) {
+    // Views other than the originals are computed into the batch matrix, where the shared step reads them.
+    s.reserve_inputs();
+  }
   if (centralized && s.identical && s.net.train_shared(p.row(0), rows, batch, s.mean_grad.span(), s.stats)) {
     // Identical replicas: the mean of their gradients is one large batch's, and one copy of the parameters
     // and momentum steps for all of them.

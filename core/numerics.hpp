@@ -14,6 +14,7 @@
 #include "core/replica_view.hpp"
 #include "core/schedule.hpp"
 #include "core/sgd.hpp"
+#include "models/augment.hpp"
 #include "models/dataset.hpp"
 #include "models/model_profile.hpp"
 #include "models/partition.hpp"
@@ -35,6 +36,9 @@ struct NumericsSpec {
   std::int64_t eval_samples = 0;            ///< test samples for the averaged model; 0: all
   std::int64_t replica_eval_samples = 256;  ///< fixed test subset for each replica
   std::uint64_t seed = 1;
+  /// Views of every training image (models::Augmentation, drawn with `seed`): the training set is
+  /// augment_copies x its images, each view computed when its batch is gathered; 1: the images as they are.
+  int augment_copies = 1;
   unsigned threads = 0;  ///< compute threads; 0: every hardware thread (results do not depend on it)
   /// At every global average of the parameters, every replica's momentum becomes the shared momentum rebuilt
   /// from the averaged parameters' displacement (SharedMomentum) instead of staying its own.

@@ -22,6 +22,7 @@
 #include "experiments/config_checks.hpp"
 #include "experiments/config_rules.hpp"
 #include "experiments/config_text.hpp"
+#include "models/augment.hpp"
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
@@ -46,6 +47,17 @@ Check<int> synthetic_sizes() {
   };
 }
 
+// train.augment_copies: the original and at most the distinct views of an image.
+Check<int> augment_copies_range() {
+  return [](const int& v) {
+    return v >= 1 && v <= models::kDistinctViews
+               ? std::string()
+               : fmt::format(
+                     "must be in [1, {}] (an image and its {} distinct shifted or flipped views), got {}",
+                     models::kDistinctViews, models::kDistinctViews - 1, v);
+  };
+}
+
 // The one description of every key: section ("" for top level), name, value, check and a short note that
 // to_toml writes as a comment. Visitors read, validate, list or write the fields.
 template <class Config, class Visitor>
@@ -63,6 +75,8 @@ void visit_fields(Config& c, Visitor& v) {
           "dataset = synthetic: training samples the teacher labels");
   v.field("train", "synthetic_seed", t.synthetic_seed, seed_range(),
           "dataset = synthetic: the teacher's and inputs' seed; 0: the run's seed");
+  v.field("train", "augment_copies", t.augment_copies, augment_copies_range(),
+          "views of every training image (shifted +-2 pixels, flipped); 1: none");
   v.field("train", "workers", t.workers, at_least(1), "replicas = GPUs");
   v.field("train", "batch_per_worker", t.batch_per_worker, at_least(1), "");
   v.field("train", "iterations", t.iterations, at_least(0), "the budget: iterations or epochs, not both");

@@ -51,6 +51,11 @@ struct TrainConfig {
   int synthetic_samples = 60000;
   /// dataset = synthetic: seeds the teacher and the inputs; 0: the run's seed (a new task per seed).
   std::uint64_t synthetic_seed = 0;
+  /// Views of every training image (fashion-mnist, cifar10): the training set is augment_copies x its images,
+  /// copy 0 the image itself and every other a shifted, possibly flipped view (models::Augmentation),
+  /// computed when a batch is gathered. Epochs and shards count the expanded set; the test set is not
+  /// augmented. 1: no augmentation.
+  int augment_copies = 1;
   /// Number of replicas (one per GPU in runtime).
   int workers = 16;
   /// Samples per replica per iteration; the global batch is workers * batch_per_worker.
@@ -299,8 +304,8 @@ double peak_lr(const TrainConfig& train);
 /// al.'s gradual warm-up), else 0.
 double warmup_start_lr(const TrainConfig& train);
 
-/// Samples in the training split of the configured data set; nullopt for imagenet-folder, whose size is the
-/// folder's.
+/// Samples in the training split of the configured data set, each of its train.augment_copies views of an
+/// image counted; nullopt for imagenet-folder, whose size is the folder's.
 std::optional<std::int64_t> train_samples(const TrainConfig& train);
 
 /// Iterations that make `epochs` passes over `samples` training samples at the configured global batch:

@@ -70,11 +70,12 @@ double warmup_start_lr(const TrainConfig& train) {
 }
 
 std::optional<std::int64_t> train_samples(const TrainConfig& train) {
+  // Views count as samples: an epoch is a pass over every copy of every image.
   if (train.dataset == "fashion-mnist") {
-    return kFashionMnistTrain;
+    return kFashionMnistTrain * train.augment_copies;
   }
   if (train.dataset == "cifar10") {
-    return kCifar10Train;
+    return kCifar10Train * train.augment_copies;
   }
   if (train.dataset == "synthetic") {
     return train.synthetic_samples;

@@ -64,6 +64,14 @@ void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml:
     problems.add("train.data_dir", node_of("train", "data_dir"),
                  "must name the folder of CIFAR-10's binary batches when train.dataset is \"cifar10\"");
   }
+  if (t.augment_copies > 1 && (t.dataset == "synthetic" || t.dataset == "imagenet-folder")) {
+    problems.add("train.augment_copies", node_of("train", "augment_copies"),
+                 t.dataset == "synthetic"
+                     ? "must be 1 for train.dataset = \"synthetic\": its samples are not images; "
+                       "train.synthetic_samples sets its size"
+                     : "must be 1 for train.dataset = \"imagenet-folder\": views are implemented for "
+                       "fashion-mnist and cifar10");
+  }
   if (t.dataset == "imagenet-folder" && t.data_dir.empty()) {
     problems.add("train.data_dir", node_of("train", "data_dir"),
                  "must name the image folder when train.dataset is \"imagenet-folder\"");

@@ -135,6 +135,15 @@ MemoryEstimate simulate_memory(const ExperimentConfig& config, const NumericsSha
   e.parts.push_back({fused ? "labels and losses" : "batches and activations", "train.workers",
                      "lower train.workers or train.batch_per_worker",
                      workers * batch * per_sample * sizeof(float)});
+  // The training set is indexed per sample, views included (its images are held once, whatever
+  // train.augment_copies): the labels partitioned, the partition's copy of them, the shards' indices and
+  // every replica's per-epoch order.
+  if (const auto samples = train_samples(config.train)) {
+    e.parts.push_back(
+        {"the training set's sample indices (shards, per-epoch orders)", "train.augment_copies",
+         "lower train.augment_copies",
+         static_cast<double>(*samples) * (2 * sizeof(std::int32_t) + 2 * sizeof(std::int64_t))});
+  }
   // Each evaluation keeps every replica's tensor norms (the metrics row and its replica_norms.csv lines).
   const double evaluations =
       std::floor(iterations / static_cast<double>(std::max(config.train.eval_every, 1))) + 2.0;

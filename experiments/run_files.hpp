@@ -101,6 +101,11 @@ void add_training_summary(nlohmann::json& summary, const ExperimentConfig& confi
                           std::int64_t gossip_messages) {
   summary["model"] = config.train.model;
   summary["dataset"] = config.train.dataset;
+  // The training set's size as the budget counts it: every view of every image.
+  if (const auto samples = train_samples(config.train)) {
+    summary["train_samples"] = *samples;
+  }
+  summary["augment_copies"] = config.train.augment_copies;
   summary["workers"] = result.workers;
   summary["iterations"] = result.iterations;
   summary["parameters_per_worker"] = result.parameters;

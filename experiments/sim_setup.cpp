@@ -51,6 +51,7 @@ core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::D
   spec.eval_samples = t.eval_samples;
   spec.replica_eval_samples = t.replica_eval_samples;
   spec.seed = config.seed;
+  spec.augment_copies = t.augment_copies;
   spec.shared_momentum = config.algorithm.graph == "ada" && config.algorithm.ada_shared_momentum;
   return spec;
 }
@@ -348,7 +349,17 @@ std::unique_ptr<topology::GraphPolicy> make_policy(const ExperimentConfig& confi
   return std::make_unique<topology::SequencePolicy>(std::move(sequence));
 }
 
-namespace {}  // namespace
+namespace {
+
+// "train.augment_copies = K views of each image" between `before` and `after` where the training set is
+// augmented, for messages that quote its size; empty otherwise.
+std::string views_of(const TrainConfig& t, std::string_view before, std::string_view after = "") {
+  return t.augment_copies > 1 ? fmt::format("{}train.augment_copies = {} views of each image{}", before,
+                                            t.augment_copies, after)
+                              : std::string();
+}
+
+}  // namespace
 
 void check_setup(const ExperimentConfig& config) {
   // Cost-aware Ada only drops rungs by simulated time; the rungs and the start it checks are the same.
@@ -372,15 +383,16 @@ void check_setup(const ExperimentConfig& config) {
   if (const auto samples = train_samples(t)) {
     const std::int64_t shard = *samples / t.workers;
     if (shard < 1) {
-      throw ConfigKeyError("train.workers", fmt::format("{} replicas cannot share {}'s {} training samples",
-                                                        t.workers, t.dataset, *samples));
+      throw ConfigKeyError("train.workers",
+                           fmt::format("{} replicas cannot share {}'s {} training samples{}", t.workers,
+                                       t.dataset, *samples, views_of(t, " (", ")")));
     }
     if (t.batch_per_worker > shard) {
       throw ConfigKeyError(
           "train.batch_per_worker",
           fmt::format("{} does not fit a replica's shard of {} samples ({}'s {} training samples over "
-                      "train.workers = {})",
-                      t.batch_per_worker, shard, t.dataset, *samples, t.workers));
+                      "train.workers = {}{})",
+                      t.batch_per_worker, shard, t.dataset, *samples, t.workers, views_of(t, "; ")));
     }
   }
 }

@@ -188,6 +188,7 @@ void read_idx_images(const std::filesystem::path& path, Dataset& data) {
   const auto table = normalisation_table(kFashionMnistMean, kFashionMnistStd);
   data.images.resize(pixels.size());
   std::transform(pixels.begin(), pixels.end(), data.images.begin(), [&](std::uint8_t v) { return table[v]; });
+  data.black = {table[0]};
 }
 
 std::filesystem::path cifar_dir(const std::filesystem::path& dir) {
@@ -367,6 +368,7 @@ Dataset read_cifar10(Split split, const std::filesystem::path& dir) {
     tables[c] = normalisation_table(kCifar10Mean[c], kCifar10Std[c]);
   }
   Dataset data;
+  data.black = {tables[0][0], tables[1][0], tables[2][0]};
   data.channels = 3;
   data.height = static_cast<int>(kCifarSide);
   data.width = static_cast<int>(kCifarSide);

@@ -27,6 +27,9 @@ struct Dataset {
   std::vector<float, LargeAllocator<float>> images;
   /// size labels.
   std::vector<std::int32_t> labels;
+  /// Per channel, the normalised value of a black pixel (0 before normalisation): what a shifted view's
+  /// uncovered border holds. Empty where the samples are not images (the synthetic task).
+  std::vector<float> black;
 
   /// Floats per sample (channels x height x width).
   std::int64_t sample_elements() const { return std::int64_t{channels} * height * width; }

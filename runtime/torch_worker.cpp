@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
 #include "core/shared_momentum.hpp"
+#include "models/augment.hpp"
 #include "models/partition.hpp"
 #include "models/rng.hpp"
 #include "models/torch_models.hpp"
@@ -65,7 +66,8 @@ class TorchWorker final : public core::ScheduleReplicas {
         device_(device),
         rank_(host.rank()),
         workers_(host.size()),
-        partition_(train.labels,
+        views_(train, spec.augment_copies, spec.seed),
+        partition_(models::augmented_labels(train, views_),
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
         sampler_(partition_, rank_, spec.batch_per_worker),
         plans_(rank_, workers_) {
@@ -218,7 +220,7 @@ class TorchWorker final : public core::ScheduleReplicas {
     const auto indices = sampler_.batch(t);
     std::vector<float> images;
     std::vector<std::int32_t> labels;
-    models::gather(train_, indices, images, labels);
+    models::gather(train_, views_, indices, images, labels);
     return to_device(images, labels, static_cast<std::int64_t>(indices.size()));
   }
 
@@ -392,6 +394,7 @@ class TorchWorker final : public core::ScheduleReplicas {
   torch::Device device_;
   int rank_;
   int workers_;
+  models::Augmentation views_;  // the training set: train_'s images, each as augment_copies views
   models::Partition partition_;
   models::BatchSampler sampler_;
   std::shared_ptr<models::Classifier> model_;

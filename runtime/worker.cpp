@@ -18,6 +18,7 @@
 #include "core/replica_store.hpp"
 #include "core/sgd.hpp"
 #include "core/shared_momentum.hpp"
+#include "models/augment.hpp"
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/gossip.hpp"
@@ -62,7 +63,8 @@ class Worker final : public core::ScheduleReplicas {
         net_(make_net(spec.model)),
         store_(1, net_->layout()),
         sgd_(spec.sgd, 1),
-        partition_(train.labels,
+        views_(train, spec.augment_copies, spec.seed),
+        partition_(models::augmented_labels(train, views_),
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),
         sampler_(partition_, rank_, spec.batch_per_worker),
         plans_(rank_, workers_) {
@@ -137,27 +139,32 @@ class Worker final : public core::ScheduleReplicas {
   std::span<const float> params() const { return store_.replica(0); }
 
  private:
-  /// Keeps only this worker's shard of the training images (the full set is not needed after that).
+  /// Keeps only the images this worker's shard views (the full set is not needed after that): each once,
+  /// however many of its views the shard holds, so memory does not grow with train.augment_copies.
   void keep_shard(const models::Dataset& train) {
-    const auto shard = partition_.shard(rank_);
-    const auto in = static_cast<std::size_t>(train.sample_elements());
     position_.assign(static_cast<std::size_t>(train.size), -1);
-    shard_images_.resize(shard.size() * in);
-    shard_labels_.resize(shard.size());
-    for (std::size_t k = 0; k < shard.size(); ++k) {
-      const auto sample = static_cast<std::size_t>(shard[k]);
-      position_[sample] = static_cast<std::int64_t>(k);
-      std::memcpy(&shard_images_[k * in], &train.images[sample * in], in * sizeof(float));
-      shard_labels_[k] = train.labels[sample];
+    shard_images_.clear();
+    shard_labels_.clear();
+    for (const std::int64_t sample : partition_.shard(rank_)) {
+      const auto image = static_cast<std::size_t>(views_.image_of(sample));
+      if (position_[image] >= 0) {
+        continue;
+      }
+      position_[image] = static_cast<std::int64_t>(shard_labels_.size());
+      const auto pixels = train.image(static_cast<std::int64_t>(image));
+      shard_images_.insert(shard_images_.end(), pixels.begin(), pixels.end());
+      shard_labels_.push_back(train.labels[image]);
     }
+    shard_images_.shrink_to_fit();
   }
 
   void gather_batch(std::int64_t t) {
     const std::size_t in = net_->inputs();
     const auto indices = sampler_.batch(t);
     for (std::size_t b = 0; b < indices.size(); ++b) {
-      const auto k = static_cast<std::size_t>(position_[static_cast<std::size_t>(indices[b])]);
-      std::memcpy(&inputs_[b * in], &shard_images_[k * in], in * sizeof(float));
+      const std::int64_t sample = indices[b];
+      const auto k = static_cast<std::size_t>(position_[static_cast<std::size_t>(views_.image_of(sample))]);
+      views_.write(sample, &shard_images_[k * in], &inputs_[b * in]);
       labels_[b] = shard_labels_[k];
     }
   }
@@ -399,9 +406,10 @@ class Worker final : public core::ScheduleReplicas {
   std::optional<core::SharedMomentum> shared_;
   core::ReplicaStore store_;
   core::Sgd sgd_;
+  models::Augmentation views_;  // the training set: the data set's images, each as augment_copies views
   models::Partition partition_;
   models::BatchSampler sampler_;
-  std::vector<std::int64_t> position_;  // sample index -> position in the shard
+  std::vector<std::int64_t> position_;  // image index -> position among the kept images
   std::vector<float> shard_images_;
   std::vector<std::int32_t> shard_labels_;
   std::vector<float> inputs_;

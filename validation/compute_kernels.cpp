@@ -10,6 +10,7 @@
 #include "core/replica_model.hpp"
 #include "core/replica_store.hpp"
 #include "core/sgd.hpp"
+#include "models/augment.hpp"
 #include "models/model_profile.hpp"
 #include "runtime/gossip.hpp"
 #include "topology/generators.hpp"
@@ -50,13 +51,17 @@ ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Data
   std::vector<std::int32_t> labels;
   std::vector<std::int64_t> indices;
   std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
+  // The training set as the workers read it, views included: their cost is part of a step's compute.
+  const models::Augmentation views(train, spec.augment_copies, spec.seed);
   const auto step = [&](std::size_t batch) {
     // A fresh batch each step, gathered as the workers gather theirs.
     indices.resize(batch);
     for (auto& i : indices) {
-      i = next++ % train.size;
+      // Consecutive images, each a different copy: views in the share training draws them, (K - 1) / K.
+      i = (next % views.copies()) * views.images() + next % views.images();
+      ++next;
     }
-    models::gather(train, indices, inputs, labels);
+    models::gather(train, views, indices, inputs, labels);
     core::BatchStats stats;
     if (!net->train_sgd_step(store.params(), core::contiguous_batches(inputs, labels, batch), batch, sgd,
                              0.01, store.momentum(), std::span(&stats, 1), {})) {

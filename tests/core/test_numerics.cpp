@@ -262,6 +262,60 @@ TEST_CASE("core::numerics: a batch larger than a replica's shard names train.bat
                     doctest::Contains("train.batch_per_worker"));
 }
 
+TEST_CASE("core::numerics: augment_copies trains on the expanded set, its epochs counting every view") {
+  // 20 views of 60000 images over 8 replicas: shards of 150000 samples, 9375 batches of 16 an epoch.
+  auto spec = mlp_spec(8, 300);
+  spec.augment_copies = 20;
+  spec.sgd.momentum = 0.9;
+  spec.lr.peak = 0.05;
+  dt::SequencePolicy ring(dt::GraphSequence(dt::ring(8)));
+  Rows rows;
+  const auto result = ds::run_numerics(spec, fashion(dm::Split::train), fashion(dm::Split::test), ring, rows);
+  MESSAGE("test accuracy after 300 iterations on 20 views: " << result.final_test_accuracy);
+  CHECK(rows.rows.back().epoch == doctest::Approx(300.0 / 9375.0));
+  CHECK(result.final_test_accuracy > 0.7);
+}
+
+TEST_CASE(
+    "core::numerics: with augmentation, the shared centralized step reads the views a gathered step does") {
+  // Centralized steps on identical replicas read original images in place and views from a matrix; gossip
+  // on the complete graph without momentum gathers every sample: the two must train the same model.
+  const auto& train = fashion(dm::Split::train);
+  const auto& test = fashion(dm::Split::test);
+  auto spec = mlp_spec(8, 60);
+  spec.augment_copies = 10;
+  ds::VirtualReplicas central(spec, train, test);
+  ds::VirtualReplicas gossip(spec, train, test);
+  auto plain_spec = spec;
+  plain_spec.augment_copies = 1;
+  ds::VirtualReplicas plain(plain_spec, train, test);
+  dt::AllReducePolicy allreduce;
+  dt::SequencePolicy complete(dt::GraphSequence(dt::complete(8)));
+  for (std::int64_t t = 0; t < spec.iterations; ++t) {
+    central.step(t, allreduce.graph_for(t, nullptr), false);
+    gossip.step(t, complete.graph_for(t, nullptr), false);
+    plain.step(t, allreduce.graph_for(t, nullptr), false);
+  }
+  const double diff = max_relative_difference(central.params(), gossip.params());
+  MESSAGE("max relative difference after 60 iterations: " << diff);
+  CHECK(diff < 1e-5);
+  // Another training set: another model.
+  CHECK(max_relative_difference(central.params(), plain.params()) > 1e-3);
+}
+
+TEST_CASE("core::numerics: augment_copies on data that are not images names the key") {
+  dm::SyntheticSpec synthetic;
+  synthetic.train_size = 1000;
+  synthetic.test_size = 100;
+  const auto train = dm::make_synthetic(synthetic, dm::Split::train);
+  const auto test = dm::make_synthetic(synthetic, dm::Split::test);
+  auto spec = mlp_spec(4, 1);
+  spec.model.input_height = 1;
+  spec.model.input_width = 32;
+  spec.augment_copies = 2;
+  CHECK_THROWS_WITH(ds::VirtualReplicas(spec, train, test), doctest::Contains("train.augment_copies"));
+}
+
 TEST_CASE("core::numerics: a graph on the wrong number of nodes is rejected") {
   const auto spec = mlp_spec(8, 1);
   ds::VirtualReplicas replicas(spec, fashion(dm::Split::train), fashion(dm::Split::test));

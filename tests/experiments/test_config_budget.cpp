@@ -162,3 +162,24 @@ TEST_CASE("config::budget: the synthetic teacher set is as large as asked and fi
   follows.seed = 4;
   CHECK_FALSE(same_bytes(by_run_seed, config_dataset(follows, dbench::models::Split::train)));
 }
+
+TEST_CASE("config::budget: train.augment_copies multiplies the training set that epochs and shards count") {
+  // 20 views of Fashion-MNIST's 60,000 images: 1,200,000 samples, 744.05 iterations for 10 epochs at 1008
+  // x 16.
+  const auto config =
+      load("[train]\naugment_copies = 20\nworkers = 1008\nbatch_per_worker = 16\nepochs = 10\n");
+  CHECK(train_samples(config.train) == 1200000);
+  CHECK(config.train.iterations == whole_epochs(10, 1200000, 1008, 16));
+  CHECK(config.train.iterations == 745);
+  CHECK(load("[train]\nepochs = 1\n").train.augment_copies == 1);
+  // A shard of 59 samples cannot hold a batch of 64; one of 20 x 59.5 can.
+  CHECK(contains(error_of("[train]\nworkers = 1008\nbatch_per_worker = 64\niterations = 10\n"),
+                 "train.batch_per_worker"));
+  CHECK_NOTHROW(
+      load("[train]\naugment_copies = 20\nworkers = 1008\nbatch_per_worker = 64\niterations = 10\n"));
+  CHECK(contains(error_of("[train]\naugment_copies = 0\n"), "train.augment_copies"));
+  CHECK(contains(error_of("[train]\naugment_copies = 51\n"), "must be in [1, 50]"));
+  const std::string synthetic = error_of("[train]\ndataset = \"synthetic\"\naugment_copies = 2\n");
+  CHECK(contains(synthetic, "train.augment_copies"));
+  CHECK(contains(synthetic, "train.synthetic_samples"));
+}

@@ -59,7 +59,21 @@ TEST_CASE("experiments::memory_estimate: the replica matrices are the [N, P] flo
 
   CHECK_NOTHROW(de::check_memory(estimate, 1e12));
   CHECK_THROWS_WITH_AS(de::check_memory(estimate, 5e8),
-                       doctest::Contains("train.workers: this run needs about 617 MB"), de::MemoryError);
+                       doctest::Contains("train.workers: this run needs about 618 MB"), de::MemoryError);
+}
+
+TEST_CASE("experiments::memory_estimate: augmented copies add sample indices, never copies of the images") {
+  de::ExperimentConfig config;
+  config.train.workers = 1008;
+  config.train.iterations = 100;
+  const de::NumericsShape mlp{50890, 784, 4};
+  const auto plain = de::simulate_memory(config, &mlp, false);
+  config.train.augment_copies = 20;
+  const auto augmented = de::simulate_memory(config, &mlp, false);
+  // 19 more views of 60,000 images: their labels, shard indices and per-epoch orders (24 bytes a sample),
+  // 27 MB, where 19 copies of the images would be 3.6 GB.
+  CHECK(augmented.total_bytes() - plain.total_bytes() == doctest::Approx(19.0 * 60000 * 24));
+  CHECK(augmented.largest().key == "train.workers");
 }
 
 TEST_CASE("experiments::memory_estimate: simulate refuses a run larger than memory with one line, up front") {

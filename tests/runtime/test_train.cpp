@@ -162,6 +162,20 @@ TEST_CASE("runtime::train: 4 local workers end with the simulator's parameters (
   }
 }
 
+TEST_CASE("runtime::train: with augment_copies, 4 local workers end with the simulator's parameters") {
+  // The workers keep their shard's images and compute the views at gather, the simulator computes them from
+  // the whole data set: the same samples, so the same tolerances as without augmentation.
+  for (const auto& [kind, tolerance] : {std::pair{"centralized", 5e-5}, std::pair{"dpsgd", 1e-5}}) {
+    CAPTURE(kind);
+    TempDir dir;
+    check_train_matches_simulate(dir, config_text(kind, "ring", 4, 100, "", "augment_copies = 20\n"), 100,
+                                 tolerance);
+    CHECK(
+        dbench::testing::read_file(dir.path() / "out" / "summary.json").find("\"train_samples\": 1200000") !=
+        std::string::npos);
+  }
+}
+
 TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
   TempDir dir;
   const fs::path config = write_config(
