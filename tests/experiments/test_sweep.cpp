@@ -517,8 +517,8 @@ TEST_CASE("experiments::sweep: every committed sweep builds and validates each o
     CHECK(result.status == 0);
     CHECK(result.output.find(runs.back().id) != std::string::npos);
   }
-  for (const char* name :
-       {"quickstart.toml", "paper.toml", "paper-fixed-iterations.toml", "paper-synthetic.toml"}) {
+  for (const char* name : {"quickstart.toml", "quickstart-10-epochs.toml", "paper.toml",
+                           "paper-10-epochs.toml", "paper-fixed-iterations.toml", "paper-synthetic.toml"}) {
     CHECK(std::count(names.begin(), names.end(), name) == 1);
   }
 }
