@@ -98,7 +98,16 @@ void allreduce_mean_step(Sgd& sgd, double lr, ReplicaView params, ConstReplicaVi
                      std::to_string(grads.cols) + ", momentum " + std::to_string(momentum.rows) + "x" +
                      std::to_string(momentum.cols));
   }
-  if (params.rows > 0) {
+  if (sgd.config().lars && params.rows > 0) {
+    // LARS's ratio needs each tensor's whole mean gradient before any of it steps: averaged, then stepped.
+    std::vector<float> mean(params.cols);
+    replica_average(grads, mean, threads);
+    parallel_for(threads, params.rows, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t i = r0; i < r1; ++i) {
+        sgd.step_replica(lr, params.row(i), mean, use_momentum ? momentum.row(i) : std::span<float>());
+      }
+    });
+  } else if (params.rows > 0) {
     const bool avx512 = cpu_has_avx512f();
     const std::size_t blocks = (params.cols + kStepBlockCols - 1) / kStepBlockCols;
     parallel_for(threads, blocks, [&](std::size_t b0, std::size_t b1) {

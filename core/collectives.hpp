@@ -16,8 +16,9 @@ void allreduce_mean(ReplicaView values, unsigned threads = 1);
 /// Centralized training's all-reduce fused into its SGD step: every replica steps with the replica mean of
 /// `grads` (summed as allreduce_mean() sums it), computed a column block at a time and applied while in
 /// cache. Bitwise the parameters and momentum of allreduce_mean(grads) then sgd.step(), without writing the
-/// mean to every row of `grads` and reading it back (which leaves `grads` as it was). Throws ShapeError when
-/// the views differ in shape.
+/// mean to every row of `grads` and reading it back (which leaves `grads` as it was). With LARS, whose ratios
+/// need each tensor's whole mean gradient, the mean is taken first (replica_average()), then every replica
+/// steps. Throws ShapeError when the views differ in shape.
 void allreduce_mean_step(Sgd& sgd, double lr, ReplicaView params, ConstReplicaView grads,
                          ReplicaView momentum, unsigned threads = 1);
 

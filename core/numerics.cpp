@@ -82,7 +82,7 @@ struct VirtualReplicas::State {
         model(make_replica_model(s.model, threads)),
         net(*model),
         store(static_cast<std::size_t>(s.workers), net.layout()),
-        sgd(s.sgd, threads),
+        sgd(s.sgd, net.layout(), threads),
         views(train_set, s.augment_copies, s.seed),
         partition(models::augmented_labels(train_set, views),
                   models::PartitionSpec{s.workers, s.partition, s.dirichlet_alpha, s.seed}) {

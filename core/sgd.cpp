@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/errors.hpp"
 #include "core/parallel.hpp"
@@ -14,12 +16,13 @@ namespace {
 
 // One loop per combination of options, so that each compiles to a branch-free vectorised pass. Each reads
 // the parameters at x and writes the stepped ones at out, which is x itself or a separate buffer. `ahead` is
-// a prefetch hint that only the AVX-512 kernel acts on.
-template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+// a prefetch hint that only the AVX-512 kernel acts on. With kScale (LARS), the gradient is multiplied by
+// `scale` first (and lambda is the scaled decay); without it the loop is the plain step, no slower.
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kScale>
 void sgd_row(const float* x, float* out, const float* g, float* buf, std::size_t n, float lr, float mu,
-             float lambda, const float* /*ahead*/) {
+             float lambda, float scale, const float* /*ahead*/) {
   for (std::size_t j = 0; j < n; ++j) {
-    float d = g[j];
+    float d = kScale ? scale * g[j] : g[j];
     if constexpr (kDecay) {
       d = d + lambda * x[j];
     }
@@ -60,11 +63,14 @@ DBENCH_AVX512 inline __m512 sgd_vector(__m512 xv, __m512 d, float* b, __mmask16 
 
 /// 16 lanes of sgd_row at x + j, the lanes of `m` only; with kStream, a whole vector's output (out + j must
 /// be 64-byte aligned) is stored past the caches.
-template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kMasked, bool kStream>
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kScale, bool kMasked, bool kStream>
 DBENCH_AVX512 inline void sgd_lanes(const float* x, float* out, const float* g, float* buf, std::size_t j,
-                                    __mmask16 m, __m512 vlr, __m512 vmu, __m512 vlambda) {
+                                    __mmask16 m, __m512 vlr, __m512 vmu, __m512 vlambda, __m512 vscale) {
   const __m512 xv = kMasked ? _mm512_maskz_loadu_ps(m, x + j) : _mm512_loadu_ps(x + j);
-  const __m512 d = kMasked ? _mm512_maskz_loadu_ps(m, g + j) : _mm512_loadu_ps(g + j);
+  __m512 d = kMasked ? _mm512_maskz_loadu_ps(m, g + j) : _mm512_loadu_ps(g + j);
+  if constexpr (kScale) {
+    d = _mm512_mul_ps(vscale, d);
+  }
   const __m512 stepped = sgd_vector<kDecay, kMomentum, kFirst, kNesterov, kMasked>(
       xv, d, kMomentum ? buf + j : nullptr, m, vlr, vmu, vlambda);
   if constexpr (kMasked) {
@@ -81,23 +87,25 @@ DBENCH_AVX512 inline void sgd_lanes(const float* x, float* out, const float* g, 
 /// of rows streamed from memory run at two thirds of the plain ones' speed here (AMD Zen 5). With `ahead`,
 /// its first n floats are prefetched into the cache, a line per vector stepped. With kStream (out 64-byte
 /// aligned), the whole vectors of the output are stored past the caches.
-template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kStream>
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kScale, bool kStream>
 DBENCH_AVX512 void sgd_row_avx512(const float* x, float* out, const float* g, float* buf, std::size_t n,
-                                  float lr, float mu, float lambda, const float* ahead) {
+                                  float lr, float mu, float lambda, float scale, const float* ahead) {
   const __m512 vlr = _mm512_set1_ps(lr);
   const __m512 vmu = _mm512_set1_ps(mu);
   const __m512 vlambda = _mm512_set1_ps(lambda);
+  const __m512 vscale = _mm512_set1_ps(scale);
   std::size_t j = 0;
   for (; j + 16 <= n; j += 16) {
     if (ahead != nullptr) {
       _mm_prefetch(reinterpret_cast<const char*>(ahead + j), _MM_HINT_T0);
     }
-    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, false, kStream>(x, out, g, buf, j, 0xFFFF, vlr, vmu,
-                                                                    vlambda);
+    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, kScale, false, kStream>(x, out, g, buf, j, 0xFFFF, vlr,
+                                                                            vmu, vlambda, vscale);
   }
   if (j < n) {
     const auto m = static_cast<__mmask16>((1u << (n - j)) - 1u);
-    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, true, false>(x, out, g, buf, j, m, vlr, vmu, vlambda);
+    sgd_lanes<kDecay, kMomentum, kFirst, kNesterov, kScale, true, false>(x, out, g, buf, j, m, vlr, vmu,
+                                                                         vlambda, vscale);
   }
 }
 
@@ -271,33 +279,42 @@ OuterKernel pick_outer_kernel(bool momentum, bool first, bool nesterov) {
 #endif
 
 using RowKernel = void (*)(const float*, float*, const float*, float*, std::size_t, float, float, float,
-                           const float*);
+                           float, const float*);
 
 /// The kernel for these options; `stream` (AVX-512 only) stores the output past the caches.
-template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov, bool kScale>
 RowKernel row_kernel(bool avx512, bool stream) {
 #if defined(DBENCH_SIM_X86)
   if (avx512) {
-    return stream ? sgd_row_avx512<kDecay, kMomentum, kFirst, kNesterov, true>
-                  : sgd_row_avx512<kDecay, kMomentum, kFirst, kNesterov, false>;
+    return stream ? sgd_row_avx512<kDecay, kMomentum, kFirst, kNesterov, kScale, true>
+                  : sgd_row_avx512<kDecay, kMomentum, kFirst, kNesterov, kScale, false>;
   }
 #endif
   (void)avx512;
   (void)stream;
-  return sgd_row<kDecay, kMomentum, kFirst, kNesterov>;
+  return sgd_row<kDecay, kMomentum, kFirst, kNesterov, kScale>;
 }
 
-template <bool kDecay>
+template <bool kDecay, bool kScale>
 RowKernel pick_kernel(bool momentum, bool first, bool nesterov, bool avx512, bool stream) {
   if (!momentum) {
-    return row_kernel<kDecay, false, false, false>(avx512, stream);
+    return row_kernel<kDecay, false, false, false, kScale>(avx512, stream);
   }
   if (first) {
-    return nesterov ? row_kernel<kDecay, true, true, true>(avx512, stream)
-                    : row_kernel<kDecay, true, true, false>(avx512, stream);
+    return nesterov ? row_kernel<kDecay, true, true, true, kScale>(avx512, stream)
+                    : row_kernel<kDecay, true, true, false, kScale>(avx512, stream);
   }
-  return nesterov ? row_kernel<kDecay, true, false, true>(avx512, stream)
-                  : row_kernel<kDecay, true, false, false>(avx512, stream);
+  return nesterov ? row_kernel<kDecay, true, false, true, kScale>(avx512, stream)
+                  : row_kernel<kDecay, true, false, false, kScale>(avx512, stream);
+}
+
+/// The sum of squares of n floats, in double in index order: the same bits in every engine.
+double squared_norm(const float* v, std::size_t n) {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < n; ++j) {
+    sum += static_cast<double>(v[j]) * static_cast<double>(v[j]);
+  }
+  return sum;
 }
 
 std::string shape(ConstReplicaView v) {
@@ -306,7 +323,33 @@ std::string shape(ConstReplicaView v) {
 
 }  // namespace
 
+double lars_trust_ratio(double eta, double weight_norm, double grad_norm, double weight_decay) noexcept {
+  if (weight_norm == 0.0 || grad_norm == 0.0) {
+    return 1.0;
+  }
+  return eta * weight_norm / (grad_norm + weight_decay * weight_norm);
+}
+
+bool lars_adapts(std::string_view name) noexcept {
+  const auto ends_with = [name](std::string_view suffix) { return name.ends_with(suffix); };
+  if (ends_with(".bias") || ends_with("downsample.1.weight")) {
+    return false;
+  }
+  // The module's own name: the component before the last dot ("layer1.0.bn2" -> "bn2").
+  const std::size_t last = name.rfind('.');
+  if (last == std::string_view::npos) {
+    return true;
+  }
+  const std::string_view path = name.substr(0, last);
+  const std::size_t before = path.rfind('.');
+  const std::string_view module = before == std::string_view::npos ? path : path.substr(before + 1);
+  return !module.starts_with("bn");
+}
+
 Sgd::Sgd(SgdConfig config, unsigned threads, bool allow_avx512)
+    : Sgd(config, ParamLayout(), threads, allow_avx512) {}
+
+Sgd::Sgd(SgdConfig config, const ParamLayout& layout, unsigned threads, bool allow_avx512)
     : config_(config), threads_(threads), avx512_(allow_avx512 && cpu_has_avx512f()) {
   if (!std::isfinite(config_.momentum) || config_.momentum < 0.0) {
     throw ValueError("SGD momentum must be finite and >= 0, got " + std::to_string(config_.momentum));
@@ -317,6 +360,19 @@ Sgd::Sgd(SgdConfig config, unsigned threads, bool allow_avx512)
   if (config_.nesterov && config_.momentum == 0.0) {
     throw ValueError("SGD nesterov needs momentum > 0");
   }
+  if (!config_.lars) {
+    return;
+  }
+  if (!std::isfinite(config_.lars_eta) || config_.lars_eta <= 0.0) {
+    throw ValueError("LARS eta must be finite and > 0, got " + std::to_string(config_.lars_eta));
+  }
+  if (layout.tensor_count() == 0) {
+    throw ValueError("SGD with LARS needs the parameters' tensors: construct it with their layout");
+  }
+  for (const TensorSlice& t : layout.tensors()) {
+    tensors_.push_back({t.offset, t.elements, lars_adapts(t.name)});
+  }
+  row_size_ = layout.size();
 }
 
 void Sgd::step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaView momentum) {
@@ -331,10 +387,15 @@ void Sgd::step(double lr, ReplicaView params, ConstReplicaView grads, ReplicaVie
   if (!std::isfinite(lr)) {
     throw ValueError("Sgd::step: learning rate must be finite, got " + std::to_string(lr));
   }
+  if (config_.lars && params.cols != row_size_) {
+    throw ShapeError("Sgd::step: LARS steps rows of " + std::to_string(row_size_) + " parameters, got " +
+                     std::to_string(params.cols));
+  }
   parallel_for(threads_, params.rows, [&](std::size_t r0, std::size_t r1) {
     for (std::size_t r = r0; r < r1; ++r) {
-      apply(lr, params.row_data(r), params.row_data(r), grads.row_data(r),
-            use_momentum ? momentum.row_data(r) : nullptr, params.cols, nullptr, false);
+      const std::vector<float> scales = lars_scales(params.row(r), grads.row(r));
+      apply_range(lr, params.row_data(r), params.row_data(r), grads.row_data(r),
+                  use_momentum ? momentum.row_data(r) : nullptr, 0, params.cols, nullptr, false, scales);
     }
   });
   finish_step();
@@ -351,6 +412,10 @@ void Sgd::step_replica(double lr, std::span<float> x, std::span<const float> g, 
   }
   if (!std::isfinite(lr)) {
     throw ValueError("Sgd::step_replica: learning rate must be finite, got " + std::to_string(lr));
+  }
+  if (config_.lars && x.size() != row_size_) {
+    throw ShapeError("Sgd::step_replica: LARS steps whole rows of " + std::to_string(row_size_) +
+                     " parameters, got " + std::to_string(x.size()));
   }
   check_outer(outer, x.size(), 0, "Sgd::step_replica");
   // In place: one block, as wide as the row, written back without streaming.
@@ -375,6 +440,10 @@ void Sgd::step_replica_into(double lr, std::span<const float> x, std::span<const
   if (!std::isfinite(lr)) {
     throw ValueError("Sgd::step_replica_into: learning rate must be finite, got " + std::to_string(lr));
   }
+  if (config_.lars && x.size() != row_size_) {
+    throw ShapeError("Sgd::step_replica_into: LARS steps whole rows of " + std::to_string(row_size_) +
+                     " parameters, got " + std::to_string(x.size()));
+  }
   check_outer(outer, x.size(), out.width, "Sgd::step_replica_into");
   // The output lines are not read, so they go past the caches where they start on a line.
   step_row(lr, x, g, buf, out, row, ahead, outer, avx512_);
@@ -388,14 +457,16 @@ void Sgd::step_row(double lr, std::span<const float> x, std::span<const float> g
   const std::size_t begin = outer.m == 0 ? x.size() : outer.offset;
   const std::size_t end = outer.m == 0 ? x.size() : outer.offset + outer.out * outer.in;
   bool streamed = false;
+  // outer is empty with LARS (computes() is false), so g holds the whole gradient.
+  const std::vector<float> scales = lars_scales(x, g);
   const auto part = [&](std::size_t c0, std::size_t c1, float* to) {
     if (c1 <= c0) {
       return;
     }
     const bool streams = stream && reinterpret_cast<std::uintptr_t>(to) % 64 == 0;
     streamed = streamed || streams;
-    apply(lr, x.data() + c0, to, g.data() + c0, use_momentum ? buf.data() + c0 : nullptr, c1 - c0,
-          ahead.empty() ? nullptr : ahead.data() + c0, streams);
+    apply_range(lr, x.data(), to, g.data(), use_momentum ? buf.data() : nullptr, c0, c1,
+                ahead.empty() ? nullptr : ahead.data(), streams, scales);
   };
   for (std::size_t b = 0; b < out.blocks(); ++b) {
     const std::size_t c0 = b * out.width;
@@ -419,18 +490,63 @@ void Sgd::step_row(double lr, std::span<const float> x, std::span<const float> g
 }
 
 void Sgd::apply(double lr, const float* x, float* out, const float* g, float* buf, std::size_t n,
-                const float* ahead, bool stream) const {
+                const float* ahead, bool stream, float scale) const {
   const bool momentum = config_.momentum != 0.0;
-  const RowKernel kernel = config_.weight_decay != 0.0
-                               ? pick_kernel<true>(momentum, steps_ == 0, config_.nesterov, avx512_, stream)
-                               : pick_kernel<false>(momentum, steps_ == 0, config_.nesterov, avx512_, stream);
-  kernel(x, out, g, buf, n, static_cast<float>(lr), static_cast<float>(config_.momentum),
-         static_cast<float>(config_.weight_decay), ahead);
+  const bool first = steps_ == 0;
+  const bool decay = config_.weight_decay != 0.0;
+  // Streaming stores need a 64-byte aligned output (a LARS tensor may start anywhere in a block).
+  stream = stream && reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
+  const RowKernel kernel =
+      config_.lars ? (decay ? pick_kernel<true, true>(momentum, first, config_.nesterov, avx512_, stream)
+                            : pick_kernel<false, true>(momentum, first, config_.nesterov, avx512_, stream))
+                   : (decay ? pick_kernel<true, false>(momentum, first, config_.nesterov, avx512_, stream)
+                            : pick_kernel<false, false>(momentum, first, config_.nesterov, avx512_, stream));
+  // LARS: d = r g + (r lambda) x, the ratio applied to the decayed gradient r (g + lambda x).
+  const float lambda = config_.lars ? static_cast<float>(static_cast<double>(scale) * config_.weight_decay)
+                                    : static_cast<float>(config_.weight_decay);
+  kernel(x, out, g, buf, n, static_cast<float>(lr), static_cast<float>(config_.momentum), lambda, scale,
+         ahead);
+}
+
+void Sgd::apply_range(double lr, const float* x, float* out, const float* g, float* buf, std::size_t c0,
+                      std::size_t c1, const float* ahead, bool stream, std::span<const float> scales) const {
+  const auto at = [](auto* p, std::size_t c) { return p == nullptr ? p : p + c; };
+  if (scales.empty()) {
+    apply(lr, x + c0, out, g + c0, at(buf, c0), c1 - c0, at(ahead, c0), stream);
+    return;
+  }
+  for (std::size_t l = 0; l < tensors_.size(); ++l) {
+    const std::size_t from = std::max(c0, tensors_[l].offset);
+    const std::size_t to = std::min(c1, tensors_[l].offset + tensors_[l].elements);
+    if (from < to) {
+      apply(lr, x + from, out + (from - c0), g + from, at(buf, from), to - from, at(ahead, from), stream,
+            scales[l]);
+    }
+  }
+}
+
+std::vector<float> Sgd::lars_scales(std::span<const float> x, std::span<const float> g) const {
+  std::vector<float> scales;
+  if (!config_.lars) {
+    return scales;
+  }
+  scales.reserve(tensors_.size());
+  for (const LarsTensor& t : tensors_) {
+    double ratio = 1.0;
+    if (t.adapts) {
+      ratio =
+          lars_trust_ratio(config_.lars_eta, std::sqrt(squared_norm(x.data() + t.offset, t.elements)),
+                           std::sqrt(squared_norm(g.data() + t.offset, t.elements)), config_.weight_decay);
+    }
+    scales.push_back(static_cast<float>(ratio));
+  }
+  return scales;
 }
 
 bool Sgd::computes(const OuterGradient& outer, std::size_t width) const noexcept {
-  return avx512_ && outer.m != 0 && outer.out != 0 && outer.in != 0 && outer.delta != nullptr &&
-         outer.a != nullptr && outer.offset % 16 == 0 && outer.in % 16 == 0 && width % 16 == 0;
+  return avx512_ && !config_.lars && outer.m != 0 && outer.out != 0 && outer.in != 0 &&
+         outer.delta != nullptr && outer.a != nullptr && outer.offset % 16 == 0 && outer.in % 16 == 0 &&
+         width % 16 == 0;
 }
 
 void Sgd::check_outer(const OuterGradient& outer, std::size_t n, std::size_t width, const char* what) const {

@@ -1,10 +1,13 @@
 // The local optimizer step of every replica: SGD with momentum, weight decay and Nesterov, as PyTorch's
-// torch.optim.SGD computes it (dampening 0).
+// torch.optim.SGD computes it (dampening 0), optionally with LARS's layer-wise trust ratio.
 #pragma once
 
 #include <cstddef>
 #include <span>
+#include <string_view>
+#include <vector>
 
+#include "core/param_layout.hpp"
 #include "core/replica_view.hpp"
 
 namespace dbench::core {
@@ -17,7 +20,22 @@ struct SgdConfig {
   double weight_decay = 0.0;
   /// Nesterov momentum (needs momentum > 0, as in PyTorch).
   bool nesterov = false;
+  /// LARS (You, Gitman, Ginsburg 2017): each tensor's d = g + lambda x scaled by lars_trust_ratio().
+  bool lars = false;
+  /// LARS's trust coefficient eta (the paper's 0.001).
+  double lars_eta = 0.001;
 };
+
+/// LARS's trust ratio of one tensor: eta ||w|| / (||g|| + lambda ||w||), or 1 where ||w|| or ||g|| is 0 (a
+/// tensor initialised to zero, or one without gradient, steps as plain SGD would). The one formula every
+/// engine uses, LibTorch's worker included.
+double lars_trust_ratio(double eta, double weight_norm, double grad_norm, double weight_decay) noexcept;
+
+/// Whether LARS scales tensor `name`'s step. Not for biases and batch-norm parameters (You et al. 2017 and
+/// LARC leave them out: their norms are small or arbitrary, and a ratio from them stalls or blows up their
+/// step): names ending in ".bias", and the weights of the normalisation layers this project's models name
+/// bn* or downsample.1.
+bool lars_adapts(std::string_view name) noexcept;
 
 /// A weight matrix whose gradient Sgd computes itself while it steps, so that the gradient never goes through
 /// memory: the [out, in] matrix at `offset` in a replica's parameters, element [o][k] with gradient
@@ -35,13 +53,18 @@ struct OuterGradient {
 };
 
 /// Applies d = g + lambda x; buf = mu buf + d (buf = d at the first step); d = nesterov ? d + mu buf : buf;
-/// x -= lr d to every element of every replica, in float, like PyTorch's CPU kernels.
+/// x -= lr d to every element of every replica, in float, like PyTorch's CPU kernels. With LARS, d of each
+/// tensor l is r_l g + (r_l lambda) x (r_l = lars_trust_ratio() of the replica's own x and g, in double, then
+/// rounded to float; 1 where !lars_adapts()); the rest is unchanged.
 class Sgd {
  public:
-  /// Throws ValueError on a negative or non-finite hyper-parameter or Nesterov without momentum. The AVX-512
-  /// kernel, used where the CPU has it unless `allow_avx512` is false, gives bitwise the portable kernel's
-  /// results.
+  /// Throws ValueError on a negative or non-finite hyper-parameter, Nesterov without momentum, or LARS (which
+  /// needs the tensors: the other constructor). The AVX-512 kernel, used where the CPU has it unless
+  /// `allow_avx512` is false, gives bitwise the portable kernel's results.
   explicit Sgd(SgdConfig config, unsigned threads = 1, bool allow_avx512 = true);
+  /// The same for parameters laid out as `layout` (each step's rows are the whole layout), which LARS's
+  /// per-tensor ratio needs; also throws ValueError on a LARS eta that is not finite and > 0.
+  Sgd(SgdConfig config, const ParamLayout& layout, unsigned threads = 1, bool allow_avx512 = true);
 
   /// The hyper-parameters.
   const SgdConfig& config() const noexcept { return config_; }
@@ -72,14 +95,30 @@ class Sgd {
                          const OuterGradient& outer = {}) const;
   /// Whether step_replica() and step_replica_into() (blocks `width` columns wide; 0 for step_replica()) can
   /// take `outer`: where the AVX-512 kernel runs, with outer's offset, `in` and `width` multiples of 16 (each
-  /// vector of the matrix within one block). Elsewhere the caller computes the gradient into g.
+  /// vector of the matrix within one block), and without LARS (whose ratio needs the whole gradient before
+  /// the step). Elsewhere the caller computes the gradient into g.
   bool computes(const OuterGradient& outer, std::size_t width) const noexcept;
   /// Ends a step made of step_replica() calls (the next one decays the momentum instead of initialising it).
   void finish_step() noexcept { ++steps_; }
 
  private:
+  /// One tensor with LARS's ratio.
+  struct LarsTensor {
+    std::size_t offset = 0;
+    std::size_t elements = 0;
+    bool adapts = true;
+  };
+
+  /// Elements [0, n) of a row (x, g, buf and ahead at the range's start, out where it goes); with LARS,
+  /// scaled by `scale` (the gradient) and `scale` lambda (the decay).
   void apply(double lr, const float* x, float* out, const float* g, float* buf, std::size_t n,
-             const float* ahead, bool stream) const;
+             const float* ahead, bool stream, float scale = 1.0f) const;
+  /// Columns [c0, c1) of a row (x, g, buf and ahead at the row's start; out where column c0 goes): one
+  /// apply() without LARS, one per tensor in the range with it, each with its `scales` entry.
+  void apply_range(double lr, const float* x, float* out, const float* g, float* buf, std::size_t c0,
+                   std::size_t c1, const float* ahead, bool stream, std::span<const float> scales) const;
+  /// LARS's ratio of every tensor of a row (1 where the tensor does not adapt); empty without LARS.
+  std::vector<float> lars_scales(std::span<const float> x, std::span<const float> g) const;
   /// step_replica_into() after its checks (step_replica() in place is one block as wide as the row): the
   /// columns outside outer's matrix from g, the matrix from outer; with `stream`, whole output vectors on
   /// a 64-byte line go past the caches.
@@ -93,6 +132,8 @@ class Sgd {
   void check_outer(const OuterGradient& outer, std::size_t n, std::size_t width, const char* what) const;
 
   SgdConfig config_;
+  std::vector<LarsTensor> tensors_;
+  std::size_t row_size_ = 0;
   unsigned threads_;
   bool avx512_;
   std::size_t steps_ = 0;

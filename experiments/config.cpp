@@ -36,6 +36,7 @@ constexpr std::array<std::string_view, 2> kAlgorithmKinds = {"centralized", "dps
 constexpr std::array<std::string_view, 3> kLrSchedules = {"constant", "step", "cosine"};
 constexpr std::array<std::string_view, 2> kLrScalingRules = {"linear", "sqrt"};
 constexpr std::array<std::string_view, 2> kPartitions = {"iid", "dirichlet"};
+constexpr std::array<std::string_view, 2> kOptimizers = {"sgd", "lars"};
 
 // dataset = synthetic: at most 50 million training samples (6.4 GB of 32-float inputs).
 constexpr int kMaxSyntheticSamples = 50'000'000;
@@ -102,6 +103,9 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("train", "momentum", t.momentum, within(0.0, false, 1.0, true), "");
   v.field("train", "nesterov", t.nesterov, any_bool(), "");
   v.field("train", "weight_decay", t.weight_decay, at_least(0.0), "");
+  v.field("train", "optimizer", t.optimizer, one_of(kOptimizers),
+          "sgd | lars (each weight tensor's step times lars_eta |w| / (|g| + weight_decay |w|))");
+  v.field("train", "lars_eta", t.lars_eta, above(0.0), "optimizer = lars: the trust coefficient");
   v.field("train", "partition", t.partition, one_of(kPartitions), "iid | dirichlet");
   v.field("train", "dirichlet_alpha", t.dirichlet_alpha, above(0.0), "smaller is more heterogeneous");
   v.field("train", "eval_every", t.eval_every, at_least(1), "iterations between evaluations");
@@ -626,7 +630,8 @@ double peak_lr(const TrainConfig& train) {
   if (!train.linear_scaling) {
     return train.lr;
   }
-  const double ratio = static_cast<double>(global_batch(train)) / static_cast<double>(train.lr_reference_batch);
+  const double ratio =
+      static_cast<double>(global_batch(train)) / static_cast<double>(train.lr_reference_batch);
   return train.lr * (train.lr_scaling_rule == "sqrt" ? std::sqrt(ratio) : ratio);
 }
 

@@ -98,6 +98,11 @@ struct TrainConfig {
   bool nesterov = false;
   /// L2 weight decay coefficient.
   double weight_decay = 0.0;
+  /// sgd | lars: LARS (You, Gitman, Ginsburg 2017) scales each weight tensor's step by its trust ratio
+  /// lars_eta ||w|| / (||g|| + weight_decay ||w||); biases and batch-norm parameters step as with sgd.
+  std::string optimizer = "sgd";
+  /// LARS's trust coefficient eta.
+  double lars_eta = 0.001;
   /// How the training set is split across replicas: iid | dirichlet.
   std::string partition = "iid";
   /// Concentration of the Dirichlet label distribution per replica; smaller is more heterogeneous.

@@ -44,6 +44,8 @@ core::NumericsSpec numerics_spec(const ExperimentConfig& config, const models::D
   spec.sgd.momentum = t.momentum;
   spec.sgd.nesterov = t.nesterov;
   spec.sgd.weight_decay = t.weight_decay;
+  spec.sgd.lars = t.optimizer == "lars";
+  spec.sgd.lars_eta = t.lars_eta;
   spec.partition =
       t.partition == "dirichlet" ? models::PartitionScheme::dirichlet : models::PartitionScheme::iid;
   spec.dirichlet_alpha = t.dirichlet_alpha;

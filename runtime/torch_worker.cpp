@@ -14,6 +14,7 @@
 
 #include "core/errors.hpp"
 #include "core/replica_model.hpp"
+#include "core/sgd.hpp"
 #include "core/shared_momentum.hpp"
 #include "models/augment.hpp"
 #include "models/partition.hpp"
@@ -83,10 +84,14 @@ class TorchWorker final : public core::ScheduleReplicas {
     count_ = own_.values.numel();
     flat_ = torch::zeros_like(own_.values);
     init_as_simulator(spec);
-    sgd_ = std::make_unique<torch::optim::SGD>(params_, torch::optim::SGDOptions(spec.lr.peak)
-                                                            .momentum(spec.sgd.momentum)
-                                                            .nesterov(spec.sgd.nesterov)
-                                                            .weight_decay(spec.sgd.weight_decay));
+    sgd_ = std::make_unique<torch::optim::SGD>(
+        params_, torch::optim::SGDOptions(spec.lr.peak)
+                     .momentum(spec.sgd.momentum)
+                     .nesterov(spec.sgd.nesterov)
+                     .weight_decay(spec.sgd.lars ? 0.0 : spec.sgd.weight_decay));
+    for (const std::string& name : names_) {
+      lars_adapts_.push_back(core::lars_adapts(name));
+    }
     if (spec.shared_momentum && spec.sgd.momentum != 0.0) {
       flatten();
       shared_previous_ = flat_.clone();
@@ -152,6 +157,9 @@ class TorchWorker final : public core::ScheduleReplicas {
     } else if (step != nullptr && shared_momentum_.defined()) {
       shared_lrs_.push_back(last_lr_);
     }
+    if (spec_.sgd.lars) {
+      scale_for_lars();
+    }
     sgd_->step();
     std::array<double, 1> losses{last_loss_};
     host_.allreduce(std::span<double>(losses), ReduceOp::sum);
@@ -180,6 +188,27 @@ class TorchWorker final : public core::ScheduleReplicas {
   }
 
  private:
+  /// LARS: every gradient becomes r (g + lambda x), r from core::lars_trust_ratio() of the tensor's norms (1
+  /// where it does not adapt), so that LibTorch's SGD, built without weight decay, then steps as core::Sgd.
+  void scale_for_lars() {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> norms;
+    for (const auto& p : params_) {
+      norms.push_back(p.norm());
+      norms.push_back(p.grad().norm());
+    }
+    // One copy to the host for every norm, not one wait per tensor.
+    const torch::Tensor host = torch::stack(norms).to(torch::kCPU, torch::kDouble);
+    const auto n = host.accessor<double, 1>();
+    const double lambda = spec_.sgd.weight_decay;
+    for (std::size_t l = 0; l < params_.size(); ++l) {
+      const double r =
+          lars_adapts_[l] ? core::lars_trust_ratio(spec_.sgd.lars_eta, n[2 * l], n[2 * l + 1], lambda) : 1.0;
+      torch::Tensor g = params_[l].grad();
+      g.mul_(r).add_(params_[l], r * lambda);
+    }
+  }
+
   /// The simulator's initial parameters (those of its replicas and of the CPU workers), where the simulator
   /// has this model with the same tensors in the same order and shapes, so that the engines' runs start
   /// alike: the MLP's differ from LibTorch's own initialisation (LeNet's are LibTorch's in both).
@@ -405,6 +434,8 @@ class TorchWorker final : public core::ScheduleReplicas {
   torch::Tensor flat_;          ///< a copy of the parameters for the collectives
   torch::Tensor received_;
   std::unique_ptr<torch::optim::SGD> sgd_;
+  /// Per parameter, whether LARS scales its step (core::lars_adapts()).
+  std::vector<bool> lars_adapts_;
   GossipPlans plans_;
   std::vector<std::int64_t> order_;
   std::vector<StepTrace> traces_;

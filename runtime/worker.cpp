@@ -62,7 +62,7 @@ class Worker final : public core::ScheduleReplicas {
         workers_(comm.size()),
         net_(make_net(spec.model)),
         store_(1, net_->layout()),
-        sgd_(spec.sgd, 1),
+        sgd_(spec.sgd, store_.layout(), 1),
         views_(train, spec.augment_copies, spec.seed),
         partition_(models::augmented_labels(train, views_),
                    models::PartitionSpec{spec.workers, spec.partition, spec.dirichlet_alpha, spec.seed}),

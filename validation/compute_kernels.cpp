@@ -44,7 +44,7 @@ ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Data
                               std::span<const int> batches, int repeats, runtime::Communicator& comm) {
   const auto net = core::make_replica_model(spec.model, 1);
   core::ReplicaStore store(1, net->layout());
-  core::Sgd sgd(spec.sgd, 1);
+  core::Sgd sgd(spec.sgd, net->layout(), 1);
   net->init(store.replica(0), 1);
   ModelCalibration result = calibration_of(spec.model);
   std::vector<float> inputs;

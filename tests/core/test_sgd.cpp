@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "core/aligned_buffer.hpp"
 #include "core/errors.hpp"
 #include "core/replica_store.hpp"
 #include "core/row_gemm.hpp"
@@ -368,4 +369,111 @@ TEST_CASE("core::sgd: outer products the step cannot compute are a shape error")
   CHECK_THROWS_AS(sgd.step_replica_into(0.1, store.params().row(0), store.grads().row(0),
                                         store.momentum().row(0), blocks, 0, {}, good),
                   core::ShapeError);
+}
+
+TEST_CASE("core::sgd: LARS's trust ratio matches a hand computation and is 1 without a norm") {
+  // eta ||w|| / (||g|| + lambda ||w||): 0.1 * 5 / (1 + 0.2 * 5) = 0.25.
+  CHECK(core::lars_trust_ratio(0.1, 5.0, 1.0, 0.2) == doctest::Approx(0.25));
+  // Without weight decay: 0.001 * 10 / 0.5 = 0.02.
+  CHECK(core::lars_trust_ratio(0.001, 10.0, 0.5, 0.0) == doctest::Approx(0.02));
+  CHECK(core::lars_trust_ratio(0.1, 0.0, 1.0, 0.2) == 1.0);
+  CHECK(core::lars_trust_ratio(0.1, 5.0, 0.0, 0.2) == 1.0);
+}
+
+TEST_CASE("core::sgd: LARS adapts weights, not biases or batch-norm parameters") {
+  CHECK(core::lars_adapts("fc1.weight"));
+  CHECK(core::lars_adapts("layer1.0.conv2.weight"));
+  CHECK(core::lars_adapts("w"));
+  CHECK_FALSE(core::lars_adapts("fc1.bias"));
+  CHECK_FALSE(core::lars_adapts("bn1.weight"));
+  CHECK_FALSE(core::lars_adapts("layer1.0.bn2.weight"));
+  CHECK_FALSE(core::lars_adapts("layer2.0.downsample.1.weight"));
+}
+
+TEST_CASE("core::sgd: two LARS steps with momentum and weight decay match a hand computation") {
+  // A weight w = (3, 4) with gradient (0.6, 0.8), a bias b = (1, 1) with gradient (0.5, 0.5); eta 0.1,
+  // lambda 0.2, mu 0.9, lr 1.
+  // step 1: r_w = 0.1 * 5 / (1 + 0.2 * 5) = 0.25, d_w = 0.25 * ((0.6, 0.8) + 0.2 * (3, 4)) = (0.3, 0.4),
+  //         buf_w = d_w, w = (2.7, 3.6); the bias is not adapted: d_b = 0.5 + 0.2 = 0.7, b = 0.3.
+  // step 2: ||w|| = 4.5, r_w = 0.45 / 1.9, d_w = r_w ((0.6, 0.8) + 0.2 (2.7, 3.6)) = r_w (1.14, 1.52),
+  //         buf_w = 0.9 (0.3, 0.4) + d_w, w -= buf_w; d_b = 0.5 + 0.2 * 0.3 = 0.56, buf_b = 0.63 + 0.56,
+  //         b = 0.3 - 1.19.
+  const core::ParamLayout layout({{"fc1.weight", 2}, {"fc1.bias", 2}});
+  core::ReplicaStore store(1, layout);
+  const std::vector<float> x0{3.0f, 4.0f, 1.0f, 1.0f};
+  const std::vector<float> g{0.6f, 0.8f, 0.5f, 0.5f};
+  std::copy(x0.begin(), x0.end(), store.params().row(0).begin());
+  std::copy(g.begin(), g.end(), store.grads().row(0).begin());
+  core::Sgd sgd({.momentum = 0.9, .weight_decay = 0.2, .lars = true, .lars_eta = 0.1}, layout);
+  sgd.step(1.0, store.params(), store.grads(), store.momentum());
+  const auto x = store.params().row(0);
+  CHECK(x[0] == doctest::Approx(2.7).epsilon(1e-6));
+  CHECK(x[1] == doctest::Approx(3.6).epsilon(1e-6));
+  CHECK(x[2] == doctest::Approx(0.3).epsilon(1e-6));
+  CHECK(store.momentum().row(0)[0] == doctest::Approx(0.3).epsilon(1e-6));
+  sgd.step(1.0, store.params(), store.grads(), store.momentum());
+  const double r = 0.45 / 1.9;
+  CHECK(x[0] == doctest::Approx(2.7 - (0.27 + r * 1.14)).epsilon(1e-6));
+  CHECK(x[1] == doctest::Approx(3.6 - (0.36 + r * 1.52)).epsilon(1e-6));
+  CHECK(x[2] == doctest::Approx(0.3 - 1.19).epsilon(1e-6));
+  CHECK(x[3] == doctest::Approx(0.3 - 1.19).epsilon(1e-6));
+}
+
+TEST_CASE("core::sgd: LARS gives the same bits in every kernel and entry point") {
+  // Tensors that start inside a 16-float vector and a 64-byte line, so that the per-tensor split is tested.
+  const core::ParamLayout layout({{"fc1.weight", 203}, {"fc1.bias", 7}, {"fc2.weight", 70}, {"fc2.bias", 3}});
+  const std::size_t p = layout.size();
+  const core::SgdConfig config{
+      .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true, .lars = true, .lars_eta = 0.01};
+  dbench::core::testing::TestRng rng(11);
+  core::ReplicaStore init(1, layout);
+  core::testing::fill_uniform(init.params(), rng, -1.0f, 1.0f);
+  std::vector<std::vector<float>> grads(3, std::vector<float>(p));
+  for (auto& gs : grads) {
+    for (float& v : gs) {
+      v = rng.uniform(-1.0f, 1.0f);
+    }
+  }
+  // Reference: the portable kernel through step().
+  core::ReplicaStore ref(1, layout);
+  std::copy(init.params().row(0).begin(), init.params().row(0).end(), ref.params().row(0).begin());
+  core::Sgd portable(config, layout, 1, false);
+  for (const auto& gs : grads) {
+    std::copy(gs.begin(), gs.end(), ref.grads().row(0).begin());
+    portable.step(0.5, ref.params(), ref.grads(), ref.momentum());
+  }
+  for (bool avx512 : {false, true}) {
+    CAPTURE(avx512);
+    core::Sgd sgd(config, layout, 1, avx512);
+    CHECK_FALSE(sgd.computes(
+        core::OuterGradient{
+            .offset = 0, .out = 1, .in = 16, .m = 1, .delta = grads[0].data(), .a = grads[0].data()},
+        16));
+    std::vector<float> x(init.params().row(0).begin(), init.params().row(0).end());
+    std::vector<float> buf(p);
+    // step_replica_into a blocked matrix 32 columns wide, then back: the streaming path with LARS.
+    const std::size_t width = 32;
+    const std::size_t blocks = (p + width - 1) / width;
+    core::AlignedBuffer blocked(blocks * width);
+    for (std::size_t k = 0; k < grads.size(); ++k) {
+      if (k % 2 == 0) {
+        sgd.step_replica(0.5, x, grads[k], buf);
+      } else {
+        const core::BlockedView out{blocked.data(), 1, p, blocks * width, width};
+        sgd.step_replica_into(0.5, x, grads[k], buf, out, 0);
+        for (std::size_t c = 0; c < p; ++c) {
+          x[c] = out.slice(0, c / width)[c % width];
+        }
+      }
+      sgd.finish_step();
+    }
+    for (std::size_t c = 0; c < p; ++c) {
+      REQUIRE(x[c] == ref.params().row(0)[c]);
+    }
+  }
+  CHECK_THROWS_AS(core::Sgd(config, 1), core::ValueError);
+  CHECK_THROWS_AS(core::Sgd({.lars = true, .lars_eta = 0.0}, layout), core::ValueError);
+  core::Sgd sgd(config, layout);
+  std::vector<float> part(p / 2);
+  CHECK_THROWS_AS(sgd.step_replica(0.1, part, part, part), core::ShapeError);
 }

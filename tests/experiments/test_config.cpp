@@ -177,6 +177,20 @@ TEST_CASE("experiments::config: rejects values outside an enumerated set, listin
   CHECK(contains(error_of("name = \"a b\"\n"), "name: must be non-empty"));
 }
 
+TEST_CASE("experiments::config: reads the optimizer and LARS's eta, and rejects bad ones under their keys") {
+  const ExperimentConfig plain = load_config("");
+  CHECK(plain.train.optimizer == "sgd");
+  CHECK(plain.train.lars_eta == 0.001);
+  const ExperimentConfig lars = load_config("[train]\noptimizer = \"lars\"\nlars_eta = 0.02\n");
+  CHECK(lars.train.optimizer == "lars");
+  CHECK(lars.train.lars_eta == 0.02);
+  CHECK(contains(to_toml(lars), "optimizer = \"lars\""));
+  CHECK(contains(to_toml(lars), "lars_eta = 0.02"));
+  CHECK(contains(error_of("[train]\noptimizer = \"adam\"\n"), "train.optimizer: must be one of sgd, lars"));
+  CHECK(contains(error_of("[train]\nlars_eta = 0\n"), "train.lars_eta: must be > 0, got 0"));
+  CHECK(contains(error_of("[train]\nlars_eta = inf\n"), "train.lars_eta: must be a finite number"));
+}
+
 TEST_CASE("experiments::config: refuses an unknown or empty graph name under its key") {
   CHECK(
       error_of("[algorithm]\ngraph = \"moebius\"\n") ==

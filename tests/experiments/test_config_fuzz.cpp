@@ -184,6 +184,8 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {finite(t.momentum) && t.momentum >= 0 && t.momentum < 1, "train.momentum"},
       {!t.nesterov || t.momentum > 0, "train.nesterov"},
       {finite(t.weight_decay) && t.weight_decay >= 0, "train.weight_decay"},
+      {one_of(t.optimizer, {"sgd", "lars"}), "train.optimizer"},
+      {finite(t.lars_eta) && t.lars_eta > 0, "train.lars_eta"},
       {one_of(t.partition, {"iid", "dirichlet"}), "train.partition"},
       {finite(t.dirichlet_alpha) && t.dirichlet_alpha > 0, "train.dirichlet_alpha"},
       {t.eval_every >= 1, "train.eval_every"},

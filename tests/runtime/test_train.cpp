@@ -176,6 +176,18 @@ TEST_CASE("runtime::train: with augment_copies, 4 local workers end with the sim
   }
 }
 
+TEST_CASE("runtime::train: with LARS, 4 local workers end with the simulator's parameters") {
+  // The same per-tensor ratio in both engines (core::Sgd), from each replica's own norms; eta and weight
+  // decay large enough that the ratios, not SGD's step, set the parameters.
+  const std::string lars = "optimizer = \"lars\"\nlars_eta = 0.02\nweight_decay = 1e-3\n";
+  for (const auto& [kind, graph, tolerance] :
+       {std::tuple{"centralized", "ring", 5e-5}, std::tuple{"dpsgd", "exponential", 1e-5}}) {
+    CAPTURE(kind);
+    TempDir dir;
+    check_train_matches_simulate(dir, config_text(kind, graph, 4, 100, "", lars), 100, tolerance);
+  }
+}
+
 TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
   TempDir dir;
   const fs::path config = write_config(
@@ -324,6 +336,37 @@ TEST_CASE("runtime::train: workers train LeNet with the simulator's replica mode
   std::string header;
   std::getline(metrics, header);
   CHECK(header.find("norm_mean:conv1.weight") != std::string::npos);
+}
+
+TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
+  // LibTorch's worker computes the norms with LibTorch and the ratio with core::lars_trust_ratio(): its
+  // losses and consensus distance follow the simulator's within LibTorch's rounding.
+  TempDir dir;
+  const fs::path config =
+      write_config(dir.path(), config_text("dpsgd", "ring", 4, 100, "",
+                                           "optimizer = \"lars\"\nlars_eta = 0.02\nweight_decay = 1e-3\n"));
+  const std::string out = (dir.path() / "").string();
+  for (const auto& [name, command] :
+       {std::pair{"sim", "simulate " + config.string() + " -q --threads 1 --out " + out + "sim"},
+        std::pair{"torch",
+                  "train " + config.string() + " --local 4 -q --device cpu --out " + out + "torch"}}) {
+    CAPTURE(name);
+    const auto run = run_dbench(command);
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+  }
+  for (const char* column : {"test_loss", "consensus_distance"}) {
+    CAPTURE(column);
+    const auto sim = metrics_column(dir.path() / "sim" / "metrics.csv", column);
+    const auto torch = metrics_column(dir.path() / "torch" / "metrics.csv", column);
+    REQUIRE(sim.size() == 3);  // iterations 0, 50 and 100
+    REQUIRE(torch.size() == sim.size());
+    for (std::size_t k = 1; k < sim.size(); ++k) {
+      CAPTURE(k);
+      CHECK(sim[k] > 0.0);
+      CHECK(std::abs(torch[k] - sim[k]) <= 0.01 * sim[k]);
+    }
+  }
 }
 
 TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers") {
