@@ -418,15 +418,17 @@ std::string number_text(double v) {
   return v == std::floor(v) && std::abs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
 }
 
-// Why runs at `s` cannot carry a verdict about the graphs, or "" when they can.
-std::string scale_doubt(const DesignScale& s) {
+// Why runs at `s` cannot carry a verdict about the graphs, or "" when they can. `starved_graphs`: whether
+// graphs too short to mix count (an observation correlates every graph; Ada's comparison reads centralized
+// training and the fastest alternative, so a scale where centralized training trained is sound for it).
+std::string scale_doubt(const DesignScale& s, bool starved_graphs = true) {
   std::vector<std::string> parts;
   if (s.collapsed()) {
     parts.push_back(
         fmt::format("centralized training collapsed ({:.1f} %, {:.1f} pp below the smallest scale)",
                     100.0 * s.centralized_accuracy, s.centralized_drop_pp));
   }
-  if (!s.starved_labels.empty()) {
+  if (starved_graphs && !s.starved_labels.empty()) {
     parts.push_back(fmt::format("too few iterations to mix for {}", fmt::join(s.starved_labels, ", ")));
   }
   return parts.empty() ? std::string() : fmt::format("{} workers: {}", s.workers, fmt::join(parts, " and "));
@@ -591,8 +593,8 @@ std::string Design::regime_warning() const {
 
 namespace {
 
-// Each Ada comparison in doubt where its design starved its scale (the design is named in brackets in the
-// label where a sweep holds several).
+// Each Ada comparison in doubt where centralized training collapsed at its scale under its design (named in
+// brackets in the label where a sweep holds several).
 void mark_ada_regime(SweepAnalysis& a) {
   for (auto& c : a.ada) {
     for (const auto& d : a.designs) {
@@ -601,7 +603,7 @@ void mark_ada_regime(SweepAnalysis& a) {
       }
       for (const auto& s : d.scales) {
         if (s.workers == c.workers) {
-          c.regime = scale_doubt(s);
+          c.regime = scale_doubt(s, false);
         }
       }
     }

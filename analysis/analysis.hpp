@@ -113,8 +113,8 @@ struct AdaComparison {
   /// Ada's mean simulated time to the target over the fastest alternative's (NaN unless every Ada run
   /// reached the target too).
   double time_vs_fastest = kUndefined;
-  /// Empty when this scale's design trained soundly here; else why the comparison is in doubt (see
-  /// Observation::regime).
+  /// Empty unless centralized training, the bar Ada is held to, collapsed at this scale under its design;
+  /// then why the comparison is in doubt (a static graph too short to mix does not put it in doubt).
   std::string regime;
   /// Whether Ada's accuracy is within 0.3 percentage points of centralized training's (or above it).
   bool matches_centralized() const { return vs_centralized_pp >= -0.3; }
