@@ -512,8 +512,18 @@ void run_sweep(const SweepOptions& options) {
   std::vector<std::size_t> queue;
   std::vector<std::string> recompute_reasons(runs.size());
   std::size_t finished_before = 0;
+  GraphStatsCache cache;
   for (const std::size_t r : selected) {
-    const RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
+    RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
+    if (check.finished) {
+      // A finished run whose files summary.csv is made from cannot be read (a damaged metrics.csv) is run
+      // again, rather than failing every rerun of the sweep at its end.
+      try {
+        summarize_run(out / "runs" / runs[r].id, sweep.target_accuracy, cache);
+      } catch (const std::exception& e) {
+        check = {false, fmt::format("its files cannot be summarized: {}", e.what())};
+      }
+    }
     if (check.finished) {
       ++finished_before;
       append_to_log(out / "logs" / (runs[r].id + ".log"),
@@ -595,7 +605,6 @@ void run_sweep(const SweepOptions& options) {
   }
 
   // summary.csv lists every run of the grid, whichever shard ran it.
-  GraphStatsCache cache;
   std::vector<RunSummary> summaries;
   std::vector<RunStatus> statuses;
   std::vector<std::string> failed;

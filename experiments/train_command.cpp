@@ -367,11 +367,20 @@ void add_train_command(CLI::App& app) {
                   "Start this many local workers through mpirun (sets train.workers)")
       ->check(CLI::Validator(
           [](const std::string& value) {
+            // One machine's launcher: --local 100000 would start that many processes before anything fails.
+            constexpr long long kMaxLocal = 4096;
             const auto workers = parse_integer<long long>(value);
-            return workers && *workers < 1 ? fmt::format("needs at least 1 worker, got {}", value)
-                                           : std::string();
+            if (workers && *workers < 1) {
+              return fmt::format("needs at least 1 worker, got {}", value);
+            }
+            return workers && *workers > kMaxLocal
+                       ? fmt::format(
+                             "at most {} local workers on one machine, got {}; start more under "
+                             "mpirun or srun",
+                             kMaxLocal, value)
+                       : std::string();
           },
-          "N >= 1"));
+          "1 <= N <= 4096"));
   cmd->add_option("--checkpoint-every", options->checkpoint_every,
                   "Write a checkpoint every K iterations and at the end (0: never)")
       ->check(CLI::NonNegativeNumber);

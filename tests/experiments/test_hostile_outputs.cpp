@@ -72,6 +72,19 @@ constexpr const char* kSweep = R"(name = "mine"
 algorithm = ["ring"]
 )";
 
+/// The sweep file kSweep in `temp` and its finished sweep folder `out`.
+struct FinishedSweep {
+  fs::path sweep;
+  fs::path out;
+};
+
+FinishedSweep finished_sweep(const TempDir& temp) {
+  FinishedSweep made{temp.path() / "mine.toml", temp.path() / "out"};
+  write_file(made.sweep, kSweep);
+  REQUIRE(run_dbench(sweep_command(made.sweep, made.out, "--quiet --no-report")).status == 0);
+  return made;
+}
+
 }  // namespace
 
 TEST_CASE("experiments::hostile outputs: a device node named as --dot is written into, never replaced") {
@@ -201,10 +214,7 @@ TEST_CASE(
     "experiments::hostile outputs: a sweep never follows a link in its folder to replace what lies "
     "elsewhere") {
   const TempDir temp;
-  const fs::path sweep = temp.path() / "mine.toml";
-  write_file(sweep, kSweep);
-  const fs::path out = temp.path() / "out";
-  REQUIRE(run_dbench(sweep_command(sweep, out, "--quiet --no-report")).status == 0);
+  const auto [sweep, out] = finished_sweep(temp);
   // Elsewhere: a results folder (DBench's marker included) that the sweep must leave alone.
   const fs::path elsewhere = temp.path() / "elsewhere";
   fs::copy(out / "runs" / "ring", elsewhere, fs::copy_options::recursive);
@@ -260,4 +270,27 @@ TEST_CASE(
     staging += entry.path().filename().string().starts_with(".calibration") ? 1 : 0;
   }
   CHECK(staging == 0);
+}
+
+TEST_CASE(
+    "experiments::hostile outputs: a run whose metrics.csv is damaged is run again, not a failure on "
+    "every rerun") {
+  const TempDir temp;
+  const auto [sweep, out] = finished_sweep(temp);
+  write_file(out / "runs" / "ring" / "metrics.csv", "iteration,test_accuracy\n2,not-a-number\n");
+  const auto rerun = run_dbench(sweep_command(sweep, out, "--no-report"));
+  CAPTURE(rerun.output);
+  CHECK(rerun.status == 0);
+  CHECK(rerun.output.find("recomputing ring: its files cannot be summarized") != std::string::npos);
+  CHECK(read_file(out / "summary.csv").find(",done,") != std::string::npos);
+  CHECK(read_file(out / "runs" / "ring" / "metrics.csv").find("not-a-number") == std::string::npos);
+}
+
+TEST_CASE("experiments::hostile outputs: train --local has an upper bound and never reaches the launcher") {
+  const auto result = run_dbench("train --local 100000");
+  CAPTURE(result.output);
+  CHECK(result.status != 0);
+  CHECK(one_line(result.output));
+  CHECK(result.output.find("--local") != std::string::npos);
+  CHECK(result.output.find("at most 4096 local workers") != std::string::npos);
 }

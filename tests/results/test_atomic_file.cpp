@@ -14,6 +14,19 @@ namespace fs = std::filesystem;
 using dbench::testing::read_file;
 using dbench::testing::TempDir;
 
+namespace {
+
+/// How many entries `dir` holds, hidden ones included.
+int entries(const fs::path& dir) {
+  int count = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) {
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
 TEST_CASE("results::atomic_file: writes a new file and replaces an old one, leaving no temporary") {
   TempDir dir;
   const fs::path file = dir.path() / "summary.csv";
@@ -21,11 +34,7 @@ TEST_CASE("results::atomic_file: writes a new file and replaces an old one, leav
   CHECK(read_file(file) == "a,b\n1,2\n");
   dbench::results::write_file_atomically(file, "a,b\n3,4\n");
   CHECK(read_file(file) == "a,b\n3,4\n");
-  int entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
-    ++entries;
-  }
-  CHECK(entries == 1);
+  CHECK(entries(dir.path()) == 1);
 }
 
 TEST_CASE("results::atomic_file: a write that cannot land names the file and keeps what was there") {
@@ -38,11 +47,7 @@ TEST_CASE("results::atomic_file: a write that cannot land names the file and kee
   CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(taken, "new"),
                        doctest::Contains(expected.c_str()), std::runtime_error);
   CHECK(read_file(taken / "keep.txt") == "kept");
-  int entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
-    ++entries;
-  }
-  CHECK(entries == 1);  // the temporary was removed
+  CHECK(entries(dir.path()) == 1);  // the temporary was removed
   // A folder that does not exist: nothing is created.
   CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(dir.path() / "missing" / "x.csv", "x"),
                        doctest::Contains("missing/x.csv"), std::runtime_error);
@@ -65,11 +70,7 @@ TEST_CASE("results::atomic_file: only a regular file is replaced; a link, FIFO o
   CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(fifo, "new"), doctest::Contains("it is a FIFO"),
                        std::runtime_error);
   CHECK(fs::is_fifo(fs::symlink_status(fifo)));
-  int entries = 0;
-  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir.path())) {
-    ++entries;
-  }
-  CHECK(entries == 3);  // no temporary left
+  CHECK(entries(dir.path()) == 3);  // no temporary left
 }
 
 TEST_CASE("results::atomic_file: a user's file is written through its link and into a FIFO's reader") {
