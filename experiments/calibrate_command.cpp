@@ -444,7 +444,8 @@ void add_calibrate_command(CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--out", options->out,
-                  "Directory for calibration.json and <model>.toml (default: results/calibration-<N>)");
+                  "Directory for calibration.json and <model>.toml (default: results/calibration-<N>)")
+      ->check(non_empty_path());
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (at least 2, or 1 with --device)")
       ->check(CLI::Range(1, 4096));

@@ -20,6 +20,14 @@ inline CLI::Validator finite_number() {
       "FINITE");
 }
 
+/// Refuses an empty path for an option that names a file or folder (`--out ""`), which would otherwise
+/// silently mean the option's default.
+inline CLI::Validator non_empty_path() {
+  return CLI::Validator(
+      [](std::string& text) { return text.empty() ? std::string("must name a path, got an empty one") : ""; },
+      "PATH");
+}
+
 /// Adds `dbench graph`: one graph's statistics as text or JSON, exported as DOT or GraphML.
 void add_graph_command(CLI::App& app);
 

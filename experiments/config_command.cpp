@@ -51,7 +51,8 @@ void add_config_command(CLI::App& app) {
       ->allow_extra_args(false)
       ->type_name("KEY=VALUE");
   command->add_option("--out", options->out_dir, "also write DIR/config.toml (DIR is replaced as a whole)")
-      ->type_name("DIR");
+      ->type_name("DIR")
+      ->check(non_empty_path());
   command->callback([options] { run_config_command(*options); });
 }
 

@@ -147,7 +147,8 @@ void add_graphs_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("graphs", "Statistics of the standard communication graphs at one scale");
   cmd->add_option("--nodes,-n", options->nodes, "Number of nodes (GPUs)")->capture_default_str();
   cmd->add_option("--seed", options->seed, "Seed of the random graphs")->capture_default_str();
-  cmd->add_option("--out", options->out, "Results directory for graphs.md, graphs.csv and graphs.json");
+  cmd->add_option("--out", options->out, "Results directory for graphs.md, graphs.csv and graphs.json")
+      ->check(non_empty_path());
   cmd->callback([options] { run_graphs(*options); });
 }
 

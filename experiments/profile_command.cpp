@@ -147,7 +147,8 @@ void add_profile_command(CLI::App& app) {
       ->check(CLI::IsMember({"float", "long"}))
       ->capture_default_str();
   cmd->add_option("--out", options->out, "write the profile file to FILE (default: print it to stdout)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(non_empty_path());
   cmd->add_option("--name", options->name, "the profile's name (default: the module file's stem)");
   cmd->add_option("--precision", options->precision,
                   "the precision of every tensor and of the compute: " + join(models::precision_names()))

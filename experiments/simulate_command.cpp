@@ -257,7 +257,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--out", options->out, "Results directory (default: results/<name>)");
+  cmd->add_option("--out", options->out, "Results directory (default: results/<name>)")
+      ->check(non_empty_path());
   cmd->add_option("--threads", options->threads,
                   "Compute threads (0: all cores; results do not depend on it)")
       ->capture_default_str();

@@ -682,7 +682,8 @@ void add_sweep_command(CLI::App& app) {
       "sweep", "Run a grid of simulations (in parallel, resumable), then write summary.csv and the report");
   cmd->add_option("sweep", options->sweep, "Sweep config (TOML): base config, [set] overrides and the [grid]")
       ->required();
-  cmd->add_option("--out", options->out, "Sweep directory (default: results/<name>)");
+  cmd->add_option("--out", options->out, "Sweep directory (default: results/<name>)")
+      ->check(non_empty_path());
   cmd->add_option("-j,--jobs", options->jobs, "Runs at once")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();

@@ -362,7 +362,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--out", options->out, "Results directory, written by rank 0 (default: results/<name>)");
+  cmd->add_option("--out", options->out, "Results directory, written by rank 0 (default: results/<name>)")
+      ->check(non_empty_path());
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (sets train.workers)")
       ->check(CLI::Validator(

@@ -307,7 +307,8 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--set", options->overrides, "Override a key: section.key=value (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--out", options->out, "Results directory (default: results/validation-<name>-<N>)");
+  cmd->add_option("--out", options->out, "Results directory (default: results/validation-<name>-<N>)")
+      ->check(non_empty_path());
   cmd->add_option(
          "--local", options->local,
          "Local workers (mpirun) of the runtime runs (at least 2, or 1 with --device and centralized)")

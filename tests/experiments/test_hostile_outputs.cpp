@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
@@ -293,4 +294,24 @@ TEST_CASE("experiments::hostile outputs: train --local has an upper bound and ne
   CHECK(one_line(result.output));
   CHECK(result.output.find("--local") != std::string::npos);
   CHECK(result.output.find("at most 4096 local workers") != std::string::npos);
+}
+
+TEST_CASE("experiments::hostile outputs: --out \"\" is refused by every command, never read as the default") {
+  const TempDir temp;
+  const std::string config =
+      quoted(fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml");
+  write_file(temp.path() / "mine.toml", kSweep);
+  for (const std::string& command :
+       std::vector<std::string>{"simulate " + config, "config " + config, "graphs --nodes 8",
+                                "sweep " + quoted(temp.path() / "mine.toml"), "train " + config,
+                                "calibrate --local 2", "validate " + config + " --local 2"}) {
+    CAPTURE(command);
+    const auto result = run_dbench(fmt::format("{} --out \"\"", command));
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(result.output.find("--out") != std::string::npos);
+    CHECK(result.output.find("empty") != std::string::npos);
+  }
+  CHECK(snapshot(temp.path()).size() == 1);
 }
