@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -513,13 +514,15 @@ void run_sweep(const SweepOptions& options) {
   std::vector<std::string> recompute_reasons(runs.size());
   std::size_t finished_before = 0;
   GraphStatsCache cache;
+  // Summaries of the runs finished before, read once here and reused for summary.csv at the end.
+  std::vector<std::optional<RunSummary>> earlier(runs.size());
   for (const std::size_t r : selected) {
     RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
     if (check.finished) {
       // A finished run whose files summary.csv is made from cannot be read (a damaged metrics.csv) is run
       // again, rather than failing every rerun of the sweep at its end.
       try {
-        summarize_run(out / "runs" / runs[r].id, sweep.target_accuracy, cache);
+        earlier[r] = summarize_run(out / "runs" / runs[r].id, sweep.target_accuracy, cache);
       } catch (const std::exception& e) {
         check = {false, fmt::format("its files cannot be summarized: {}", e.what())};
       }
@@ -611,6 +614,12 @@ void run_sweep(const SweepOptions& options) {
   std::size_t done = 0;
   for (const auto& run : runs) {
     const fs::path run_dir = out / "runs" / run.id;
+    if (earlier[run.index]) {
+      summaries.push_back(std::move(*earlier[run.index]));
+      statuses.push_back(RunStatus::done);
+      ++done;
+      continue;
+    }
     if (run_finished(run_dir, run.config, sweep.timing_only)) {
       try {
         summaries.push_back(summarize_run(run_dir, sweep.target_accuracy, cache));
