@@ -118,6 +118,9 @@ struct VirtualReplicas::State {
       // arrive while the thread's current replica computes (about 1 ms of 4 ms of gathering per iteration at
       // 1008 replicas on 2 cores).
       constexpr std::size_t kLine = 64;
+      if (views.computed()) {
+        return;  // nothing stored to load
+      }
       for (const std::int64_t sample : samplers[first].batch(t)) {
         const auto* p = reinterpret_cast<const char*>(image_of(sample));
         for (std::size_t b = 0; b < in * sizeof(float); b += kLine) {
@@ -137,14 +140,16 @@ struct VirtualReplicas::State {
     }
   }
 
-  /// The stored pixels of the image training sample `sample` is a view of.
+  /// The stored pixels of the image training sample `sample` is a view of; null where the samples are
+  /// computed (the synthetic task).
   const float* image_of(std::int64_t sample) const {
-    return &train.images[static_cast<std::size_t>(views.image_of(sample)) * net.inputs()];
+    return views.computed() ? nullptr
+                            : &train.images[static_cast<std::size_t>(views.image_of(sample)) * net.inputs()];
   }
 
   /// Where the samples of replicas [first, first + count) lie at iteration t, to rows, and their labels to y.
-  /// An original image is read where it lies; a view other than the original is written to its batch's slot
-  /// of `inputs` (allocated beforehand), which the step reads instead.
+  /// An original image is read where it lies; a view other than the original, or a computed sample, is
+  /// written to its batch's slot of `inputs` (allocated beforehand), which the step reads instead.
   void point_batches(std::int64_t t, std::size_t first, std::size_t count, const float** rows,
                      std::int32_t* y) {
     const std::size_t in = net.inputs();
@@ -152,7 +157,7 @@ struct VirtualReplicas::State {
     for (std::size_t r = first; r < first + count; ++r) {
       float* slot = inputs.data() + r * batch * in;
       for (const std::int64_t sample : samplers[r].batch(t)) {
-        if (views.copy_of(sample) == 0) {
+        if (views.copy_of(sample) == 0 && !views.computed()) {
           *rows++ = image_of(sample);
         } else {
           views.write(sample, image_of(sample), slot);
@@ -268,8 +273,9 @@ void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, b
   const BatchRows rows = [&s, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
     s.point_batches(t, first, count, x, y);
   };
-  if (centralized && s.identical && s.views.copies() > 1) {
-    // Views other than the originals are computed into the batch matrix, where the shared step reads them.
+  if (centralized && s.identical && (s.views.copies() > 1 || s.views.computed())) {
+    // Views other than the originals, and computed samples, are written into the batch matrix, where the
+    // shared step reads them.
     s.reserve_inputs();
   }
   if (centralized && s.identical && s.net.train_shared(p.row(0), rows, batch, s.mean_grad.span(), s.stats)) {

@@ -35,7 +35,8 @@ Augmentation::Augmentation(const Dataset& data, int copies, std::uint64_t seed)
       channels_(data.channels),
       height_(data.height),
       width_(data.width),
-      black_(data.black) {
+      black_(data.black),
+      generator_(data.generator) {
   if (copies < 1 || copies > kDistinctViews) {
     throw DataError(fmt::format(
         "train.augment_copies: must be in [1, {}] (the original and the {} distinct shifted or flipped views "
@@ -69,6 +70,10 @@ ViewTransform Augmentation::transform(std::int64_t image, std::int64_t copy) con
 
 void Augmentation::write(std::int64_t sample, const float* pixels, float* out) const {
   const std::size_t plane = static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_);
+  if (generator_ != nullptr) {
+    generator_->write(sample, out);
+    return;
+  }
   const std::int64_t copy = copy_of(sample);
   if (copy == 0) {
     std::memcpy(out, pixels, static_cast<std::size_t>(channels_) * plane * sizeof(float));
@@ -126,7 +131,7 @@ void gather(const Dataset& data, const Augmentation& views, std::span<const std:
           fmt::format("sample index {} is outside the training set's 0..{}", index, views.size() - 1));
     }
     const std::int64_t image = views.image_of(index);
-    views.write(index, data.image(image).data(), images.data() + i * per_sample);
+    views.write(index, data.stored() ? data.image(image).data() : nullptr, images.data() + i * per_sample);
     labels[i] = data.labels[static_cast<std::size_t>(image)];
   }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -51,8 +52,11 @@ class Augmentation {
   /// How copy `copy` of image `image` moves it (the identity for copy 0).
   ViewTransform transform(std::int64_t image, std::int64_t copy) const;
   /// Writes sample s to out (sample_elements floats), its image's pixels read from `pixels`, which may lie
-  /// anywhere (a shard kept apart, the data set's buffer).
+  /// anywhere (a shard kept apart, the data set's buffer). A set whose samples are computed (the synthetic
+  /// task) ignores `pixels`, which may be null, and writes the sample from its index.
   void write(std::int64_t sample, const float* pixels, float* out) const;
+  /// Whether the samples are computed from their index rather than read from stored pixels.
+  bool computed() const { return generator_ != nullptr; }
 
  private:
   int copies_ = 1;
@@ -62,6 +66,7 @@ class Augmentation {
   int height_ = 0;
   int width_ = 0;
   std::vector<float> black_;
+  std::shared_ptr<const SyntheticTask> generator_;
 };
 
 /// The label of every sample of the expanded set (a view keeps its image's label), for partitioning it.

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "models/errors.hpp"
 #include "models/rng.hpp"
@@ -251,8 +253,10 @@ void dense(const std::vector<double>& weights, const std::vector<double>& bias, 
   }
 }
 
+}  // namespace
+
 /// Fixed random two-layer ReLU network that labels the synthetic inputs.
-class Teacher {
+class SyntheticTask::Teacher {
  public:
   Teacher(const SyntheticSpec& spec, std::int64_t inputs) : inputs_(inputs), hidden_(spec.teacher_hidden) {
     Rng rng(derive_seed(spec.seed, {kTeacherStream}));
@@ -286,6 +290,9 @@ class Teacher {
     const std::vector<double> zero(logits.size(), 0.0);
     dense(w2_, zero, h, logits);
   }
+
+  /// Number of classes.
+  std::size_t classes() const { return b2_.size(); }
 
   /// Argmax of the logits with the calibrated output bias.
   std::int32_t label(std::span<const double> raw) const {
@@ -348,8 +355,6 @@ class Teacher {
   std::vector<double> w2_;
   std::vector<double> b2_;
 };
-
-}  // namespace
 
 Dataset read_fashion_mnist(Split split, const std::filesystem::path& dir) {
   const std::string prefix = split == Split::train ? "train" : "t10k";
@@ -415,39 +420,67 @@ void write_cifar10_batch(const std::filesystem::path& file, std::span<const std:
   }
 }
 
-Dataset make_synthetic(const SyntheticSpec& spec, Split split) {
-  if (spec.channels < 1 || spec.height < 1 || spec.width < 1 || spec.classes < 2 || spec.teacher_hidden < 1 ||
-      spec.train_size < 0 || spec.test_size < 0) {
+SyntheticTask::SyntheticTask(const SyntheticSpec& spec, Split split) {
+  if (spec.channels < 1 || spec.height < 1 || spec.width < 1 || spec.classes < 2 || spec.teacher_hidden < 1) {
     throw DataError(
-        fmt::format("synthetic data set: need positive input dimensions ({}x{}x{}), at least 2 "
-                    "classes ({}), a positive teacher width ({}) and non-negative sizes ({}, {})",
-                    spec.channels, spec.height, spec.width, spec.classes, spec.teacher_hidden,
-                    spec.train_size, spec.test_size));
+        fmt::format("synthetic data set: need positive input dimensions ({}x{}x{}), at least 2 classes ({}) "
+                    "and a positive teacher width ({})",
+                    spec.channels, spec.height, spec.width, spec.classes, spec.teacher_hidden));
+  }
+  inputs_ = std::int64_t{spec.channels} * spec.height * spec.width;
+  // Train and test inputs come from different streams; the teacher is shared.
+  stream_ = derive_seed(spec.seed, {split == Split::train ? 1U : 2U});
+  teacher_ = std::make_unique<const Teacher>(spec, inputs_);
+}
+
+SyntheticTask::~SyntheticTask() = default;
+
+void SyntheticTask::write(std::int64_t index, float* out) const {
+  Rng rng(derive_seed(stream_, {static_cast<std::uint64_t>(index)}));
+  for (std::int64_t i = 0; i < inputs_; ++i) {
+    out[i] = static_cast<float>(rng.normal());
+  }
+}
+
+std::int32_t SyntheticTask::label(const float* x) const {
+  // The teacher sees exactly the float inputs a model trains on, in double.
+  const std::vector<double> inputs(x, x + inputs_);
+  std::vector<double> logits(teacher_->classes());
+  teacher_->raw_logits(inputs, logits);
+  return teacher_->label(logits);
+}
+
+void Dataset::write_sample(std::int64_t i, float* out) const {
+  if (generator != nullptr) {
+    generator->write(i, out);
+    return;
+  }
+  const auto pixels = image(i);
+  std::copy(pixels.begin(), pixels.end(), out);
+}
+
+Dataset make_synthetic(const SyntheticSpec& spec, Split split) {
+  const std::int64_t size = split == Split::train ? spec.train_size : spec.test_size;
+  if (size < 0) {
+    throw DataError(fmt::format("synthetic data set: the {} split's size must not be negative, got {}",
+                                split == Split::train ? "train" : "test", size));
   }
   Dataset data;
-  data.size = split == Split::train ? spec.train_size : spec.test_size;
+  data.size = size;
   data.channels = spec.channels;
   data.height = spec.height;
   data.width = spec.width;
   data.classes = spec.classes;
-  const std::int64_t inputs = data.sample_elements();
-  const Teacher teacher(spec, inputs);
-  // Train and test inputs come from different streams; the teacher is shared.
-  Rng rng(derive_seed(spec.seed, {split == Split::train ? 1U : 2U}));
-  data.images.resize(static_cast<std::size_t>(data.size * inputs));
-  data.labels.resize(static_cast<std::size_t>(data.size));
-  std::vector<double> x(static_cast<std::size_t>(inputs));
-  std::vector<double> logits(static_cast<std::size_t>(spec.classes));
-  for (std::int64_t s = 0; s < data.size; ++s) {
-    float* out = data.images.data() + s * inputs;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      // The teacher sees exactly the stored float inputs.
-      out[i] = static_cast<float>(rng.normal());
-      x[i] = out[i];
-    }
-    teacher.raw_logits(x, logits);
-    data.labels[static_cast<std::size_t>(s)] = teacher.label(logits);
+  auto task = std::make_shared<const SyntheticTask>(spec, split);
+  // Labelling runs the teacher once over every sample; the inputs are written again whenever a batch
+  // gathers them.
+  data.labels.resize(static_cast<std::size_t>(size));
+  std::vector<float> x(static_cast<std::size_t>(task->inputs()));
+  for (std::int64_t s = 0; s < size; ++s) {
+    task->write(s, x.data());
+    data.labels[static_cast<std::size_t>(s)] = task->label(x.data());
   }
+  data.generator = std::move(task);
   return data;
 }
 
@@ -461,8 +494,7 @@ void gather(const Dataset& data, std::span<const std::int64_t> indices, std::vec
     if (index < 0 || index >= data.size) {
       throw DataError(fmt::format("sample index {} is outside the data set's 0..{}", index, data.size - 1));
     }
-    const auto image = data.image(index);
-    std::copy(image.begin(), image.end(), images.begin() + static_cast<std::ptrdiff_t>(i * per_sample));
+    data.write_sample(index, images.data() + i * per_sample);
     labels[i] = data.labels[static_cast<std::size_t>(index)];
   }
 }

@@ -3,12 +3,15 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "models/large_alloc.hpp"
 
 namespace dbench::models {
+
+class SyntheticTask;
 
 /// Labelled images held in memory, normalised per channel: (pixel / 255 - mean) / std.
 struct Dataset {
@@ -30,10 +33,18 @@ struct Dataset {
   /// Per channel, the normalised value of a black pixel (0 before normalisation): what a shifted view's
   /// uncovered border holds. Empty where the samples are not images (the synthetic task).
   std::vector<float> black;
+  /// Where the samples are computed instead of stored (the synthetic task): sample i's inputs are a pure
+  /// function of (seed, split, i) that `generator` writes on demand, `images` stays empty and only the labels
+  /// are held, so a set of 10 million samples costs its 40 MB of labels. Null for a stored set.
+  std::shared_ptr<const SyntheticTask> generator;
 
   /// Floats per sample (channels x height x width).
   std::int64_t sample_elements() const { return std::int64_t{channels} * height * width; }
-  /// The pixels of sample i.
+  /// Whether the samples' inputs lie in `images` (false: the generator computes them).
+  bool stored() const { return generator == nullptr; }
+  /// Writes sample i's inputs (sample_elements() floats) to out: copied from `images`, or computed.
+  void write_sample(std::int64_t i, float* out) const;
+  /// The pixels of sample i of a stored set.
   std::span<const float> image(std::int64_t i) const {
     return std::span<const float>(images).subspan(static_cast<std::size_t>(i * sample_elements()),
                                                   static_cast<std::size_t>(sample_elements()));
@@ -89,11 +100,39 @@ struct SyntheticSpec {
   std::uint64_t seed = 1;
 };
 
-/// Generates a split of the synthetic task: inputs are N(0, 1) (already normalised), labels are the argmax of
-/// teacher(x) = W2 relu(W1 x + b1) + b2, with b2 calibrated so that the classes are roughly balanced.
+/// The synthetic task's samples, each computed from (seed, split, index) alone: inputs are N(0, 1) (already
+/// normalised) drawn from a stream of the sample's own, its label the argmax of the teacher
+/// teacher(x) = W2 relu(W1 x + b1) + b2, with b2 calibrated so that the classes are roughly balanced. No
+/// sample depends on another or on the split's size, so a longer split extends a shorter one.
+class SyntheticTask {
+ public:
+  /// The task `spec` describes, for one split (train and test share the teacher, not the inputs). Throws
+  /// DataError on non-positive dimensions, fewer than 2 classes or a non-positive teacher width.
+  SyntheticTask(const SyntheticSpec& spec, Split split);
+  ~SyntheticTask();
+  SyntheticTask(const SyntheticTask&) = delete;
+  SyntheticTask& operator=(const SyntheticTask&) = delete;
+
+  /// Floats per sample.
+  std::int64_t inputs() const { return inputs_; }
+  /// Writes sample `index`'s inputs (inputs() floats) to out.
+  void write(std::int64_t index, float* out) const;
+  /// The teacher's label of the inputs x (inputs() floats).
+  std::int32_t label(const float* x) const;
+
+ private:
+  class Teacher;
+  std::int64_t inputs_ = 0;
+  std::uint64_t stream_ = 0;
+  std::unique_ptr<const Teacher> teacher_;
+};
+
+/// A split of the synthetic task as a data set whose inputs are computed (Dataset::generator) and whose
+/// labels are held: spec.train_size or spec.test_size samples.
 Dataset make_synthetic(const SyntheticSpec& spec, Split split);
 
-/// Copies the samples at indices into a batch (images N x C x H x W, labels N), resizing the outputs.
+/// Copies (or, for a computed set, writes) the samples at indices into a batch (images N x C x H x W, labels
+/// N), resizing the outputs.
 void gather(const Dataset& data, std::span<const std::int64_t> indices, std::vector<float>& images,
             std::vector<std::int32_t>& labels);
 

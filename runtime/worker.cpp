@@ -140,7 +140,8 @@ class Worker final : public core::ScheduleReplicas {
 
  private:
   /// Keeps only the images this worker's shard views (the full set is not needed after that): each once,
-  /// however many of its views the shard holds, so memory does not grow with train.augment_copies.
+  /// however many of its views the shard holds, so memory does not grow with train.augment_copies. A set
+  /// whose samples are computed keeps only the labels.
   void keep_shard(const models::Dataset& train) {
     position_.assign(static_cast<std::size_t>(train.size), -1);
     shard_images_.clear();
@@ -151,8 +152,10 @@ class Worker final : public core::ScheduleReplicas {
         continue;
       }
       position_[image] = static_cast<std::int64_t>(shard_labels_.size());
-      const auto pixels = train.image(static_cast<std::int64_t>(image));
-      shard_images_.insert(shard_images_.end(), pixels.begin(), pixels.end());
+      if (train.stored()) {
+        const auto pixels = train.image(static_cast<std::int64_t>(image));
+        shard_images_.insert(shard_images_.end(), pixels.begin(), pixels.end());
+      }
       shard_labels_.push_back(train.labels[image]);
     }
     shard_images_.shrink_to_fit();
@@ -164,7 +167,7 @@ class Worker final : public core::ScheduleReplicas {
     for (std::size_t b = 0; b < indices.size(); ++b) {
       const std::int64_t sample = indices[b];
       const auto k = static_cast<std::size_t>(position_[static_cast<std::size_t>(views_.image_of(sample))]);
-      views_.write(sample, &shard_images_[k * in], &inputs_[b * in]);
+      views_.write(sample, views_.computed() ? nullptr : &shard_images_[k * in], &inputs_[b * in]);
       labels_[b] = shard_labels_[k];
     }
   }

@@ -250,6 +250,19 @@ TEST_CASE("models::cifar10: rejects missing files and partial records") {
   CHECK_THROWS_AS(dm::write_cifar10_batch(dir.path() / "x.bin", pixels, labels), dm::DataError);
 }
 
+namespace {
+
+/// The inputs of every sample of a data set, written one by one.
+std::vector<float> all_inputs(const dm::Dataset& data) {
+  std::vector<float> out(static_cast<std::size_t>(data.size * data.sample_elements()));
+  for (std::int64_t i = 0; i < data.size; ++i) {
+    data.write_sample(i, out.data() + i * data.sample_elements());
+  }
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("models::synthetic: the same seed gives the same data, another seed other data") {
   dm::SyntheticSpec spec;
   spec.train_size = 500;
@@ -257,13 +270,49 @@ TEST_CASE("models::synthetic: the same seed gives the same data, another seed ot
   const auto a = dm::make_synthetic(spec, dm::Split::train);
   const auto b = dm::make_synthetic(spec, dm::Split::train);
   CHECK(a.size == 500);
-  CHECK(a.images.size() == 500U * 32U);
-  CHECK(a.images == b.images);
+  CHECK(a.labels.size() == 500U);
+  CHECK(all_inputs(a).size() == 500U * 32U);
+  CHECK(all_inputs(a) == all_inputs(b));
   CHECK(a.labels == b.labels);
   spec.seed = 2;
   const auto c = dm::make_synthetic(spec, dm::Split::train);
-  CHECK(c.images != a.images);
+  CHECK(all_inputs(c) != all_inputs(a));
   CHECK(c.labels != a.labels);
+}
+
+TEST_CASE("models::synthetic: a sample is a function of (seed, split, index) alone, and is never stored") {
+  dm::SyntheticSpec spec;
+  spec.train_size = 2000;
+  const auto small = dm::make_synthetic(spec, dm::Split::train);
+  spec.train_size = 200000;
+  const auto large = dm::make_synthetic(spec, dm::Split::train);
+  // Only the labels are held: 200,000 samples of 32 inputs would be 25.6 MB of floats.
+  CHECK_FALSE(large.stored());
+  CHECK(large.images.capacity() == 0U);
+  CHECK(large.labels.size() == 200000U);
+  // The larger set extends the smaller one, sample for sample, whatever order they are written in.
+  std::vector<float> x(32);
+  std::vector<float> y(32);
+  for (const std::int64_t i : {1999, 0, 777, 1}) {
+    CAPTURE(i);
+    small.write_sample(i, x.data());
+    large.write_sample(i, y.data());
+    CHECK(x == y);
+    CHECK(small.labels[static_cast<std::size_t>(i)] == large.labels[static_cast<std::size_t>(i)]);
+    // The same sample twice: the same bytes.
+    large.write_sample(i, y.data());
+    CHECK(x == y);
+  }
+  // Neighbouring samples differ, and the label is the teacher's on exactly these inputs.
+  const dm::SyntheticTask task(spec, dm::Split::train);
+  large.write_sample(150000, x.data());
+  large.write_sample(150001, y.data());
+  CHECK(x != y);
+  CHECK(task.label(x.data()) == large.labels[150000]);
+  CHECK(task.label(y.data()) == large.labels[150001]);
+  std::vector<float> z(32);
+  task.write(150000, z.data());
+  CHECK(z == x);
 }
 
 TEST_CASE("models::synthetic: train and test share the teacher but not the inputs") {
@@ -278,12 +327,20 @@ TEST_CASE("models::synthetic: train and test share the teacher but not the input
   const auto test = dm::make_synthetic(spec, dm::Split::test);
   CHECK(test.size == 200);
   CHECK(test.sample_elements() == 24);
-  CHECK(std::vector<float>(train.images.begin(), train.images.begin() + 24) !=
-        std::vector<float>(test.images.begin(), test.images.begin() + 24));
+  const auto train_inputs = all_inputs(train);
+  const auto test_inputs = all_inputs(test);
+  CHECK(std::vector<float>(train_inputs.begin(), train_inputs.begin() + 24) !=
+        std::vector<float>(test_inputs.begin(), test_inputs.begin() + 24));
+  // The teacher is shared: it labels a train sample the same through the test split's task.
+  const dm::SyntheticTask test_task(spec, dm::Split::test);
+  for (std::size_t i = 0; i < 300; ++i) {
+    CHECK(test_task.label(train_inputs.data() + i * 24) == train.labels[i]);
+  }
   // A longer test split extends the shorter one: same stream, same teacher.
   spec.test_size = 250;
   const auto longer = dm::make_synthetic(spec, dm::Split::test);
-  CHECK(std::equal(test.images.begin(), test.images.end(), longer.images.begin()));
+  const auto longer_inputs = all_inputs(longer);
+  CHECK(std::equal(test_inputs.begin(), test_inputs.end(), longer_inputs.begin()));
   CHECK(std::equal(test.labels.begin(), test.labels.end(), longer.labels.begin()));
 }
 
@@ -305,9 +362,16 @@ TEST_CASE("models::synthetic: classes are roughly balanced and inputs standard n
       CHECK(count > 1500);  // uniform share: 2000
       CHECK(count < 2500);
     }
-    const double mean = std::accumulate(data.images.begin(), data.images.end(), 0.0) /
-                        static_cast<double>(data.images.size());
+    const auto inputs = all_inputs(data);
+    const double mean =
+        std::accumulate(inputs.begin(), inputs.end(), 0.0) / static_cast<double>(inputs.size());
+    double var = 0.0;
+    for (float v : inputs) {
+      var += (v - mean) * (v - mean);
+    }
+    var /= static_cast<double>(inputs.size());
     CHECK(std::abs(mean) < 0.01);
+    CHECK(std::abs(var - 1.0) < 0.02);
   }
 }
 
@@ -316,13 +380,14 @@ TEST_CASE("models::dataset: gather copies the indexed samples into a batch") {
   spec.train_size = 10;
   spec.width = 3;
   const auto data = dm::make_synthetic(spec, dm::Split::train);
+  const auto inputs = all_inputs(data);
   std::vector<float> images;
   std::vector<std::int32_t> labels;
   const std::vector<std::int64_t> indices{7, 2, 7};
   dm::gather(data, indices, images, labels);
   REQUIRE(images.size() == 9U);
-  CHECK(images[0] == data.images[21]);
-  CHECK(images[5] == data.images[8]);
+  CHECK(images[0] == inputs[21]);
+  CHECK(images[5] == inputs[8]);
   CHECK(labels == std::vector<std::int32_t>{data.labels[7], data.labels[2], data.labels[7]});
   const std::vector<std::int64_t> bad{10};
   CHECK_THROWS_AS(dm::gather(data, bad, images, labels), dm::DataError);

@@ -48,9 +48,19 @@ fs::path write_config(const fs::path& dir, const std::string& text) {
 /// The simulator's virtual replicas after the config's iterations: [workers x P].
 std::vector<std::vector<float>> simulate_params(const std::string& text) {
   const auto config = dbench::experiments::load_config(text);
-  // Every case trains on Fashion-MNIST: read it once.
-  static const auto train = dbench::core::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
-  static const auto test = dbench::core::load_dataset("fashion-mnist", dbench::models::Split::test, "", 1);
+  // Most cases train on Fashion-MNIST: read it once.
+  static const auto fashion_train =
+      dbench::core::load_dataset("fashion-mnist", dbench::models::Split::train, "", 1);
+  static const auto fashion_test =
+      dbench::core::load_dataset("fashion-mnist", dbench::models::Split::test, "", 1);
+  const bool fashion = config.train.dataset == "fashion-mnist";
+  const auto other_train = fashion
+                               ? dbench::models::Dataset{}
+                               : dbench::experiments::config_dataset(config, dbench::models::Split::train);
+  const auto other_test = fashion ? dbench::models::Dataset{}
+                                  : dbench::experiments::config_dataset(config, dbench::models::Split::test);
+  const auto& train = fashion ? fashion_train : other_train;
+  const auto& test = fashion ? fashion_test : other_test;
   auto spec = dbench::experiments::numerics_spec(config, train);
   spec.threads = 1;
   auto policy = dbench::experiments::make_policy(config);
@@ -172,6 +182,20 @@ TEST_CASE("runtime::train: with augment_copies, 4 local workers end with the sim
                                  tolerance);
     CHECK(
         dbench::testing::read_file(dir.path() / "out" / "summary.json").find("\"train_samples\": 1200000") !=
+        std::string::npos);
+  }
+}
+
+TEST_CASE("runtime::train: on the synthetic task, 4 local workers end with the simulator's parameters") {
+  // Each engine computes every sample from (seed, index) where its batch gathers it: the same samples, so
+  // the same tolerances as on stored images.
+  const std::string synthetic = "dataset = \"synthetic\"\nsynthetic_samples = 200000\nsynthetic_seed = 5\n";
+  for (const auto& [kind, tolerance] : {std::pair{"centralized", 5e-5}, std::pair{"dpsgd", 1e-5}}) {
+    CAPTURE(kind);
+    TempDir dir;
+    check_train_matches_simulate(dir, config_text(kind, "ring", 4, 100, "", synthetic), 100, tolerance);
+    CHECK(
+        dbench::testing::read_file(dir.path() / "out" / "summary.json").find("\"train_samples\": 200000") !=
         std::string::npos);
   }
 }
