@@ -139,6 +139,15 @@ MemoryEstimate simulate_memory(const ExperimentConfig& config, const NumericsSha
   // train.augment_copies): the labels partitioned, the partition's copy of them, the shards' indices and
   // every replica's per-epoch order.
   if (const auto samples = train_samples(config.train)) {
+    // The data set as loaded: every image's inputs (the synthetic task computes its samples and holds only
+    // their labels).
+    const bool computed = config.train.dataset == "synthetic";
+    const double images = static_cast<double>(*samples / config.train.augment_copies);
+    e.parts.push_back(
+        {computed ? "the training set's labels (its samples are computed)" : "the training set's images",
+         "train.dataset", computed ? "lower train.synthetic_samples" : "choose a smaller train.dataset",
+         images * (sizeof(std::int32_t) +
+                   (computed ? 0.0 : static_cast<double>(numerics->inputs) * sizeof(float)))});
     e.parts.push_back(
         {"the training set's sample indices (shards, per-epoch orders)", "train.augment_copies",
          "lower train.augment_copies",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "experiments/config.hpp"
 #include "experiments/memory_estimate.hpp"
@@ -36,7 +37,8 @@ TEST_CASE("experiments::memory_estimate: the replica matrices are the [N, P] flo
   CHECK(matrices.key == "train.workers");
   CHECK(matrices.bytes == doctest::Approx((3.0 * 1008 + 1) * 50890 * 4));
   CHECK(estimate.total_bytes() > matrices.bytes);
-  CHECK(estimate.total_bytes() < 1.2 * matrices.bytes);
+  // Besides them, mostly Fashion-MNIST's 60,000 images (188 MB).
+  CHECK(estimate.total_bytes() < 1.2 * matrices.bytes + 60000.0 * 784 * 4);
   // Centralized training mixes nothing; a model without a fused step also needs gradients and the batches.
   config.algorithm.kind = "centralized";
   CHECK(de::simulate_memory(config, &mlp, false).largest().bytes ==
@@ -59,7 +61,7 @@ TEST_CASE("experiments::memory_estimate: the replica matrices are the [N, P] flo
 
   CHECK_NOTHROW(de::check_memory(estimate, 1e12));
   CHECK_THROWS_WITH_AS(de::check_memory(estimate, 5e8),
-                       doctest::Contains("train.workers: this run needs about 618 MB"), de::MemoryError);
+                       doctest::Contains("train.workers: this run needs about 807 MB"), de::MemoryError);
 }
 
 TEST_CASE("experiments::memory_estimate: augmented copies add sample indices, never copies of the images") {
@@ -74,6 +76,26 @@ TEST_CASE("experiments::memory_estimate: augmented copies add sample indices, ne
   // 27 MB, where 19 copies of the images would be 3.6 GB.
   CHECK(augmented.total_bytes() - plain.total_bytes() == doctest::Approx(19.0 * 60000 * 24));
   CHECK(augmented.largest().key == "train.workers");
+}
+
+TEST_CASE("experiments::memory_estimate: the synthetic task holds its labels, not its samples") {
+  de::ExperimentConfig config;
+  config.train.workers = 64;
+  config.train.iterations = 100;
+  config.train.dataset = "synthetic";
+  config.train.synthetic_samples = 12'000'000;
+  const de::NumericsShape mlp{2762, 32, 4};
+  const auto estimate = de::simulate_memory(config, &mlp, false);
+  const auto part = [&](std::string_view what) {
+    const auto at = std::find_if(estimate.parts.begin(), estimate.parts.end(),
+                                 [&](const de::MemoryPart& p) { return p.what.starts_with(what); });
+    REQUIRE(at != estimate.parts.end());
+    return at->bytes;
+  };
+  // 12 million labels (48 MB), where their 32 inputs each would be 1.5 GB; and the indices (288 MB).
+  CHECK(part("the training set's labels") == doctest::Approx(12e6 * 4));
+  CHECK(part("the training set's sample indices") == doctest::Approx(12e6 * 24));
+  CHECK(estimate.total_bytes() < 0.4e9);
 }
 
 TEST_CASE("experiments::memory_estimate: simulate refuses a run larger than memory with one line, up front") {
