@@ -436,9 +436,22 @@ SyntheticTask::SyntheticTask(const SyntheticSpec& spec, Split split) {
 SyntheticTask::~SyntheticTask() = default;
 
 void SyntheticTask::write(std::int64_t index, float* out) const {
+  // Every batch writes its samples again, so this is on the training loop's path: Marsaglia's polar method
+  // draws a pair of normals with one logarithm and no sine or cosine (about twice as fast as Rng::normal's
+  // Box-Muller), from uniforms in (-1, 1) accepted inside the unit disc (pi / 4 of them).
   Rng rng(derive_seed(stream_, {static_cast<std::uint64_t>(index)}));
-  for (std::int64_t i = 0; i < inputs_; ++i) {
-    out[i] = static_cast<float>(rng.normal());
+  for (std::int64_t i = 0; i < inputs_;) {
+    const double u = 2.0 * rng.uniform() - 1.0;
+    const double v = 2.0 * rng.uniform() - 1.0;
+    const double r2 = u * u + v * v;
+    if (r2 >= 1.0 || r2 == 0.0) {
+      continue;
+    }
+    const double scale = std::sqrt(-2.0 * std::log(r2) / r2);
+    out[i++] = static_cast<float>(u * scale);
+    if (i < inputs_) {
+      out[i++] = static_cast<float>(v * scale);
+    }
   }
 }
 
