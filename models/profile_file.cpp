@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 #include <sstream>
 
 #include "models/errors.hpp"
+#include "models/input_file.hpp"
 
 namespace dbench::models {
 namespace {
@@ -164,14 +164,11 @@ TensorInfo read_tensor(const Json& object, const std::string& where) {
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ModelError(fmt::format("{}: cannot read the profile file: {}", path.string(),
-                                 std::error_code(errno, std::generic_category()).message()));
+  try {
+    return read_input_file(path, "profile file");
+  } catch (const InputFileError& e) {
+    throw ModelError(e.what());
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 Json parse(const std::filesystem::path& path) {

@@ -143,6 +143,6 @@ TEST_CASE("models::profile_file: bad profiles are refused naming the field") {
     models::read_profile_file(temp.path() / "absent.toml");
     FAIL("no error for a missing file");
   } catch (const models::ModelError& e) {
-    CHECK(std::string(e.what()).find("absent.toml: cannot read the profile file") != std::string::npos);
+    CHECK(std::string(e.what()).find("absent.toml: cannot read profile file") != std::string::npos);
   }
 }

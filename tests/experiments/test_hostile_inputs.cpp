@@ -1,0 +1,94 @@
+// Hostile input files and values: devices, FIFOs, huge and extreme numbers, SimGrid settings SimGrid would
+// abort on, damaged checkpoints. Each is refused with one line naming the file, key or option and the reason,
+// a non-zero status, and neither a crash nor a hang.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include "experiments/config.hpp"
+#include "experiments/timing_setup.hpp"
+#include "experiments/train_recorder.hpp"
+#include "sim/platform.hpp"
+#include "sim/timing.hpp"
+#include "support/files.hpp"
+#include "support/run_dbench.hpp"
+#include "support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+namespace sim = dbench::sim;
+using dbench::testing::CommandResult;
+using dbench::testing::TempDir;
+using dbench::testing::write_file;
+
+namespace {
+
+/// `dbench <arguments>`, stopped after 60 s: a hang shows as status 124 instead of a stuck suite.
+CommandResult run_bounded(const std::string& arguments) {
+  return dbench::testing::run_command(fmt::format("timeout 60 \"{}\" {}", DBENCH_EXE, arguments));
+}
+
+/// A timing-only simulation of the embedded defaults with `extra` options, written under `temp`.
+CommandResult simulate(const TempDir& temp, const std::string& extra) {
+  return run_bounded(
+      fmt::format("simulate --timing-only -q --set train.workers=8 --set train.iterations=2 --out \"{}\" {}",
+                  (temp.path() / "out").string(), extra));
+}
+
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// Refused: a non-zero status that is not the timeout's, one line, holding every one of `parts`.
+void check_refused(const CommandResult& result, std::initializer_list<std::string> parts) {
+  CAPTURE(result.output);
+  CHECK(result.status != 0);
+  CHECK(result.status != 124);
+  CHECK(result.output.find('\n') == result.output.size() - 1);
+  for (const auto& part : parts) {
+    CHECK(contains(result.output, part));
+  }
+}
+
+constexpr const char* kProfile = R"(name = "tiny"
+forward_flops_per_sample = 1000.0
+[[tensors]]
+name = "fc.weight"
+shape = [10, 20]
+)";
+
+}  // namespace
+
+TEST_CASE("experiments::hostile inputs: a profile file must be a regular file under 16 MiB") {
+  const TempDir temp;
+  // A name ending in .toml that is /dev/zero: read without end before the check.
+  const fs::path zero = temp.path() / "zero.toml";
+  fs::create_symlink("/dev/zero", zero);
+  check_refused(simulate(temp, "--set platform.timing_model=" + zero.string()),
+                {"platform.timing_model", zero.string(), "not a regular file"});
+  // A FIFO that no process writes: blocked forever in open() before.
+  const fs::path fifo = temp.path() / "fifo.toml";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  check_refused(simulate(temp, "--set platform.timing_model=" + fifo.string()),
+                {fifo.string(), "not a regular file"});
+  // A folder, and a file past the limit (sparse: no disk is spent).
+  const fs::path folder = temp.path() / "folder.json";
+  fs::create_directory(folder);
+  check_refused(simulate(temp, "--set platform.timing_model=" + folder.string()),
+                {folder.string(), "it is a directory"});
+  const fs::path big = temp.path() / "big.toml";
+  write_file(big, kProfile);
+  fs::resize_file(big, (std::size_t{16} << 20) + 1);
+  check_refused(simulate(temp, "--set platform.timing_model=" + big.string()),
+                {big.string(), "cannot read profile file: larger than the 16 MiB limit"});
+  // The same profile under the limit is timed.
+  const fs::path good = temp.path() / "good.toml";
+  write_file(good, kProfile);
+  const auto timed = simulate(temp, "--set platform.timing_model=" + good.string());
+  CAPTURE(timed.output);
+  CHECK(timed.status == 0);
+}
