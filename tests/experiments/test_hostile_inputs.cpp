@@ -38,6 +38,11 @@ CommandResult simulate(const TempDir& temp, const std::string& extra) {
                   (temp.path() / "out").string(), extra));
 }
 
+/// The quickstart config, quoted for the shell.
+std::string quickstart() {
+  return fmt::format("\"{}\"",
+                     (fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml").string());
+}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -92,3 +97,47 @@ TEST_CASE("experiments::hostile inputs: a profile file must be a regular file un
   CAPTURE(timed.output);
   CHECK(timed.status == 0);
 }
+
+TEST_CASE("experiments::hostile inputs: extreme but finite platform numbers are refused with their range") {
+  const TempDir temp;
+  check_refused(simulate(temp, "--set platform.gpu_flops_per_s=1e-300"),
+                {"platform.gpu_flops_per_s", "[1000, 1e+18] FLOP/s", "1e-300"});
+  check_refused(simulate(temp, "--set platform.iteration_overhead_s=1e308"),
+                {"platform.iteration_overhead_s", "[0, 1e+06] s"});
+  check_refused(simulate(temp, "--set platform.nic_bandwidth_Bps=1e-300"),
+                {"platform.nic_bandwidth_Bps", "[1000, 1e+15] B/s"});
+  check_refused(simulate(temp, "--set platform.switch_latency_s=1e300"),
+                {"platform.switch_latency_s", "[0, 10] s"});
+  check_refused(run_bounded("config " + quickstart() + " --set platform.gpu_flops_per_s_bf16=1e300"),
+                {"platform.gpu_flops_per_s_bf16", "0 (gpu_flops_per_s) or in [1000, 1e+18]"});
+  // In a calibration file, the file and its key are named.
+  const fs::path calibration = temp.path() / "slow.toml";
+  write_file(calibration, "base = \"dgx-h100\"\ngpu_flops_per_s = 1e-300\n");
+  check_refused(simulate(temp, "--set platform.preset=" + calibration.string()),
+                {"platform.preset", calibration.string() + ": gpu_flops_per_s: must be in [1000, 1e+18]"});
+  // In a profile, the file and its field.
+  const fs::path profile = temp.path() / "huge.toml";
+  write_file(profile, R"(name = "huge"
+forward_flops_per_sample = 1e300
+[[tensors]]
+name = "w"
+shape = [4]
+)");
+  check_refused(simulate(temp, "--set platform.timing_model=" + profile.string()),
+                {profile.string() + ": forward_flops_per_sample: must be in [1, 1e+18]"});
+  CHECK_FALSE(fs::exists(temp.path() / "out" / "summary.json"));
+}
+
+TEST_CASE("experiments::hostile inputs: a timing that is not finite is refused, never written") {
+  // Behind the ranges, the timing itself refuses to return a non-finite time: a profile built in code is
+  // not range-checked as a file is.
+  dbench::experiments::ExperimentConfig config;
+  config.train.workers = 8;
+  sim::TimingSpec spec = dbench::experiments::timing_spec(config);
+  spec.profile.forward_flops_per_sample = 1e308;
+  spec.profile.backward_flops_per_sample = 1e308;
+  const std::vector<dbench::topology::ScheduleStep> steps(2);
+  CHECK_THROWS_WITH_AS(sim::time_schedule(spec, steps, false), doctest::Contains("not a finite time"),
+                       sim::PlatformError);
+}
+
