@@ -141,3 +141,23 @@ TEST_CASE("experiments::hostile inputs: a timing that is not finite is refused, 
                        sim::PlatformError);
 }
 
+TEST_CASE("experiments::hostile inputs: SimGrid settings are checked before SimGrid sees them") {
+  const TempDir temp;
+  check_refused(simulate(temp, "--cfg=network/model:nosuch"), {"--cfg", "network/model must be one of"});
+  check_refused(simulate(temp, "--cfg=garbage"), {"--cfg", "expected ITEM:VALUE"});
+  check_refused(simulate(temp, "--cfg=contexts/nthreads:4"), {"--cfg", "'contexts/nthreads' is not"});
+  check_refused(simulate(temp, "--cfg=contexts/stack-size:1"),
+                {"--cfg", "contexts/stack-size must be in [64"});
+  check_refused(simulate(temp, "--log=garbage"), {"--log", "expected CATEGORY.thres:LEVEL"});
+  check_refused(simulate(temp, "--log=root.thres:loud"), {"--log", "the level must be one of"});
+  check_refused(simulate(temp, "--log=root.app:file:/tmp/x"), {"--log", "only thresholds"});
+  // An empty value no longer takes the next argument as its own.
+  check_refused(simulate(temp, "--cfg= --set train.iterations=3"), {"--cfg", "an empty value"});
+  check_refused(run_bounded("config " + quickstart() + " --out= x"), {"--out", "an empty value"});
+  // What DBench supports still runs.
+  const auto accepted =
+      simulate(temp, "--cfg=network/model:LV08 --cfg=contexts/stack-size:512 --log=root.thres:critical");
+  CAPTURE(accepted.output);
+  CHECK(accepted.status == 0);
+}
+
