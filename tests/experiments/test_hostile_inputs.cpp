@@ -161,3 +161,26 @@ TEST_CASE("experiments::hostile inputs: SimGrid settings are checked before SimG
   CHECK(accepted.status == 0);
 }
 
+TEST_CASE(
+    "experiments::hostile inputs: a damaged observer state in a checkpoint is refused, not thrown as stoll") {
+  // The recorder's own length-prefixed fields, as a checkpoint holds them.
+  const auto pack = [](std::initializer_list<std::string> fields) {
+    std::string out;
+    for (const auto& f : fields) {
+      out += std::to_string(f.size()) + '\n' + f;
+    }
+    return out;
+  };
+  const std::string schedule = "iteration,graph,signal\n0,ring,0\n1,ring,0\n";
+  dbench::experiments::TrainRecorder recorder(10, false);
+  CHECK_NOTHROW(recorder.restore_state(pack({"m\n", schedule, "n\n", "12"})));
+  for (const std::string& state :
+       {std::string("x\nabc"), std::string("99999999999999999999\n"), std::string("5\nab"), pack({"m", "s"}),
+        pack({"m\n", schedule, "n\n", "-12"}), pack({"m\n", schedule, "n\n", "1e3"}),
+        pack({"m\n", "iteration,graph\n99999999999,ring\n", "n\n", "0"}),
+        pack({"m\n", "iteration,graph\n0,ring\nring\n", "n\n", "0"})}) {
+    CAPTURE(state);
+    CHECK_THROWS_AS(recorder.restore_state(state), std::invalid_argument);
+  }
+}
+
