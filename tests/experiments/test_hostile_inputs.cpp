@@ -184,3 +184,35 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("experiments::hostile inputs: dbench config and a sweep refuse what the engines would refuse") {
+  const TempDir temp;
+  // An in-switch all-reduce across nodes, an in-network one on one node (dgx-h100: 8 GPUs a node).
+  check_refused(run_bounded("config " + quickstart() + " --set platform.allreduce=nvls"),
+                {"platform.allreduce: nvls needs a node switch that reduces"});
+  check_refused(
+      run_bounded("config " + quickstart() + " --set platform.allreduce=collnet --set train.workers=8"),
+      {"platform.allreduce: collnet needs a fabric that reduces"});
+  // LeNet's feature maps vanish on the synthetic 1 x 32 inputs.
+  check_refused(
+      run_bounded("config " + quickstart() + " --set train.model=lenet --set train.dataset=synthetic"),
+      {"train.model: model 'lenet': a 1x32 input is too small"});
+  check_refused(
+      run_bounded("config " + quickstart() + " --set train.data_dir=" + (temp.path() / "none").string()),
+      {"train.data_dir: '" + (temp.path() / "none").string() + "' is not a folder"});
+  // A sweep checks every point up front, before its first run.
+  const fs::path sweep = temp.path() / "mine.toml";
+  write_file(sweep, R"(name = "mine"
+[set]
+"train.iterations" = 4
+"train.workers" = 16
+"platform.preset" = "dgx-h100"
+"platform.timing_model" = "mlp"
+[grid]
+"platform.allreduce" = ["ring", "nvls"]
+)");
+  const fs::path out = temp.path() / "out";
+  check_refused(
+      run_bounded(fmt::format("sweep \"{}\" --out \"{}\" --quiet --no-report", sweep.string(), out.string())),
+      {"platform.allreduce: nvls needs a node switch that reduces"});
+  CHECK_FALSE(fs::exists(out / "runs"));
+}
