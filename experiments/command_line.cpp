@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 
 #include "experiments/commands.hpp"
 #include "runtime/errors.hpp"
@@ -39,6 +40,17 @@ int run_command_line(int argc, char** argv) {
       }
       fmt::print(stderr, "dbench: error: unknown command '{}' (known: {})\n", argv[1], known);
       return 2;
+    }
+    // `--cfg=` with nothing after the sign would make CLI11 take the next argument as the value.
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      if (arg == "--") {
+        break;
+      }
+      if (arg.starts_with("--") && arg.find('=') == arg.size() - 1) {
+        throw CLI::ValidationError(std::string(arg.substr(0, arg.size() - 1)),
+                                   "an empty value after '='; give one, or leave the option out");
+      }
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,14 +7,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <span>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -23,6 +20,7 @@
 #include "experiments/config_rules.hpp"
 #include "experiments/config_text.hpp"
 #include "models/augment.hpp"
+#include "models/input_file.hpp"
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
@@ -571,37 +569,11 @@ ExperimentConfig load_config_file(const std::filesystem::path& path, std::span<c
 }
 
 std::string read_config_text(const std::filesystem::path& path, std::string_view what) {
-  const std::string name = path.string();
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (std::filesystem::is_directory(status)) {
-    throw ConfigError(fmt::format("{}: cannot read {}: it is a directory, not a file", name, what));
+  try {
+    return models::read_input_file(path, what, kMaxConfigBytes);
+  } catch (const models::InputFileError& e) {
+    throw ConfigError(e.what());
   }
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    // A device, pipe or socket could be read without end (/dev/zero) or block forever.
-    throw ConfigError(fmt::format("{}: cannot read {}: not a regular file", name, what));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;  // set by the failed open on POSIX systems; names the actual reason
-    throw ConfigError(fmt::format("{}: cannot read {}: {}", name, what,
-                                  error != 0 ? std::generic_category().message(error) : "cannot open"));
-  }
-  // Chunks up to one byte past the limit, so that a file that grows while it is read is still refused.
-  std::string text;
-  std::array<char, 65536> chunk{};
-  while (in && text.size() <= kMaxConfigBytes) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    throw ConfigError(fmt::format("{}: cannot read {}: read error", name, what));
-  }
-  if (text.size() > kMaxConfigBytes) {
-    throw ConfigError(fmt::format("{}: cannot read {}: larger than the {} MiB limit for a {}", name, what,
-                                  kMaxConfigBytes >> 20, what));
-  }
-  return text;
 }
 
 void validate(const ExperimentConfig& config, std::string_view source_name) {

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/input_file.hpp"
+
 namespace dbench::experiments {
 
 /// A config that cannot be read or is invalid; the message starts with the config's source name.
@@ -286,7 +288,7 @@ ExperimentConfig load_config_file(const std::filesystem::path& path,
                                   std::span<const std::string> overrides = {});
 
 /// Largest file the loader reads (configs, sweep files, calibration files): far above any real one.
-inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kMaxConfigBytes = models::kMaxInputFileBytes;
 
 /// The text of a file the loader reads, `what` naming it in errors ("config", "sweep config"); throws
 /// ConfigError naming the path when it is not a regular file, cannot be read or exceeds kMaxConfigBytes.

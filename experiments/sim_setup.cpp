@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -13,7 +14,9 @@
 #include <vector>
 
 #include "experiments/timing_setup.hpp"
+#include "models/dataset.hpp"
 #include "models/errors.hpp"
+#include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
 
@@ -361,6 +364,32 @@ std::string views_of(const TrainConfig& t, std::string_view before, std::string_
                               : std::string();
 }
 
+/// The model the engines build for the data set's images, where its shape is known without reading it
+/// (imagenet-folder's images are scaled by the runtime).
+std::optional<models::ModelSpec> model_spec(const TrainConfig& t) {
+  models::ModelSpec spec;
+  spec.name = t.model;
+  spec.mlp_hidden = t.mlp_hidden;
+  if (t.dataset == "fashion-mnist") {
+    return spec;  // ModelSpec's defaults: 1 x 28 x 28, 10 classes
+  }
+  if (t.dataset == "cifar10") {
+    spec.input_channels = 3;
+    spec.input_height = 32;
+    spec.input_width = 32;
+    return spec;
+  }
+  if (t.dataset == "synthetic") {
+    const models::SyntheticSpec synthetic;
+    spec.input_channels = synthetic.channels;
+    spec.input_height = synthetic.height;
+    spec.input_width = synthetic.width;
+    spec.classes = synthetic.classes;
+    return spec;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void check_setup(const ExperimentConfig& config) {
@@ -369,7 +398,8 @@ void check_setup(const ExperimentConfig& config) {
   quick.algorithm.ada_cost_aware = false;
   make_policy(quick);
   try {
-    timing_spec(config);
+    const sim::TimingSpec timing = timing_spec(config);
+    sim::validate_timing(timing.platform, timing.gpus, timing.options);
   } catch (const sim::PlatformError& e) {
     std::string reason = e.what();
     reason.erase(0, e.key().size() + 2);
@@ -380,8 +410,26 @@ void check_setup(const ExperimentConfig& config) {
   } catch (const models::ModelError& e) {
     throw ConfigKeyError("platform.timing_model", e.what());
   }
-  // Every replica's shard holds floor(samples / workers) or one more sample (iid and Dirichlet alike).
   const TrainConfig& t = config.train;
+  // The model must fit the images: LeNet's feature maps vanish on synthetic 1 x 32 inputs.
+  if (const auto spec = model_spec(t)) {
+    try {
+      models::model_profile(*spec);
+    } catch (const models::ModelError& e) {
+      throw ConfigKeyError("train.model", fmt::format("{} (train.dataset = {})", e.what(), t.dataset));
+    }
+  }
+  // The folders simulate reads; an image folder is read only by train's workers, on their machines.
+  if (!t.data_dir.empty() && (t.dataset == "fashion-mnist" || t.dataset == "cifar10") &&
+      !std::filesystem::is_directory(t.data_dir)) {
+    throw ConfigKeyError(
+        "train.data_dir",
+        fmt::format("'{}' is not a folder; name the folder of {}", t.data_dir,
+                    t.dataset == "cifar10" ? "CIFAR-10's binary batches (data_batch_1.bin ...)"
+                                           : "Fashion-MNIST's IDX files (Debian's dataset-fashion-mnist "
+                                             "installs them in /usr/share/datasets/fashion-mnist)"));
+  }
+  // Every replica's shard holds floor(samples / workers) or one more sample (iid and Dirichlet alike).
   if (const auto samples = train_samples(t)) {
     const std::int64_t shard = *samples / t.workers;
     if (shard < 1) {

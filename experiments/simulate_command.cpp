@@ -21,6 +21,7 @@
 #include "experiments/timing_setup.hpp"
 #include "models/model_profile.hpp"
 #include "runtime/launcher.hpp"
+#include "sim/simgrid_options.hpp"
 #include "sim/timing.hpp"
 
 namespace dbench::experiments {
@@ -272,14 +273,18 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--per-gpu-trace", options->per_gpu_trace,
                 "Also write trace_worker.csv (per GPU, per iteration)");
+  // Checked here: SimGrid itself aborts the process on a setting it does not know.
   cmd->add_option("--cfg", options->simgrid_cfg,
                   "A SimGrid option, e.g. --cfg=network/model:LV08 (repeatable)")
       ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator([](std::string& text) { return sim::check_simgrid_cfg(text); }, "ITEM:VALUE"));
   cmd->add_option("--log", options->simgrid_log,
                   "A SimGrid log setting, e.g. --log=root.thres:info (repeatable)")
       ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator([](std::string& text) { return sim::check_simgrid_log(text); },
+                             "CATEGORY.thres:LEVEL"));
   cmd->callback([options] { run_simulate(*options); });
 }
 

@@ -92,7 +92,11 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
   }
   for (const auto& k : kPlatformNumbers) {
     if (key == k.key) {
-      p.*k.spec = number();
+      const double d = number();
+      if (const std::string reason = sim::check_platform_number(key, d); !reason.empty()) {
+        throw ConfigError(fmt::format("{}: {}: {}", where, key, reason));
+      }
+      p.*k.spec = d;
       return true;
     }
   }

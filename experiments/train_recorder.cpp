@@ -1,7 +1,13 @@
 #include "experiments/train_recorder.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 
 namespace dbench::experiments {
 namespace {
@@ -15,12 +21,32 @@ std::string pack(const std::vector<std::string>& fields) {
   return out;
 }
 
+/// A whole non-negative decimal number; throws std::invalid_argument naming `what` otherwise.
+std::int64_t whole_number(std::string_view text, const std::string& what) {
+  std::int64_t value = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: expected a whole number, got '{}'", what, text.substr(0, 32)));
+  }
+  return value;
+}
+
 std::vector<std::string> unpack(const std::string& text) {
   std::vector<std::string> fields;
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t eol = text.find('\n', pos);
-    const std::size_t length = std::stoull(text.substr(pos, eol - pos));
+    const std::string what = fmt::format("field {}", fields.size());
+    if (eol == std::string::npos) {
+      throw std::invalid_argument(what + ": no length");
+    }
+    const auto length =
+        static_cast<std::uint64_t>(whole_number(std::string_view(text).substr(pos, eol - pos), what));
+    if (length > text.size() - eol - 1) {
+      throw std::invalid_argument(
+          fmt::format("{}: {} bytes but only {} left", what, length, text.size() - eol - 1));
+    }
     fields.push_back(text.substr(eol + 1, length));
     pos = eol + 1 + length;
   }
@@ -69,17 +95,25 @@ std::string TrainRecorder::checkpoint_state() const {
 
 void TrainRecorder::restore_state(const std::string& state) {
   const auto fields = unpack(state);
-  if (fields.size() == 4) {
-    metrics_prefix_ = fields[0];
-    schedule_prefix_ = fields[1];
-    norms_prefix_ = fields[2];
-    messages_prefix_ = std::stoll(fields[3]);
-    // The graphs of the iterations before the checkpoint, for trace.csv.
-    std::istringstream lines(without_header(schedule_prefix_));
-    for (std::string line; std::getline(lines, line);) {
-      const auto comma = line.find(',');
-      set_graph(std::stoll(line.substr(0, comma)), line.substr(comma + 1));
+  if (fields.size() != 4) {
+    throw std::invalid_argument(fmt::format("{} fields where 4 were written", fields.size()));
+  }
+  metrics_prefix_ = fields[0];
+  schedule_prefix_ = fields[1];
+  norms_prefix_ = fields[2];
+  messages_prefix_ = whole_number(fields[3], "gossip messages");
+  // The graphs of the iterations before the checkpoint, for trace.csv: schedule.csv's rows, one per
+  // iteration from 0, in order.
+  std::istringstream lines(without_header(schedule_prefix_));
+  std::int64_t row = 0;
+  for (std::string line; std::getline(lines, line); ++row) {
+    const auto comma = line.find(',');
+    const std::int64_t iteration =
+        whole_number(std::string_view(line).substr(0, comma), fmt::format("schedule row {}", row));
+    if (comma == std::string::npos || iteration != row) {
+      throw std::invalid_argument(fmt::format("schedule row {}: expected iteration {},GRAPH", row, row));
     }
+    set_graph(iteration, line.substr(comma + 1));
   }
 }
 

@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <set>
 #include <sstream>
 
 #include "models/errors.hpp"
+#include "models/input_file.hpp"
 
 namespace dbench::models {
 namespace {
@@ -83,13 +82,17 @@ class Fields {
     return value.get<std::string>();
   }
 
-  double positive_number(const std::string& field, const Json& value) const {
+  /// A number in [min, max]: finite, > 0, and within what any real model could have.
+  double positive_number(const std::string& field, const Json& value, double min, double max) const {
     if (!value.is_number()) {
       fail(field, "expected a number");
     }
     const double number = value.get<double>();
     if (!std::isfinite(number) || number <= 0.0) {
       fail(field, fmt::format("must be finite and > 0, got {}", number));
+    }
+    if (number < min || number > max) {
+      fail(field, fmt::format("must be in [{:g}, {:g}], got {:g}", min, max, number));
     }
     return number;
   }
@@ -126,6 +129,15 @@ class Fields {
   std::set<std::string> seen_;
 };
 
+// Sane ranges: far beyond any real model on either side, so that a unit slip or a typo (1e-300, 1e308) is
+// refused at load instead of timing a model to 0 or infinite seconds. GPT-3's forward pass is ~7e14 FLOPs for
+// a 2,048-token sample; 2^48 elements (2.8e14) is a thousand times the largest published models.
+constexpr double kMinFlopsPerSample = 1.0;
+constexpr double kMaxFlopsPerSample = 1e18;
+constexpr double kMinBackwardRatio = 0.01;
+constexpr double kMaxBackwardRatio = 100.0;
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+
 constexpr std::string_view kTopFields =
     "a profile has name, forward_flops_per_sample, backward_forward_ratio, compute_precision and [[tensors]]";
 constexpr std::string_view kTensorFields = "a tensor has name, shape or elements, and precision";
@@ -143,14 +155,24 @@ TensorInfo read_tensor(const Json& object, const std::string& where) {
     if (!shape->is_array() || shape->empty()) {
       f.fail("shape", "expected a non-empty list of sizes, outermost first");
     }
+    // The product is checked at every factor: [2^32, 2^32, 2^32] would wrap to 0 in 64 bits.
+    tensor.elements = 1;
     for (std::size_t i = 0; i < shape->size(); ++i) {
-      tensor.shape.push_back(f.positive_integer(fmt::format("shape[{}]", i), (*shape)[i]));
+      const std::int64_t size = f.positive_integer(fmt::format("shape[{}]", i), (*shape)[i]);
+      tensor.shape.push_back(size);
+      if (size > kMaxElements / tensor.elements) {
+        f.fail("shape",
+               fmt::format("tensor \"{}\" has more than the 2^48 elements a tensor may hold", tensor.name));
+      }
+      tensor.elements *= size;
     }
-    tensor.elements =
-        std::accumulate(tensor.shape.begin(), tensor.shape.end(), std::int64_t{1}, std::multiplies<>());
   }
   if (elements != nullptr) {
     const std::int64_t count = f.positive_integer("elements", *elements);
+    if (count > kMaxElements) {
+      f.fail("elements", fmt::format("tensor \"{}\" has {} elements, more than the 2^48 a tensor may hold",
+                                     tensor.name, count));
+    }
     if (shape != nullptr && count != tensor.elements) {
       f.fail("elements", fmt::format("{} disagrees with the shape's {}", count, tensor.elements));
     }
@@ -164,14 +186,11 @@ TensorInfo read_tensor(const Json& object, const std::string& where) {
 }
 
 std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ModelError(fmt::format("{}: cannot read the profile file: {}", path.string(),
-                                 std::error_code(errno, std::generic_category()).message()));
+  try {
+    return read_input_file(path, "profile file");
+  } catch (const InputFileError& e) {
+    throw ModelError(e.what());
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 Json parse(const std::filesystem::path& path) {
@@ -203,10 +222,11 @@ ModelProfile read_profile_file(const std::filesystem::path& path) {
   ModelProfile profile;
   profile.name = f.text("name", f.required("name"));
   profile.forward_flops_per_sample =
-      f.positive_number("forward_flops_per_sample", f.required("forward_flops_per_sample"));
+      f.positive_number("forward_flops_per_sample", f.required("forward_flops_per_sample"),
+                        kMinFlopsPerSample, kMaxFlopsPerSample);
   double ratio = 2.0;
   if (const Json* value = f.find("backward_forward_ratio")) {
-    ratio = f.positive_number("backward_forward_ratio", *value);
+    ratio = f.positive_number("backward_forward_ratio", *value, kMinBackwardRatio, kMaxBackwardRatio);
   }
   profile.backward_flops_per_sample = ratio * profile.forward_flops_per_sample;
   if (const Json* value = f.find("compute_precision")) {
@@ -219,10 +239,18 @@ ModelProfile read_profile_file(const std::filesystem::path& path) {
   // The file lists tensors as backward produces their gradients, last layer first; the profile keeps
   // named_parameters() order, first layer first.
   std::set<std::string> names;
+  std::int64_t total = 0;
   for (std::size_t i = tensors.size(); i-- > 0;) {
     TensorInfo tensor = read_tensor(tensors[i], fmt::format("{}: tensors[{}]", path.string(), i));
     if (!names.insert(tensor.name).second) {
       f.fail(fmt::format("tensors[{}].name", i), fmt::format("\"{}\" is listed twice", tensor.name));
+    }
+    // Each tensor is below 2^48, so the sum cannot wrap before it is refused; bytes stay below 2^50.
+    total += tensor.elements;
+    if (total > kMaxElements) {
+      f.fail(fmt::format("tensors[{}]", i),
+             fmt::format("with tensor \"{}\" the profile has more than the 2^48 elements a model may hold",
+                         tensor.name));
     }
     profile.tensors.push_back(std::move(tensor));
   }

@@ -16,7 +16,9 @@ bool names_file(std::string_view value);
 
 /// Reads a profile file (TOML, or JSON when the name ends in .json). Throws ModelError naming the file and
 /// the field for a missing or unknown field, a wrong type, a zero, negative or non-finite size or FLOP count,
-/// a duplicate tensor name, an unknown data type, or a file that cannot be read or parsed.
+/// forward FLOPs per sample outside [1, 1e18] or a backward/forward ratio outside [0.01, 100], a tensor or a
+/// model of more than 2^48 elements, a duplicate tensor name, an unknown data type, or a file that cannot be
+/// read (not a regular file, over 16 MiB) or parsed.
 ModelProfile read_profile_file(const std::filesystem::path& path);
 
 /// The profile as a TOML profile file; read_profile_file gives the same profile back.

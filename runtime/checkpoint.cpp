@@ -2,12 +2,14 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <limits>
 #include <system_error>
 #include <type_traits>
 
+#include "models/input_file.hpp"
 #include "results/atomic_file.hpp"
 #include "runtime/errors.hpp"
 
@@ -19,6 +21,8 @@ namespace fs = std::filesystem;
 // 02: with the shared momentum's state.
 constexpr char kMagic[8] = {'D', 'B', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr const char* kLatest = "LATEST";
+// LATEST holds one step name and a newline.
+constexpr std::size_t kMaxLatestBytes = 256;
 
 std::string step_name(std::int64_t iteration) {
   return fmt::format("step-{:010}", iteration);
@@ -55,44 +59,51 @@ class Writer {
   std::string bytes_;
 };
 
+/// Reads back what Writer wrote; every count is checked against the bytes left and the caller's bound before
+/// anything is allocated, and every error names the file and the field.
 class Reader {
  public:
   Reader(std::string bytes, fs::path file) : bytes_(std::move(bytes)), file_(std::move(file)) {}
   template <class T>
-  T value() {
+  T value(const char* field) {
     T v;
-    take(&v, sizeof(T));
+    take(&v, sizeof(T), field);
     return v;
   }
   template <class T>
-  std::vector<T> array() {
-    const auto n = value<std::uint64_t>();
-    if (n > bytes_.size() / sizeof(T)) {
-      damaged("array length");
+  std::vector<T> array(const char* field, std::uint64_t max) {
+    const auto n = value<std::uint64_t>(field);
+    if (n > max) {
+      damaged(field, fmt::format("{} values where this run has at most {}", n, max));
+    }
+    if (n > left() / sizeof(T)) {
+      damaged(field, fmt::format("{} values but only {} bytes left in the file", n, left()));
     }
     std::vector<T> v(n);
-    take(v.data(), n * sizeof(T));
+    take(v.data(), n * sizeof(T), field);
     return v;
   }
-  std::string text() {
-    const auto n = value<std::uint64_t>();
-    if (n > bytes_.size()) {
-      damaged("text length");
+  std::string text(const char* field) {
+    const auto n = value<std::uint64_t>(field);
+    if (n > left()) {
+      damaged(field, fmt::format("{} bytes but only {} left in the file", n, left()));
     }
     std::string s(n, '\0');
-    take(s.data(), n);
+    take(s.data(), n, field);
     return s;
   }
   bool at_end() const { return pos_ == bytes_.size(); }
-  [[noreturn]] void damaged(const char* what) const {
-    throw CheckpointError(fmt::format("{}: damaged checkpoint ({}); resume from another one or start over",
-                                      file_.string(), what));
+  [[noreturn]] void damaged(const char* field, const std::string& reason) const {
+    throw CheckpointError(
+        fmt::format("{}: damaged checkpoint ({}: {}); resume from another one or start over", file_.string(),
+                    field, reason));
   }
 
  private:
-  void take(void* out, std::size_t n) {
-    if (bytes_.size() - pos_ < n) {
-      damaged("truncated");
+  std::size_t left() const { return bytes_.size() - pos_; }
+  void take(void* out, std::size_t n, const char* field) {
+    if (left() < n) {
+      damaged(field, "truncated");
     }
     if (n == 0) {
       return;  // an empty array's data() may be null, which memcpy must not see
@@ -169,52 +180,102 @@ void publish_checkpoint(const fs::path& dir, std::int64_t iteration) {
 }
 
 std::optional<std::int64_t> latest_checkpoint(const fs::path& dir) {
-  std::ifstream in(dir / kLatest);
-  std::string name;
-  if (!(in >> name) || name.rfind("step-", 0) != 0 || !fs::is_directory(dir / name)) {
+  const fs::path latest = dir / kLatest;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(latest, ec))) {
     return std::nullopt;
   }
-  return std::stoll(name.substr(5));
+  std::string name;
+  try {
+    name = models::read_input_file(latest, "checkpoint index", kMaxLatestBytes);
+  } catch (const models::InputFileError& e) {
+    throw CheckpointError(e.what());
+  }
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) {
+    name.pop_back();
+  }
+  // "step-" and ten digits, as step_name writes it.
+  std::int64_t iteration = -1;
+  const char* digits = name.data() + std::min<std::size_t>(name.size(), 5);
+  const auto [end, error] = std::from_chars(digits, name.data() + name.size(), iteration);
+  if (!name.starts_with("step-") || error != std::errc() || end != name.data() + name.size() ||
+      iteration < 0 || step_name(iteration) != name) {
+    throw CheckpointError(
+        fmt::format("{}: damaged checkpoint index (expected step-NNNNNNNNNN, got '{}'); "
+                    "resume from another one or start over",
+                    latest.string(), name.substr(0, 64)));
+  }
+  if (!fs::is_directory(dir / name, ec)) {
+    return std::nullopt;
+  }
+  return iteration;
 }
 
-WorkerState read_checkpoint(const fs::path& dir, int rank) {
+WorkerState read_checkpoint(const fs::path& dir, int rank, const CheckpointLimits& limits) {
   const auto iteration = latest_checkpoint(dir);
   if (!iteration) {
     throw CheckpointError(fmt::format("{}: no complete checkpoint to resume from", dir.string()));
   }
   const fs::path file = part_file(dir / step_name(*iteration), rank);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(file, ec))) {
     throw CheckpointError(
         fmt::format("{}: missing; the checkpoint was written by fewer workers?", file.string()));
   }
-  Reader r(std::string(std::istreambuf_iterator<char>(in), {}), file);
+  std::string bytes;
+  try {
+    bytes = models::read_input_file(file, "checkpoint", std::numeric_limits<std::size_t>::max());
+  } catch (const models::InputFileError& e) {
+    throw CheckpointError(e.what());
+  }
+  Reader r(std::move(bytes), file);
   for (std::size_t k = 0; k < sizeof(kMagic); ++k) {
-    if (r.value<char>() != kMagic[k]) {
-      r.damaged(k < 6 ? "not a dbench checkpoint" : "written by another version of dbench");
+    if (r.value<char>("header") != kMagic[k]) {
+      r.damaged("header", k < 6 ? "not a dbench checkpoint" : "written by another version of dbench");
     }
   }
   WorkerState s;
-  s.run_key = r.text();
-  s.rank = r.value<int>();
-  s.workers = r.value<int>();
-  s.iterations_done = r.value<std::int64_t>();
-  s.sgd_steps = r.value<std::uint64_t>();
-  s.last_lr = r.value<double>();
-  s.last_train_loss = r.value<double>();
-  s.best_test_accuracy = r.value<double>();
-  s.final_test_accuracy = r.value<double>();
-  s.final_test_loss = r.value<double>();
-  s.observations = r.array<topology::PolicyObservation>();
-  s.params = r.array<float>();
-  s.momentum = r.array<float>();
-  s.shared_previous = r.array<float>();
-  s.shared_momentum = r.array<float>();
-  s.shared_lrs = r.array<double>();
-  s.trace = r.array<StepTrace>();
-  s.observer_state = r.text();
-  if (!r.at_end() || s.rank != rank) {
-    r.damaged("unexpected content");
+  s.file = file;
+  s.run_key = r.text("run_key");
+  s.rank = r.value<int>("rank");
+  if (s.rank != rank) {
+    r.damaged("rank", fmt::format("{} in the file of rank {}", s.rank, rank));
+  }
+  s.workers = r.value<int>("workers");
+  if (s.workers < 1 || s.rank >= s.workers) {
+    r.damaged("workers", fmt::format("{} in the file of rank {}", s.workers, rank));
+  }
+  s.iterations_done = r.value<std::int64_t>("iterations_done");
+  if (s.iterations_done != *iteration || s.iterations_done > limits.iterations) {
+    r.damaged("iterations_done",
+              fmt::format("{} in the checkpoint of iteration {}", s.iterations_done, *iteration));
+  }
+  const auto done = static_cast<std::uint64_t>(s.iterations_done);
+  s.sgd_steps = r.value<std::uint64_t>("sgd_steps");
+  if (s.sgd_steps > done) {
+    r.damaged("sgd_steps", fmt::format("{} steps in {} iterations", s.sgd_steps, done));
+  }
+  s.last_lr = r.value<double>("last_lr");
+  s.last_train_loss = r.value<double>("last_train_loss");
+  s.best_test_accuracy = r.value<double>("best_test_accuracy");
+  s.final_test_accuracy = r.value<double>("final_test_accuracy");
+  s.final_test_loss = r.value<double>("final_test_loss");
+  // At most one observation per iteration, and the policy's first one before any.
+  s.observations = r.array<topology::PolicyObservation>("observations", done + 1);
+  for (const auto& o : s.observations) {
+    if (o.iteration < 0 || o.iteration > s.iterations_done) {
+      r.damaged("observations", fmt::format("an observation of iteration {}", o.iteration));
+    }
+  }
+  s.params = r.array<float>("params", limits.params);
+  s.momentum = r.array<float>("momentum", limits.params);
+  s.shared_previous = r.array<float>("shared_previous", limits.params);
+  s.shared_momentum = r.array<float>("shared_momentum", limits.params);
+  s.shared_lrs = r.array<double>("shared_lrs", done);
+  s.trace = r.array<StepTrace>("trace", done);
+  s.observer_state = r.text("observer_state");
+  if (!r.at_end()) {
+    r.damaged("observer_state", "unexpected bytes after it");
   }
   return s;
 }

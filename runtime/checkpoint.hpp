@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,14 @@ struct WorkerState {
   std::vector<double> shared_lrs;
   std::vector<StepTrace> trace;  ///< this worker's trace so far
   std::string observer_state;    ///< rank 0: the results recorded so far (opaque here)
+  std::filesystem::path file;    ///< the file read_checkpoint read it from (empty for a state not read)
+};
+
+/// What the resuming run expects of a checkpoint; read_checkpoint refuses every count beyond it before it
+/// allocates. The defaults expect nothing beyond what the file's own size allows.
+struct CheckpointLimits {
+  std::uint64_t params = std::numeric_limits<std::uint64_t>::max();    ///< parameters of one replica
+  std::int64_t iterations = std::numeric_limits<std::int64_t>::max();  ///< iterations of the run
 };
 
 /// Writes `state` as rank state.rank's file of the checkpoint at `iteration` (staged, not yet visible).
@@ -57,11 +66,13 @@ void write_checkpoint_part(const std::filesystem::path& dir, std::int64_t iterat
 /// `iteration` the latest and removes older ones.
 void publish_checkpoint(const std::filesystem::path& dir, std::int64_t iteration);
 
-/// The iteration of the latest complete checkpoint in `dir`, if any.
+/// The iteration of the latest complete checkpoint in `dir`, if any; throws CheckpointError naming the LATEST
+/// file when it is there but damaged.
 std::optional<std::int64_t> latest_checkpoint(const std::filesystem::path& dir);
 
-/// Reads rank `rank`'s state of the latest complete checkpoint; throws CheckpointError when there is none or
-/// the file is damaged.
-WorkerState read_checkpoint(const std::filesystem::path& dir, int rank);
+/// Reads rank `rank`'s state of the latest complete checkpoint; throws CheckpointError naming the file and
+/// the field when there is none, the file is not a regular file, or a field is damaged: a count beyond the
+/// file's size or `limits`, another rank or iteration than the file's name, more SGD steps than iterations.
+WorkerState read_checkpoint(const std::filesystem::path& dir, int rank, const CheckpointLimits& limits = {});
 
 }  // namespace dbench::runtime

@@ -92,16 +92,7 @@ class Worker final : public core::ScheduleReplicas {
     const auto start = Clock::now();
     core::ScheduleProgress from;
     if (options_.resume) {
-      const WorkerState state = read_checkpoint(options_.checkpoint_dir, rank_);
-      restore(state);
-      from.iterations_done = state.iterations_done;
-      from.observations = state.observations;
-      from.best_test_accuracy = state.best_test_accuracy;
-      from.final_test_accuracy = state.final_test_accuracy;
-      from.final_test_loss = state.final_test_loss;
-      if (rank_ == 0) {
-        observer.restore_state(state.observer_state);
-      }
+      resume(from, observer);
     }
     const std::int64_t t0 = from.iterations_done;
     WorkerEvents events(rank_, observer, [&](const core::ScheduleProgress& progress) {
@@ -362,6 +353,44 @@ class Worker final : public core::ScheduleReplicas {
     }
   }
 
+  /// Loads this worker's part of the latest checkpoint. Every worker then learns whether every part loaded,
+  /// so that a damaged part ends the run at once, named by the worker that read it, instead of leaving the
+  /// others waiting for that worker until the peer timeout.
+  void resume(core::ScheduleProgress& from, TrainObserver& observer) {
+    std::string problem;
+    try {
+      const WorkerState state =
+          read_checkpoint(options_.checkpoint_dir, rank_, {store_.param_count(), spec_.iterations});
+      restore(state);
+      from.iterations_done = state.iterations_done;
+      from.observations = state.observations;
+      from.best_test_accuracy = state.best_test_accuracy;
+      from.final_test_accuracy = state.final_test_accuracy;
+      from.final_test_loss = state.final_test_loss;
+      if (rank_ == 0) {
+        try {
+          observer.restore_state(state.observer_state);
+        } catch (const std::invalid_argument& e) {
+          throw CheckpointError(fmt::format(
+              "{}: damaged checkpoint (observer_state: {}); resume from another one or start over",
+              state.file.string(), e.what()));
+        }
+      }
+    } catch (const std::exception& e) {
+      problem = e.what();  // any failure: the peers must hear of it either way
+    }
+    // The lowest rank whose part failed, or the worker count; outside the timed calls (not an iteration's).
+    std::array<double, 1> first_failed{problem.empty() ? static_cast<double>(workers_) : rank_};
+    comm_.inner().allreduce(first_failed, ReduceOp::min);
+    if (!problem.empty()) {
+      throw CheckpointError(problem);
+    }
+    if (first_failed[0] < workers_) {
+      throw CheckpointError(fmt::format("{}: worker {} could not resume from its part of the checkpoint",
+                                        options_.checkpoint_dir.string(), static_cast<int>(first_failed[0])));
+    }
+  }
+
   void restore(const WorkerState& s) {
     if (s.run_key != options_.run_key) {
       throw CheckpointError(
@@ -384,15 +413,33 @@ class Worker final : public core::ScheduleReplicas {
                       options_.checkpoint_dir.string(), shared_ ? "without" : "with"));
     }
     if (shared_) {
+      if (s.shared_previous.size() != store_.param_count() ||
+          s.shared_momentum.size() != store_.param_count()) {
+        throw CheckpointError(fmt::format(
+            "{}: damaged checkpoint (shared_momentum: {} and {} values where the "
+            "model has {} parameters); resume from another one or start over",
+            s.file.string(), s.shared_previous.size(), s.shared_momentum.size(), store_.param_count()));
+      }
       shared_->restore(s.shared_previous, s.shared_momentum, s.shared_lrs);
     }
     sgd_.reset();
-    for (std::uint64_t k = 0; k < s.sgd_steps; ++k) {
+    for (std::uint64_t k = 0; k < s.sgd_steps; ++k) {  // at most iterations_done (read_checkpoint)
       sgd_.finish_step();
     }
     last_lr_ = s.last_lr;
     last_train_loss_ = s.last_train_loss;
     done_ = s.iterations_done;
+    // One row per iteration done, in order: the rows of every worker are joined by index at the end.
+    bool in_order = s.trace.size() == static_cast<std::size_t>(done_);
+    for (std::size_t k = 0; in_order && k < s.trace.size(); ++k) {
+      in_order = s.trace[k].iteration == static_cast<std::int64_t>(k);
+    }
+    if (!in_order) {
+      throw CheckpointError(
+          fmt::format("{}: damaged checkpoint (trace: not one row per iteration of the {} "
+                      "done); resume from another one or start over",
+                      s.file.string(), done_));
+    }
     trace_ = s.trace;
     if (s.observations.empty()) {
       throw CheckpointError(

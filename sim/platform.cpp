@@ -186,13 +186,6 @@ PlatformSpec commodity() {
   return p;
 }
 
-void require_positive(double value, std::string_view key) {
-  if (!(value > 0.0) || !std::isfinite(value)) {
-    throw PlatformError(fmt::format("platform.{}", key),
-                        fmt::format("must be a finite number > 0, got {}", value));
-  }
-}
-
 // A factor or probability in [min, max]; `none` names the value that changes nothing.
 void require_within(double value, double min, double max, std::string_view key, std::string_view none) {
   if (!(value >= min && value <= max)) {
@@ -201,11 +194,57 @@ void require_within(double value, double min, double max, std::string_view key, 
   }
 }
 
-void require_non_negative(double value, std::string_view key) {
-  if (!(value >= 0.0) || !std::isfinite(value)) {
-    throw PlatformError(fmt::format("platform.{}", key),
-                        fmt::format("must be a finite number >= 0, got {}", value));
+// The sane range of each physical number of a platform: far beyond any real machine on either side (a
+// microcontroller's 1e3 FLOP/s to 1,000 times the fastest GPU's; a modem's 1 kB/s to 1 PB/s per link), so
+// that a unit slip or a typo (1e-300 FLOP/s, 1e308 s) is refused at load instead of timing an iteration to
+// 0 or infinite seconds.
+struct NumberRange {
+  std::string_view key;
+  double PlatformSpec::*field;
+  double min;
+  double max;
+  std::string_view unit;
+  /// The meaning of 0 where 0 is allowed below `min` ("none", "gpu_flops_per_s"); empty where it is not.
+  std::string_view zero;
+};
+
+constexpr double kMinRate = 1e3;
+constexpr double kMaxRate = 1e18;
+constexpr double kMinBandwidth = 1e3;
+constexpr double kMaxBandwidth = 1e15;
+constexpr double kMaxLatency = 10.0;
+constexpr double kMaxOverhead = 1e6;
+
+constexpr std::array<NumberRange, 14> kNumberRanges{{
+    {"gpu_flops_per_s", &PlatformSpec::gpu_flops_per_s, kMinRate, kMaxRate, "FLOP/s", ""},
+    {"gpu_flops_per_s_bf16", &PlatformSpec::gpu_flops_per_s_bf16, kMinRate, kMaxRate, "FLOP/s",
+     "gpu_flops_per_s"},
+    {"gpu_flops_per_s_fp16", &PlatformSpec::gpu_flops_per_s_fp16, kMinRate, kMaxRate, "FLOP/s",
+     "gpu_flops_per_s"},
+    {"intra_node_bandwidth_Bps", &PlatformSpec::intra_node_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s",
+     ""},
+    {"nic_bandwidth_Bps", &PlatformSpec::nic_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s", ""},
+    {"switch_bandwidth_Bps", &PlatformSpec::switch_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s", ""},
+    {"allreduce_bandwidth_Bps", &PlatformSpec::allreduce_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s",
+     "simulated"},
+    {"intra_node_latency_s", &PlatformSpec::intra_node_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"nic_latency_s", &PlatformSpec::nic_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"switch_latency_s", &PlatformSpec::switch_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"collective_latency_s", &PlatformSpec::collective_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"bulk_step_latency_s", &PlatformSpec::bulk_step_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"allreduce_latency_s", &PlatformSpec::allreduce_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"iteration_overhead_s", &PlatformSpec::iteration_overhead_s, 0.0, kMaxOverhead, "s", ""},
+}};
+
+std::string range_reason(const NumberRange& range, double value) {
+  if (!std::isfinite(value)) {
+    return fmt::format("must be a finite number, got {}", value);
   }
+  if ((value >= range.min && value <= range.max) || (value == 0.0 && !range.zero.empty())) {
+    return "";
+  }
+  const std::string zero = range.zero.empty() ? "" : fmt::format("0 ({}) or ", range.zero);
+  return fmt::format("must be {}in [{:g}, {:g}] {}, got {:g}", zero, range.min, range.max, range.unit, value);
 }
 
 }  // namespace
@@ -261,22 +300,13 @@ void validate(const PlatformSpec& p, int gpus) {
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));
   }
-  require_positive(p.intra_node_bandwidth_Bps, "intra_node_bandwidth_Bps");
-  require_non_negative(p.intra_node_latency_s, "intra_node_latency_s");
-  require_positive(p.nic_bandwidth_Bps, "nic_bandwidth_Bps");
-  require_non_negative(p.nic_latency_s, "nic_latency_s");
-  require_positive(p.switch_bandwidth_Bps, "switch_bandwidth_Bps");
-  require_non_negative(p.switch_latency_s, "switch_latency_s");
-  require_positive(p.gpu_flops_per_s, "gpu_flops_per_s");
-  require_non_negative(p.gpu_flops_per_s_bf16, "gpu_flops_per_s_bf16");
-  require_non_negative(p.gpu_flops_per_s_fp16, "gpu_flops_per_s_fp16");
-  require_non_negative(p.iteration_overhead_s, "iteration_overhead_s");
-  require_non_negative(p.allreduce_latency_s, "allreduce_latency_s");
-  require_non_negative(p.allreduce_bandwidth_Bps, "allreduce_bandwidth_Bps");
+  for (const auto& range : kNumberRanges) {
+    if (const std::string reason = range_reason(range, p.*range.field); !reason.empty()) {
+      throw PlatformError(fmt::format("platform.{}", range.key), reason);
+    }
+  }
   require_within(p.intra_node_efficiency, 1e-3, 1.0, "intra_node_efficiency", "1: the line rate");
   require_within(p.network_efficiency, 1e-3, 1.0, "network_efficiency", "1: the line rate");
-  require_non_negative(p.collective_latency_s, "collective_latency_s");
-  require_non_negative(p.bulk_step_latency_s, "bulk_step_latency_s");
   require_within(p.nvls_efficiency, 0.0, 1.0, "nvls_efficiency", "0: no in-switch reduction");
   require_within(p.collnet_efficiency, 0.0, 1.0, "collnet_efficiency", "0: no in-network reduction");
   require_within(p.multi_gpu_slowdown, 1.0, 100.0, "multi_gpu_slowdown", "1: none");
@@ -298,6 +328,15 @@ void validate(const PlatformSpec& p, int gpus) {
                     "of platform.gpus_per_node, or at most one node)",
                     gpus, p.gpus_per_node));
   }
+}
+
+std::string check_platform_number(std::string_view key, double value) {
+  for (const auto& range : kNumberRanges) {
+    if (range.key == key) {
+      return range_reason(range, value);
+    }
+  }
+  return "";
 }
 
 int node_count(const PlatformSpec& platform, int gpus) {

@@ -122,9 +122,15 @@ std::span<const std::string_view> known_presets() noexcept;
 /// A preset machine; throws PlatformError("platform.preset", ...) on an unknown name.
 PlatformSpec platform_preset(std::string_view name);
 
-/// Checks every value (bandwidths and rates > 0, latencies >= 0) and that `gpus` fills whole nodes; throws
-/// PlatformError naming the key.
+/// Checks every value and that `gpus` fills whole nodes; throws PlatformError naming the key. Rates,
+/// bandwidths and times must lie in the sane ranges of check_platform_number.
 void validate(const PlatformSpec& platform, int gpus);
+
+/// Checks one rate, bandwidth or time of a platform, by its key ("gpu_flops_per_s"), against its sane range:
+/// FLOP/s rates in [1e3, 1e18], bandwidths in [1e3, 1e15] B/s (0 allowed where it means none), latencies in
+/// [0, 10] s, iteration_overhead_s in [0, 1e6] s. Returns the reason when the value is outside it, "" when
+/// it is inside or the key is no such number.
+std::string check_platform_number(std::string_view key, double value);
 
 /// Number of nodes that hold `gpus` GPUs (validate() first).
 int node_count(const PlatformSpec& platform, int gpus);

@@ -1,7 +1,10 @@
 // A whole schedule's timing: every GPU's clock through the iterations, each iteration's compute from the
 // ComputeModel and its communication from the CommSimulator (SimGrid stays in timing.cpp).
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -88,6 +91,14 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   const std::int64_t bytes = spec.profile.parameter_bytes();
   const double compute_s = compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
   const double backward_s = backward_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  if (!std::isfinite(compute_s) || !std::isfinite(backward_s)) {
+    throw PlatformError(
+        "platform.timing_model",
+        fmt::format("one GPU's compute per iteration is not a finite time ({} s from {} FLOPs per "
+                    "sample at batch {} and {} FLOP/s); no timing is written",
+                    compute_s, spec.profile.forward_flops_per_sample + spec.profile.backward_flops_per_sample,
+                    spec.batch_per_gpu, compute_rate(spec.platform, spec.profile.compute_precision)));
+  }
   const bool overlap = spec.options.bucket_bytes > 0;
   const bool fast = spec.options.fidelity == Fidelity::fast;
   const auto n = static_cast<std::size_t>(spec.gpus);
@@ -181,6 +192,13 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   }
   const double count = std::max<double>(1.0, static_cast<double>(schedule.size()));
   result.seconds_per_iteration = total / count;
+  if (!std::isfinite(result.seconds_per_iteration)) {
+    // A last guard behind the platform's and the profile's ranges: a summary never holds a null time.
+    throw PlatformError("platform",
+                        fmt::format("the simulated time per iteration is not finite ({}); check the "
+                                    "platform's rates, bandwidths and latencies",
+                                    result.seconds_per_iteration));
+  }
   result.samples_per_second =
       result.seconds_per_iteration > 0.0
           ? spec.gpus * static_cast<double>(spec.batch_per_gpu) / result.seconds_per_iteration

@@ -116,13 +116,18 @@ struct CommTiming {
 void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
                       std::span<double> finish);
 
+/// Checks the platform for `gpus` GPUs and the options against it (an nvls all-reduce needs a node switch
+/// that reduces and one node, a collnet one a fabric that reduces and several nodes); throws PlatformError
+/// naming the key. CommSimulator's constructor runs it; a config loader runs it without building a simulator.
+void validate_timing(const PlatformSpec& platform, int gpus, const TimingOptions& options);
+
 /// Times communications on one platform and GPU count, caching each distinct pattern in fast fidelity.
 ///
 /// Each simulation builds its own SimGrid engine and platform and tears them down, so several simulators may
 /// live in one process; SimGrid allows one engine at a time, so they must not run concurrently.
 class CommSimulator {
  public:
-  /// Validates the platform for `gpus` GPUs (throws PlatformError).
+  /// Validates the platform for `gpus` GPUs and the options (validate_timing; throws PlatformError).
   CommSimulator(PlatformSpec platform, int gpus, TimingOptions options);
 
   /// One all-reduce of `bytes` per GPU with allreduce_choice(bytes), or the platform's measured

@@ -55,28 +55,32 @@ std::string AllReduceChoice::name() const {
   return fmt::format("{}/{}", allreduce_name(algorithm), protocol_name(protocol));
 }
 
-CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions options)
-    : platform_(std::move(platform)), gpus_(gpus), options_(std::move(options)) {
-  validate(platform_, gpus_);
-  if (options_.bucket_bytes < 0) {
-    throw PlatformError("platform.bucket_bytes", fmt::format("must be >= 0, got {}", options_.bucket_bytes));
+void validate_timing(const PlatformSpec& platform, int gpus, const TimingOptions& options) {
+  validate(platform, gpus);
+  if (options.bucket_bytes < 0) {
+    throw PlatformError("platform.bucket_bytes", fmt::format("must be >= 0, got {}", options.bucket_bytes));
   }
-  if (options_.allreduce == AllReduceAlgorithm::nvls && platform_.allreduce_bandwidth_Bps == 0.0 &&
-      (platform_.nvls_efficiency == 0.0 || gpus_ > platform_.gpus_per_node)) {
+  if (options.allreduce == AllReduceAlgorithm::nvls && platform.allreduce_bandwidth_Bps == 0.0 &&
+      (platform.nvls_efficiency == 0.0 || gpus > platform.gpus_per_node)) {
     throw PlatformError(
         "platform.allreduce",
         fmt::format("nvls needs a node switch that reduces (platform.nvls_efficiency > 0, got {}) "
                     "and every GPU on one node ({} GPUs, {} per node)",
-                    platform_.nvls_efficiency, gpus_, platform_.gpus_per_node));
+                    platform.nvls_efficiency, gpus, platform.gpus_per_node));
   }
-  if (options_.allreduce == AllReduceAlgorithm::collnet && platform_.allreduce_bandwidth_Bps == 0.0 &&
-      (platform_.collnet_efficiency == 0.0 || gpus_ <= platform_.gpus_per_node)) {
+  if (options.allreduce == AllReduceAlgorithm::collnet && platform.allreduce_bandwidth_Bps == 0.0 &&
+      (platform.collnet_efficiency == 0.0 || gpus <= platform.gpus_per_node)) {
     throw PlatformError(
         "platform.allreduce",
         fmt::format("collnet needs a fabric that reduces (platform.collnet_efficiency > 0, got {}) "
                     "and GPUs on several nodes ({} GPUs, {} per node)",
-                    platform_.collnet_efficiency, gpus_, platform_.gpus_per_node));
+                    platform.collnet_efficiency, gpus, platform.gpus_per_node));
   }
+}
+
+CommSimulator::CommSimulator(PlatformSpec platform, int gpus, TimingOptions options)
+    : platform_(std::move(platform)), gpus_(gpus), options_(std::move(options)) {
+  validate_timing(platform_, gpus_, options_);
 }
 
 }  // namespace dbench::sim

@@ -143,6 +143,52 @@ TEST_CASE("models::profile_file: bad profiles are refused naming the field") {
     models::read_profile_file(temp.path() / "absent.toml");
     FAIL("no error for a missing file");
   } catch (const models::ModelError& e) {
-    CHECK(std::string(e.what()).find("absent.toml: cannot read the profile file") != std::string::npos);
+    CHECK(std::string(e.what()).find("absent.toml: cannot read profile file") != std::string::npos);
   }
+}
+
+TEST_CASE("models::profile_file: tensor sizes that overflow 64 bits are refused naming the tensor") {
+  const TempDir temp;
+  const std::string head = "name = \"m\"\nforward_flops_per_sample = 10.0\n";
+  struct Case {
+    std::string tensors;
+    std::string expected;  // in the message, after the file's name
+  };
+  const Case cases[] = {
+      // 2^96 elements: wraps to 0 in 64 bits.
+      {"[[tensors]]\nname = \"w\"\nshape = [4294967296, 4294967296, 4294967296]\n",
+       ": tensors[0]: shape: tensor \"w\" has more than the 2^48 elements a tensor may hold"},
+      // 2^62 elements: 2^64 bytes in fp32, a negative byte count.
+      {"[[tensors]]\nname = \"w\"\nelements = 4611686018427387904\n",
+       ": tensors[0]: elements: tensor \"w\" has 4611686018427387904 elements, more than the 2^48"},
+      {"[[tensors]]\nname = \"w\"\nshape = [2147483648, 2147483648]\n",
+       ": tensors[0]: shape: tensor \"w\" has more than the 2^48"},
+      // Each below the limit, together above it.
+      {"[[tensors]]\nname = \"a\"\nelements = 200000000000000\n[[tensors]]\nname = \"b\"\nelements = "
+       "200000000000000\n",
+       ": tensors[0]: with tensor \"a\" the profile has more than the 2^48 elements"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.tensors);
+    const std::string message = error_of(temp, head + c.tensors);
+    CAPTURE(message);
+    CHECK(message.find((temp.path() / "p.toml").string() + c.expected) == 0);
+  }
+  // The largest tensor allowed reads, with its bytes counted without wrapping.
+  const fs::path path = temp.path() / "big.toml";
+  write_file(path, head + "[[tensors]]\nname = \"w\"\nshape = [16777216, 16777216]\nprecision = \"fp32\"\n");
+  const models::ModelProfile p = models::read_profile_file(path);
+  CHECK(p.parameter_bytes() == std::int64_t{4} << 48);
+}
+
+TEST_CASE("models::profile_file: FLOP counts outside [1, 1e18] per sample are refused with the range") {
+  const TempDir temp;
+  const std::string tensor = "[[tensors]]\nname = \"w\"\nshape = [4]\n";
+  CHECK(error_of(temp, "name = \"m\"\nforward_flops_per_sample = 1e300\n" + tensor)
+            .ends_with(": forward_flops_per_sample: must be in [1, 1e+18], got 1e+300"));
+  CHECK(error_of(temp, "name = \"m\"\nforward_flops_per_sample = 1e-300\n" + tensor)
+            .ends_with(": forward_flops_per_sample: must be in [1, 1e+18], got 1e-300"));
+  CHECK(
+      error_of(temp, "name = \"m\"\nforward_flops_per_sample = 10.0\nbackward_forward_ratio = 1e9\n" + tensor)
+          .ends_with(": backward_forward_ratio: must be in [0.01, 100], got 1e+09"));
 }

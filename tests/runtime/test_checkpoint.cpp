@@ -1,8 +1,11 @@
 // Checkpoints: what a worker writes reads back unchanged; a checkpoint becomes visible only when published.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "runtime/checkpoint.hpp"
 #include "runtime/errors.hpp"
@@ -95,4 +98,90 @@ TEST_CASE("runtime::checkpoint: a missing or damaged checkpoint is a CheckpointE
   const auto file = dir.path() / "step-0000000010" / "rank-00000.bin";
   std::filesystem::resize_file(file, std::filesystem::file_size(file) - 5);
   CHECK_THROWS_WITH_AS(read_checkpoint(dir.path(), 0), doctest::Contains("damaged"), CheckpointError);
+}
+
+TEST_CASE("runtime::checkpoint: a garbled checkpoint names the file and the field, before allocating") {
+  dbench::testing::TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    write_checkpoint_part(dir.path(), 20, sample_state(r, 20));
+  }
+  publish_checkpoint(dir.path(), 20);
+  const auto file = dir.path() / "step-0000000020" / "rank-00000.bin";
+  const std::string intact = [&] {
+    std::ifstream in(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  const auto write = [&](const std::string& bytes) {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  };
+  // Offsets of the fields as Writer lays them out: magic, run_key (length + text), rank, workers, ...
+  const std::size_t run_key = 8;
+  const std::size_t rank = run_key + 8 + sample_state(0, 20).run_key.size();
+  const std::size_t workers = rank + 4;
+  const std::size_t iterations_done = workers + 4;
+  const std::size_t sgd_steps = iterations_done + 8;
+  const std::size_t observations = sgd_steps + 8 + 5 * 8;
+  const std::size_t params = observations + 8 + 2 * sizeof(dbench::topology::PolicyObservation);
+  const auto with = [&](std::size_t at, std::uint64_t value, std::size_t bytes) {
+    std::string garbled = intact;
+    std::memcpy(garbled.data() + at, &value, bytes);
+    return garbled;
+  };
+  struct Case {
+    std::string bytes;
+    std::string field;
+  };
+  const Case cases[] = {
+      {with(run_key, ~std::uint64_t{0}, 8), "(run_key: 18446744073709551615 bytes but only"},
+      {with(rank, 7, 4), "(rank: 7 in the file of rank 0)"},
+      {with(workers, 0, 4), "(workers: 0 in the file of rank 0)"},
+      {with(iterations_done, 1234, 8), "(iterations_done: 1234 in the checkpoint of iteration 20)"},
+      {with(sgd_steps, ~std::uint64_t{0} - 3, 8), "(sgd_steps: 18446744073709551612 steps in 20 iterations)"},
+      {with(observations, std::uint64_t{1} << 60, 8),
+       "(observations: 1152921504606846976 values where this run"},
+      {with(params, 1000, 8), "(params: 1000 values but only"},
+      {intact.substr(0, rank + 2), "(rank: truncated)"},
+      {intact + "x", "(observer_state: unexpected bytes after it)"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.field);
+    write(c.bytes);
+    const std::string expected = file.string() + ": damaged checkpoint " + c.field;
+    CHECK_THROWS_WITH_AS(read_checkpoint(dir.path(), 0), doctest::Contains(expected.c_str()),
+                         CheckpointError);
+  }
+  // The model's size bounds the parameters before they are allocated.
+  write(intact);
+  CHECK(read_checkpoint(dir.path(), 0, {3, 100}).params.size() == 3);
+  CHECK_THROWS_WITH_AS(read_checkpoint(dir.path(), 0, {2, 100}),
+                       doctest::Contains("(params: 3 values where this run has at most 2)"), CheckpointError);
+}
+
+TEST_CASE("runtime::checkpoint: a damaged LATEST or a part that is not a regular file is refused at once") {
+  dbench::testing::TempDir dir;
+  for (int r = 0; r < 2; ++r) {
+    write_checkpoint_part(dir.path(), 20, sample_state(r, 20));
+  }
+  publish_checkpoint(dir.path(), 20);
+  const auto latest = dir.path() / "LATEST";
+  for (const std::string text : {"step-abc\n", "step-99999999999999999999\n", "step-20\n", "junk"}) {
+    CAPTURE(text);
+    std::ofstream(latest, std::ios::trunc) << text;
+    const std::string expected = latest.string() + ": damaged";
+    CHECK_THROWS_WITH_AS(latest_checkpoint(dir.path()), doctest::Contains(expected.c_str()), CheckpointError);
+  }
+  // LATEST as /dev/zero would be read until memory runs out.
+  std::filesystem::remove(latest);
+  std::filesystem::create_symlink("/dev/zero", latest);
+  CHECK_THROWS_WITH_AS(latest_checkpoint(dir.path()), doctest::Contains("not a regular file"),
+                       CheckpointError);
+  std::filesystem::remove(latest);
+  std::ofstream(latest) << "step-0000000020\n";
+  // A part that is a FIFO would block the worker forever.
+  const auto part = dir.path() / "step-0000000020" / "rank-00001.bin";
+  std::filesystem::remove(part);
+  REQUIRE(::mkfifo(part.c_str(), 0600) == 0);
+  const std::string expected = part.string() + ": cannot read checkpoint: not a regular file";
+  CHECK_THROWS_WITH_AS(read_checkpoint(dir.path(), 1), doctest::Contains(expected.c_str()), CheckpointError);
 }

@@ -545,3 +545,32 @@ TEST_CASE("runtime::faults: when the launcher keeps the job alive, the survivors
     CHECK(line.find("2 lost") != std::string::npos);
   }
 }
+
+TEST_CASE("runtime::faults: a damaged checkpoint part ends the resume at once, naming its file and field") {
+  TempDir dir;
+  const fs::path config = write_config(dir.path(), config_text("dpsgd", "ring", 3, 20));
+  const std::string common = "train " + config.string() + " --local 3 -q --checkpoint-every 10 --out " +
+                             (dir.path() / "out").string() + " ";
+  const auto first = run_dbench(common);
+  INFO(first.output);
+  REQUIRE(first.status == 0);
+  // Rank 1's SGD step count garbled: before, the resume counted to 2^64 while its peers waited for it.
+  const fs::path part = dir.path() / "out.checkpoints" / "step-0000000020" / "rank-00001.bin";
+  std::string bytes = dbench::testing::read_file(part);
+  const std::size_t sgd_steps =
+      8 + 8 + dbench::runtime::read_checkpoint(part.parent_path().parent_path(), 1).run_key.size() + 4 + 4 +
+      8;
+  REQUIRE(bytes.size() > sgd_steps + 8);
+  for (std::size_t k = 0; k < 8; ++k) {
+    bytes[sgd_steps + k] = '\xff';
+  }
+  dbench::testing::write_file(part, bytes);
+  const auto start = std::chrono::steady_clock::now();
+  const auto resumed = run_dbench(common + "--resume");
+  const double elapsed = seconds_since(start);
+  INFO(resumed.output);
+  CHECK(resumed.status != 0);
+  CHECK(elapsed < 20.0);
+  CHECK(resumed.output.find(part.string() + ": damaged checkpoint (sgd_steps: 18446744073709551615 steps in "
+                                            "20 iterations)") != std::string::npos);
+}
