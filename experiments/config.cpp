@@ -26,6 +26,7 @@
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "topology/graph.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -78,7 +79,8 @@ void visit_fields(Config& c, Visitor& v) {
           "dataset = synthetic: the teacher's and inputs' seed; 0: the run's seed");
   v.field("train", "augment_copies", t.augment_copies, augment_copies_range(),
           "views of every training image (shifted +-2 pixels, flipped); 1: none");
-  v.field("train", "workers", t.workers, at_least(1), "replicas = GPUs");
+  v.field("train", "workers", t.workers, between(1, topology::kMaxGraphNodes, "the largest graph"),
+          "replicas = GPUs");
   v.field("train", "batch_per_worker", t.batch_per_worker, at_least(1), "");
   v.field("train", "iterations", t.iterations, at_least(0), "the budget: iterations or epochs, not both");
   v.field("train", "epochs", t.epochs, at_least(0.0),

@@ -1,0 +1,74 @@
+// Hostile sizes and values: inputs that would exhaust memory, overflow a number or reach another user's
+// folder are refused with one line that names the argument or file, before anything large is allocated.
+#include <doctest/doctest.h>
+#include <fmt/core.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "support/files.hpp"
+#include "support/run_dbench.hpp"
+#include "support/temp_dir.hpp"
+#include "sweep_fixtures.hpp"
+
+namespace fs = std::filesystem;
+using dbench::experiments::testing::sweep_command;
+using dbench::testing::read_file;
+using dbench::testing::run_dbench;
+using dbench::testing::TempDir;
+using dbench::testing::write_file;
+
+namespace {
+
+bool one_line(const std::string& text) {
+  return !text.empty() && text.find('\n') == text.size() - 1;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// `dbench ARGUMENTS` under a 2 GB address-space limit, so that an allocation made before a size check ends
+/// in bad_alloc at once instead of taking the machine's memory; with the seconds it took.
+struct Timed {
+  dbench::testing::CommandResult result;
+  double seconds = 0;
+};
+
+Timed run_limited(const std::string& arguments) {
+  const auto start = std::chrono::steady_clock::now();
+  Timed timed;
+  timed.result = dbench::testing::run_command(
+      fmt::format("ulimit -v 2000000; timeout 60 \"{}\" {}", DBENCH_EXE, arguments));
+  timed.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return timed;
+}
+
+}  // namespace
+
+TEST_CASE("experiments::hostile limits: a graph of two billion nodes is refused before it is built") {
+  for (const std::string arguments :
+       {"graph --kind ring --nodes 2000000000", "graph --kind star --nodes 2000000000",
+        "graph --kind base --degree 1 --nodes 2000000000", "graphs --nodes 2000000000"}) {
+    CAPTURE(arguments);
+    const auto [result, seconds] = run_limited(arguments);
+    CAPTURE(result.output);
+    CHECK(result.status == 1);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, "--nodes: "));
+    CHECK(contains(result.output, "10000000"));
+    CHECK_FALSE(contains(result.output, "bad_alloc"));
+    CHECK(seconds < 10);
+  }
+}
+
+TEST_CASE("experiments::hostile limits: train.workers is bounded by the largest graph") {
+  const auto [result, seconds] = run_limited(fmt::format(
+      "config \"{}/experiments/configs/quickstart.toml\" --set train.workers=2000000000", DBENCH_SOURCE_DIR));
+  CAPTURE(result.output);
+  CHECK(result.status == 1);
+  CHECK(one_line(result.output));
+  CHECK(contains(result.output, "train.workers: must be in [1, 10000000]"));
+  CHECK(seconds < 10);
+}
