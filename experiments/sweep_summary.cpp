@@ -14,6 +14,7 @@
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_internal.hpp"
 #include "results/csv.hpp"
+#include "results/results_tree.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 #include "topology/analysis.hpp"
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 class RunCsv {
  public:
   explicit RunCsv(const fs::path& path)
-      : path_(path), table_(results::parse_csv(read_config_text(path, "run file"), path.string())) {}
+      : path_(path), table_(results::parse_csv(results::read_results_file(path, path), path.string())) {}
 
   std::size_t rows() const { return table_.rows.size(); }
 
