@@ -5,9 +5,11 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "report/report.hpp"
+#include "results/results_tree.hpp"
 #include "support/files.hpp"
 #include "support/report_inputs.hpp"
 #include "support/temp_dir.hpp"
@@ -39,6 +41,7 @@ TEST_CASE("report::report: labels and paths with every byte never reach gnuplot 
         k, 50 + k, 8 * (k + 1), csv_field(hostile + std::to_string(k)));
   }
   write_file(dir / "summary.csv", done);
+  mark_sweep_folder(dir);
 
   const auto result = dbench::report::write_report(dir);
   CHECK(result.plots > 0);
@@ -47,4 +50,96 @@ TEST_CASE("report::report: labels and paths with every byte never reach gnuplot 
     CAPTURE(plot);
     CHECK(fs::file_size(dir / "plots" / (plot + ".svg")) > 0);
   }
+}
+
+namespace {
+
+/// A done row of summary.csv for run cell `run` with `label`, at 8 workers; `k` varies the numbers.
+std::string done_row(const std::string& run, const std::string& label, int k) {
+  return fmt::format(
+      "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
+      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
+      run, label, 50 + k, 8 * (k + 1));
+}
+
+/// A well-formed metrics.csv with three evaluations.
+constexpr const char* kMetrics =
+    "iteration,test_accuracy,norm_variance,consensus_distance\n0,0.1,0,0\n10,0.5,0.01,0.1\n20,0.6,0.02,0.1\n";
+
+/// Every file under `dir` with its content.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    files[fs::relative(entry.path(), dir).string()] = entry.is_regular_file() ? read_file(entry.path()) : "";
+  }
+  return files;
+}
+
+/// The message write_report(dir) throws; empty when it writes a report.
+std::string report_error(const fs::path& dir) {
+  try {
+    dbench::report::write_report(dir);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("report::report: a folder without DBench's marker is refused, and nothing is written into it") {
+  const TempDir temp;
+  // A user's folder that happens to hold a summary.csv: a sweep folder in all but the marker.
+  const fs::path mine = temp.path() / "mine";
+  write_file(mine / "summary.csv", summary_header() + done_row("r0", "a", 0) + done_row("r1", "b", 1));
+  write_file(mine / "report.md", "my notes");
+  write_file(mine / "plots" / "figure.svg", "<svg/>");
+  const auto before = snapshot(mine);
+  const std::string refused = report_error(mine);
+  CHECK(refused.find("refusing to write a report into " + mine.string()) != std::string::npos);
+  CHECK(refused.find("no .dbench-sweep file") != std::string::npos);
+  CHECK(refused.find('\n') == std::string::npos);
+  CHECK(snapshot(mine) == before);
+
+  // A marker that is a link to one elsewhere is not DBench's either.
+  write_file(temp.path() / "elsewhere" / ".dbench-sweep", "");
+  fs::create_symlink(temp.path() / "elsewhere" / ".dbench-sweep", mine / ".dbench-sweep");
+  CHECK(report_error(mine).find("no .dbench-sweep file") != std::string::npos);
+  fs::remove(mine / ".dbench-sweep");
+
+  // A run's files without the results marker.
+  const fs::path run = temp.path() / "run";
+  write_file(run / "summary.json", "{}");
+  write_file(run / "metrics.csv", kMetrics);
+  CHECK(report_error(run).find("no .dbench-results file") != std::string::npos);
+  CHECK(!fs::exists(run / "report.html"));
+
+  // Marked, the same sweep folder gets its report.
+  mark_sweep_folder(mine);
+  CHECK(report_error(mine).empty());
+  CHECK(fs::exists(mine / "report.html"));
+}
+
+TEST_CASE("report::report: a run whose metrics.csv is over the size limit is left out, named, not read") {
+  const TempDir temp;
+  const fs::path dir = temp.path() / "sweep";
+  mark_sweep_folder(dir);
+  std::string summary = summary_header();
+  for (int k = 0; k < 3; ++k) {
+    summary += done_row(fmt::format("r{}", k), fmt::format("label{}", k), k);
+    write_file(dir / "runs" / fmt::format("r{}", k) / "metrics.csv", kMetrics);
+  }
+  write_file(dir / "summary.csv", summary);
+  // Sparse: one byte over the limit takes no disk space.
+  const fs::path huge = dir / "runs" / "r1" / "metrics.csv";
+  fs::resize_file(huge, dbench::results::kMaxResultsFileBytes + 1);
+
+  const auto result = dbench::report::write_report(dir);
+  REQUIRE(result.left_out.size() == 1);
+  CHECK(result.left_out[0].what == "r1");
+  CHECK(result.left_out[0].reason.find("metrics.csv") != std::string::npos);
+  CHECK(result.left_out[0].reason.find("larger than the 1 GiB limit") != std::string::npos);
+  const std::string curves = read_file(dir / "plots" / "accuracy-iteration-w8.svg");
+  CHECK(curves.find("label0") != std::string::npos);
+  CHECK(curves.find("label2") != std::string::npos);
 }
