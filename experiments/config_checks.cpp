@@ -80,9 +80,11 @@ Check<int> at_least(int min) {
 
 Check<int> between(int min, int max, std::string_view why) {
   return [min, max, why = std::string(why)](const int& v) {
-    return v >= min && v <= max ? std::string()
-                                : fmt::format("must be in [{}, {}]{}, got {}", min, max,
-                                              why.empty() ? "" : " (" + why + ")", v);
+    if (v < min) {
+      return fmt::format("must be >= {}, got {}", min, v);
+    }
+    return v <= max ? std::string()
+                    : fmt::format("must be <= {}{}, got {}", max, why.empty() ? "" : " (" + why + ")", v);
   };
 }
 
