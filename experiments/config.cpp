@@ -511,7 +511,21 @@ std::string apply_override(toml::table& root, const std::string& text,
     throw ConfigError(fmt::format("{}: --set {}: expected section.key=value (for example train.workers=64)",
                                   source_name, text));
   }
+  // A whole section given at once would silently reset every key of it that the value leaves out.
+  const auto in_section = std::find_if(keys.begin(), keys.end(),
+                                       [&](const auto& known) { return known.first.starts_with(key + "."); });
+  if (in_section != keys.end()) {
+    throw ConfigError(fmt::format(
+        "{}: --set {}: '{}' is a whole section; --set changes one key, so set its keys one by one (for "
+        "example --set {}=...)",
+        source_name, text, key, in_section->first));
+  }
   toml::table value = parse_override_value(keys, key, trim(std::string_view(text).substr(eq + 1)));
+  if (value.get("v")->is_table()) {
+    throw ConfigError(fmt::format(
+        "{}: --set {}: the value is a table; --set takes a string, number, boolean or array for one key",
+        source_name, text));
+  }
   problems.note_override(key, text);
 
   toml::table* table = &root;

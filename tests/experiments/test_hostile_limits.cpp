@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
@@ -69,6 +71,26 @@ TEST_CASE("experiments::hostile limits: train.workers is bounded by the largest 
   CAPTURE(result.output);
   CHECK(result.status == 1);
   CHECK(one_line(result.output));
-  CHECK(contains(result.output, "train.workers: must be in [1, 10000000]"));
+  CHECK(contains(result.output, "train.workers: must be <= 10000000 (the largest graph), got 2000000000"));
   CHECK(seconds < 10);
+}
+
+TEST_CASE("experiments::hostile limits: --set refuses a whole section instead of resetting its other keys") {
+  const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
+  for (const auto& [set, reason] : std::vector<std::pair<std::string, std::string>>{
+           {"train={workers=8}",
+            "'train' is a whole section; --set changes one key, so set its keys one by one"},
+           {"platform=1", "'platform' is a whole section"},
+           {"train.workers={value=8}", "the value is a table"}}) {
+    CAPTURE(set);
+    const auto result = run_dbench(fmt::format("config {} --set '{}'", config, set));
+    CAPTURE(result.output);
+    CHECK(result.status == 1);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, "--set " + set + ": " + reason));
+  }
+  // One key of the section is set as before.
+  const auto one_key = run_dbench(fmt::format("config {} --set train.workers=6", config));
+  CHECK(one_key.status == 0);
+  CHECK(contains(one_key.output, "workers = 6 "));
 }
