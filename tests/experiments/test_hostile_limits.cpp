@@ -1,7 +1,10 @@
 // Hostile sizes and values: inputs that would exhaust memory, overflow a number or reach another user's
 // folder are refused with one line that names the argument or file, before anything large is allocated.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -93,4 +96,79 @@ TEST_CASE("experiments::hostile limits: --set refuses a whole section instead of
   const auto one_key = run_dbench(fmt::format("config {} --set train.workers=6", config));
   CHECK(one_key.status == 0);
   CHECK(contains(one_key.output, "workers = 6 "));
+}
+
+namespace {
+
+constexpr const char* kSweep = R"(name = "mine"
+[set]
+"train.iterations" = 4
+"train.eval_every" = 2
+"train.eval_samples" = 200
+"train.replica_eval_samples" = 32
+"train.workers" = 4
+"platform.timing_model" = "mlp"
+[grid]
+algorithm = ["ring", "centralized"]
+)";
+
+/// A lock on `file` held by this process, as a running sweep holds it, with this process's pid recorded.
+class HeldLock {
+ public:
+  HeldLock(const fs::path& file, int operation)
+      : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    REQUIRE(fd_ >= 0);
+    REQUIRE(::flock(fd_, operation | LOCK_NB) == 0);
+    const std::string pid = fmt::format("{}\n", ::getpid());
+    REQUIRE(::write(fd_, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size()));
+  }
+  ~HeldLock() { ::close(fd_); }
+  HeldLock(const HeldLock&) = delete;
+  HeldLock& operator=(const HeldLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+TEST_CASE("experiments::hostile limits: a second sweep into a folder that a sweep is running in is refused") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "mine.toml";
+  write_file(sweep, kSweep);
+  const fs::path out = temp.path() / "out";
+  write_file(out / ".dbench-sweep", "");
+  const std::string pid = std::to_string(::getpid());
+  {
+    const HeldLock running(out / ".dbench-sweep.lock", LOCK_EX);
+    const auto second = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
+    CAPTURE(second.output);
+    CHECK(second.status == 1);
+    CHECK(one_line(second.output));
+    CHECK(contains(second.output, "--out: another sweep (pid " + pid + ") is running in sweep folder '" +
+                                      out.string() + "'"));
+    CHECK_FALSE(fs::exists(out / "runs"));
+  }
+  // The shards of one sweep run side by side; a second copy of a shard, or a whole sweep, waits for them.
+  {
+    const HeldLock shards(out / ".dbench-sweep.lock", LOCK_SH);
+    const HeldLock first(out / ".dbench-sweep.shard-1-of-2.lock", LOCK_EX);
+    const auto whole = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
+    CAPTURE(whole.output);
+    CHECK(whole.status == 1);
+    CHECK(contains(whole.output, "another sweep (pid " + pid + ") is running in sweep folder"));
+    const auto copy = run_dbench(sweep_command(sweep, out, "--quiet --no-report --shard 1/2"));
+    CAPTURE(copy.output);
+    CHECK(copy.status == 1);
+    CHECK(one_line(copy.output));
+    CHECK(contains(copy.output, "another sweep (pid " + pid + ") is running shard 1/2"));
+    const auto second_shard = run_dbench(sweep_command(sweep, out, "--quiet --no-report --shard 2/2"));
+    CAPTURE(second_shard.output);
+    CHECK(second_shard.status == 0);
+  }
+  // Released, the folder is the next sweep's, and a finished sweep leaves no pid behind.
+  const auto after = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
+  CAPTURE(after.output);
+  CHECK(after.status == 0);
+  CHECK(read_file(out / ".dbench-sweep.lock").empty());
 }
