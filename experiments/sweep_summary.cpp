@@ -68,17 +68,7 @@ class RunCsv {
 };
 
 std::string csv_cell(std::string_view text) {
-  if (text.find_first_of(",\"\n\r") == std::string_view::npos) {
-    return std::string(text);
-  }
-  std::string out = "\"";
-  for (const char c : text) {
-    out += c;
-    if (c == '"') {
-      out += '"';
-    }
-  }
-  return out + "\"";
+  return results::text_field(text);
 }
 
 std::string csv_number(const std::optional<double>& value) {
@@ -374,7 +364,7 @@ std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs
   }
   for (const auto& axis : sweep.grid) {
     out += ',';
-    out += csv_cell(axis.key);
+    out += csv_cell(results::summary_axis_column(axis.key));
   }
   out += "\n";
   for (std::size_t r = 0; r < runs.size(); ++r) {

@@ -8,10 +8,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "results/csv.hpp"
+#include "results/summary_csv.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
@@ -171,4 +174,29 @@ TEST_CASE("experiments::hostile limits: a second sweep into a folder that a swee
   CAPTURE(after.output);
   CHECK(after.status == 0);
   CHECK(read_file(out / ".dbench-sweep.lock").empty());
+}
+
+TEST_CASE("experiments::hostile limits: summary.csv has one column per name and keeps formulas as text") {
+  const TempDir temp;
+  const fs::path sweep = temp.path() / "formulas.toml";
+  std::string text = kSweep;
+  text.replace(text.find("algorithm = [\"ring\", \"centralized\"]"), std::string::npos,
+               "algorithm = [\"ring\"]\nseed = [1]\ndescription = [\"=1+1\", \"@SUM(A1)\"]\n");
+  write_file(sweep, text);
+  const fs::path out = temp.path() / "out";
+  const auto swept = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
+  CAPTURE(swept.output);
+  REQUIRE(swept.status == 0);
+  const std::string summary = read_file(out / "summary.csv");
+  const auto table = dbench::results::parse_csv(summary, "summary.csv");
+  const std::set<std::string> names(table.header.begin(), table.header.end());
+  CHECK(names.size() == table.header.size());
+  CHECK(names.contains("grid.algorithm"));
+  CHECK(names.contains("grid.seed"));
+  CHECK(contains(summary, ",\"'=1+1\"\n"));
+  CHECK(contains(summary, ",\"'@SUM(A1)\"\n"));
+  const auto rows = dbench::results::parse_summary_csv(summary, "summary.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].axes.back() == std::pair<std::string, std::string>("description", "=1+1"));
+  CHECK(rows[1].axes.back() == std::pair<std::string, std::string>("description", "@SUM(A1)"));
 }
