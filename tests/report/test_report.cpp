@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "report/report.hpp"
+#include "report/report_plots.hpp"
 #include "results/results_tree.hpp"
 #include "support/files.hpp"
 #include "support/report_inputs.hpp"
@@ -142,4 +144,55 @@ TEST_CASE("report::report: a run whose metrics.csv is over the size limit is lef
   const std::string curves = read_file(dir / "plots" / "accuracy-iteration-w8.svg");
   CHECK(curves.find("label0") != std::string::npos);
   CHECK(curves.find("label2") != std::string::npos);
+}
+
+TEST_CASE("report::report: long labels are shortened in the key, kept distinct, never dropped") {
+  using dbench::report::kMaxKeyChars;
+  // Labels that differ at their end keep it; labels that differ only in the middle get a number.
+  const std::string start(70, 's');
+  const std::string middle_a = std::string(60, 'a') + "MIDDLE-ONE" + std::string(60, 'b');
+  const std::string middle_b = std::string(60, 'a') + "MIDDLE-TWO" + std::string(60, 'b');
+  std::vector<dbench::report::Series> series(5);
+  series[0].title = start + std::string(60, 'x') + "-end0";
+  series[1].title = start + std::string(60, 'x') + "-end1";
+  series[2].title = middle_a;
+  series[3].title = middle_b;
+  series[4].title = "ring";
+  const auto titles = dbench::report::key_titles(series);
+  REQUIRE(titles.size() == 5);
+  CHECK(titles[0].ends_with("-end0"));
+  CHECK(titles[1].ends_with("-end1"));
+  CHECK(titles[0].starts_with("sss"));
+  CHECK(titles[0].find("...") != std::string::npos);
+  CHECK(titles[0].size() == kMaxKeyChars);
+  CHECK(titles[3] == titles[2] + " #2");
+  CHECK(titles[4] == "ring");
+  // UTF-8 characters are never cut in half.
+  std::string accents;
+  for (int i = 0; i < 100; ++i) {
+    accents += "\xC3\xA9";  // é
+  }
+  series.assign(1, dbench::report::Series{});
+  series[0].title = accents;
+  const auto accented = dbench::report::key_titles(series);
+  CHECK(accented[0].size() == (kMaxKeyChars - 3) * 2 + 3);
+
+  // Drawn: every run's key entry is in its plot.
+  const TempDir temp;
+  const fs::path dir = temp.path() / "sweep";
+  mark_sweep_folder(dir);
+  std::string summary = summary_header();
+  for (int k = 0; k < 4; ++k) {
+    const std::string label = fmt::format("L{}", k) + std::string(150, 'x') + fmt::format("-end{}", k);
+    summary += done_row(fmt::format("r{}", k), label, k);
+    write_file(dir / "runs" / fmt::format("r{}", k) / "metrics.csv", kMetrics);
+  }
+  write_file(dir / "summary.csv", summary);
+  dbench::report::write_report(dir);
+  const std::string curves = read_file(dir / "plots" / "accuracy-iteration-w8.svg");
+  for (int k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    CHECK(curves.find(fmt::format("L{}xxx", k)) != std::string::npos);
+    CHECK(curves.find(fmt::format("xxx-end{}", k)) != std::string::npos);
+  }
 }
