@@ -448,7 +448,7 @@ void add_calibrate_command(CLI::App& app) {
       ->check(non_empty_path());
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (at least 2, or 1 with --device)")
-      ->check(CLI::Range(1, 4096));
+      ->check(number_in(1, 4096));
   cmd->add_option("--device", options->device,
                   "Time the LibTorch worker of dbench train --device on cpu, cuda or cuda:N (NCCL between "
                   "GPUs) instead of the CPU workers; one worker may calibrate alone");
@@ -457,17 +457,17 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batches", options->batches, "Batch sizes the step is timed at (at least two)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(number_at_least(1))
       ->capture_default_str();
   cmd->add_option("--sizes", options->sizes, "Message sizes in bytes (at least two)")
       ->delimiter(',')
       ->check(finite_number())
-      ->check(CLI::Range(8.0, 1e9))
+      ->check(number_in(8.0, 1e9))
       ->capture_default_str();
   cmd->add_option(
          "--repeats", options->repeats,
          "Calls per timing at least (more until a timing lasts 20 ms; the median of 7 rounds is kept)")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_in(1, 100000))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_calibrate(*options); });

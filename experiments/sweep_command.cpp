@@ -699,7 +699,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "Sweep directory (default: results/<name>)")
       ->check(non_empty_path());
   cmd->add_option("-j,--jobs", options->jobs, "Runs at once")
-      ->check(CLI::Range(1, 1024))
+      ->check(number_in(1, 1024))
       ->capture_default_str();
   cmd->add_option("--shard", options->shard,
                   "i/N: run only the grid runs with index % N == i-1 (e.g. one job-array task each)");

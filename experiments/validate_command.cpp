@@ -312,7 +312,7 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option(
          "--local", options->local,
          "Local workers (mpirun) of the runtime runs (at least 2, or 1 with --device and centralized)")
-      ->check(CLI::Range(1, 4096))
+      ->check(number_in(1, 4096))
       ->capture_default_str();
   cmd->add_option(
       "--device", options->device,
@@ -326,14 +326,14 @@ void add_validate_command(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--warmup", options->warmup, "Iterations left out of the means at the start")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--repeats", options->repeats, "Repetitions per micro-benchmark when calibrating")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_in(1, 100000))
       ->capture_default_str();
   cmd->add_option("--runs", options->runs,
                   "Runtime runs per case; the run with the median seconds per iteration is compared")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_in(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_validate(*options); });

@@ -200,3 +200,20 @@ TEST_CASE("experiments::hostile limits: summary.csv has one column per name and 
   CHECK(rows[0].axes.back() == std::pair<std::string, std::string>("description", "=1+1"));
   CHECK(rows[1].axes.back() == std::pair<std::string, std::string>("description", "@SUM(A1)"));
 }
+
+TEST_CASE("experiments::hostile limits: a number option out of its range prints the range as written") {
+  for (const auto& [arguments, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"train --peer-timeout -1", "--peer-timeout: must be >= 0, got -1"},
+           {"train --checkpoint-every -2", "--checkpoint-every: must be >= 0, got -2"},
+           {"train --image-size 0", "--image-size: must be >= 1, got 0"},
+           {"calibrate --sizes 4,1024", "--sizes: must be in [8, 1000000000], got 4"},
+           {"sweep sweep.toml -j 0", "--jobs: must be in [1, 1024], got 0"}}) {
+    CAPTURE(arguments);
+    const auto result = run_dbench(arguments);
+    CAPTURE(result.output);
+    CHECK(result.status != 0);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, expected));
+    CHECK(result.output.size() < 200);
+  }
+}
