@@ -383,6 +383,16 @@ void run_calibrate(const CalibrateOptions& o) {
   check_device(o.device);
   require_two_distinct("--batches", o.batches, "batch sizes");
   require_two_distinct("--sizes", o.sizes, "message sizes");
+  // Each model's config is loaded here as the workers will load it, so that a misspelt --models entry or a
+  // bad config is refused before any worker starts, not by every worker after the launch.
+  load_with(o, {});
+  for (const auto& model : o.models) {
+    try {
+      load_with(o, {"train.model=" + model});
+    } catch (const ConfigError& e) {
+      throw std::invalid_argument(fmt::format("--models: '{}' cannot be calibrated: {}", model, e.what()));
+    }
+  }
   if (o.local == 1 && o.device.empty()) {
     throw std::invalid_argument(
         "--local 1: the CPU workers calibrate in twos or more; a single worker calibrates with --device");

@@ -217,3 +217,50 @@ TEST_CASE("experiments::hostile limits: a number option out of its range prints 
     CHECK(result.output.size() < 200);
   }
 }
+
+TEST_CASE("experiments::hostile limits: --models and --algorithms are checked before any worker starts") {
+  const TempDir temp;
+  const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
+  const fs::path calibration = temp.path() / "calibration";
+  const auto calibrate =
+      run_limited(fmt::format("calibrate --models mlp,nope --local 2 --out \"{}\"", calibration.string()));
+  CAPTURE(calibrate.result.output);
+  CHECK(calibrate.result.status == 1);
+  CHECK(one_line(calibrate.result.output));
+  CHECK(contains(calibrate.result.output, "--models: 'nope' cannot be calibrated: "));
+  CHECK(contains(calibrate.result.output, "train.model: must be one of"));
+  CHECK(calibrate.seconds < 10);
+  CHECK_FALSE(fs::exists(calibration));
+
+  const fs::path validation = temp.path() / "validation";
+  const auto validate = run_limited(
+      fmt::format("validate {} --algorithms ring,nope --local 2 --out \"{}\"", config, validation.string()));
+  CAPTURE(validate.result.output);
+  CHECK(validate.result.status == 1);
+  CHECK(one_line(validate.result.output));
+  CHECK(contains(validate.result.output, "--algorithms: 'nope' cannot be validated: "));
+  CHECK(contains(validate.result.output, "algorithm.graph: unknown kind 'nope'"));
+  CHECK(validate.seconds < 10);
+  CHECK_FALSE(fs::exists(validation));
+}
+
+TEST_CASE("experiments::hostile limits: a damaged calibration.json is named with the file and the key") {
+  const TempDir temp;
+  const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
+  const fs::path calibration = temp.path() / "calibration";
+  const fs::path file = calibration / "calibration.json";
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"{ not json", file.string() + ": not valid JSON: "},
+           {"[1, 2]", file.string() + ": expected a JSON object, got array"},
+           {"{\"device\": 5}", file.string() + ": key 'device' is a number, not a string"}}) {
+    CAPTURE(text);
+    write_file(file, text);
+    const auto result = run_dbench(fmt::format("validate {} --calibration \"{}\" --local 2 --out \"{}\"",
+                                               config, calibration.string(), (temp.path() / "out").string()));
+    CAPTURE(result.output);
+    CHECK(result.status == 1);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, "--calibration: " + expected));
+    CHECK_FALSE(fs::exists(temp.path() / "out"));
+  }
+}
