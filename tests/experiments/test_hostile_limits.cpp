@@ -264,3 +264,22 @@ TEST_CASE("experiments::hostile limits: a damaged calibration.json is named with
     CHECK_FALSE(fs::exists(temp.path() / "out"));
   }
 }
+
+TEST_CASE("experiments::hostile limits: a JSON number beyond a double names the key and the file") {
+  const TempDir temp;
+  const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
+  const fs::path profile = temp.path() / "profile.json";
+  write_file(profile, R"({"name": "x", "tensors": [{"name": "w", "elements": 1e400}]})");
+  const fs::path calibration = temp.path() / "calibration.json";
+  write_file(calibration, R"({"nic_latency_s": 1e400})");
+  for (const auto& [set, file] : std::vector<std::pair<std::string, fs::path>>{
+           {"platform.timing_model", profile}, {"platform.preset", calibration}}) {
+    CAPTURE(set);
+    const auto result = run_dbench(fmt::format("config {} --set \"{}={}\"", config, set, file.string()));
+    CAPTURE(result.output);
+    CHECK(result.status == 1);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, fmt::format("{}: {}: invalid JSON: ", set, file.string())));
+    CHECK(contains(result.output, "number overflow parsing '1e400'"));
+  }
+}
