@@ -383,6 +383,16 @@ void run_calibrate(const CalibrateOptions& o) {
   check_device(o.device);
   require_two_distinct("--batches", o.batches, "batch sizes");
   require_two_distinct("--sizes", o.sizes, "message sizes");
+  // Each model's config is loaded here as the workers will load it, so that a misspelt --models entry or a
+  // bad config is refused before any worker starts, not by every worker after the launch.
+  load_with(o, {});
+  for (const auto& model : o.models) {
+    try {
+      load_with(o, {"train.model=" + model});
+    } catch (const ConfigError& e) {
+      throw std::invalid_argument(fmt::format("--models: '{}' cannot be calibrated: {}", model, e.what()));
+    }
+  }
   if (o.local == 1 && o.device.empty()) {
     throw std::invalid_argument(
         "--local 1: the CPU workers calibrate in twos or more; a single worker calibrates with --device");
@@ -448,7 +458,7 @@ void add_calibrate_command(CLI::App& app) {
       ->check(non_empty_path());
   cmd->add_option("--local", options->local,
                   "Start this many local workers through mpirun (at least 2, or 1 with --device)")
-      ->check(CLI::Range(1, 4096));
+      ->check(number_in(1, 4096));
   cmd->add_option("--device", options->device,
                   "Time the LibTorch worker of dbench train --device on cpu, cuda or cuda:N (NCCL between "
                   "GPUs) instead of the CPU workers; one worker may calibrate alone");
@@ -457,17 +467,17 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--batches", options->batches, "Batch sizes the step is timed at (at least two)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(number_at_least(1))
       ->capture_default_str();
   cmd->add_option("--sizes", options->sizes, "Message sizes in bytes (at least two)")
       ->delimiter(',')
       ->check(finite_number())
-      ->check(CLI::Range(8.0, 1e9))
+      ->check(number_in(8.0, 1e9))
       ->capture_default_str();
   cmd->add_option(
          "--repeats", options->repeats,
          "Calls per timing at least (more until a timing lasts 20 ms; the median of 7 rounds is kept)")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_in(1, 100000))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_calibrate(*options); });

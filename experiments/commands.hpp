@@ -1,8 +1,11 @@
 #pragma once
 
+#include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 namespace dbench::experiments {
@@ -18,6 +21,30 @@ inline CLI::Validator finite_number() {
         return parsed && !std::isfinite(value) ? "must be a finite number, got " + text : std::string();
       },
       "FINITE");
+}
+
+/// A number option's range check whose message prints the bounds as they are written ("--peer-timeout: must
+/// be >= 0, got -1"), never as CLI11's fixed-point expansion of the largest double. Text that is not a number
+/// is left to the option's own conversion.
+inline CLI::Validator number_in(double min, double max) {
+  const auto shown = [](double bound) { return fmt::format("{}", bound); };
+  std::string rule = max == std::numeric_limits<double>::max()
+                         ? ">= " + shown(min)
+                         : "in [" + shown(min) + ", " + shown(max) + "]";
+  return CLI::Validator(
+      [min, max, rule](std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool parsed = !text.empty() && end == text.c_str() + text.size();
+        return parsed && !(value >= min && value <= max) ? "must be " + rule + ", got " + text
+                                                         : std::string();
+      },
+      rule);
+}
+
+/// number_in(min, no upper bound).
+inline CLI::Validator number_at_least(double min) {
+  return number_in(min, std::numeric_limits<double>::max());
 }
 
 /// Refuses an empty path for an option that names a file or folder (`--out ""`), which would otherwise

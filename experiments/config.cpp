@@ -24,6 +24,7 @@
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "topology/graph.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -77,7 +78,8 @@ void visit_fields(Config& c, Visitor& v) {
           "dataset = synthetic: the teacher's and inputs' seed; 0: the run's seed");
   v.field("train", "augment_copies", t.augment_copies, augment_copies_range(),
           "views of every training image (shifted +-2 pixels, flipped); 1: none");
-  v.field("train", "workers", t.workers, at_least(1), "replicas = GPUs");
+  v.field("train", "workers", t.workers, between(1, topology::kMaxGraphNodes, "the largest graph"),
+          "replicas = GPUs");
   v.field("train", "batch_per_worker", t.batch_per_worker, at_least(1), "");
   v.field("train", "iterations", t.iterations, at_least(0), "the budget: iterations or epochs, not both");
   v.field("train", "epochs", t.epochs, at_least(0.0),
@@ -508,7 +510,21 @@ std::string apply_override(toml::table& root, const std::string& text,
     throw ConfigError(fmt::format("{}: --set {}: expected section.key=value (for example train.workers=64)",
                                   source_name, text));
   }
+  // A whole section given at once would silently reset every key of it that the value leaves out.
+  const auto in_section = std::find_if(keys.begin(), keys.end(),
+                                       [&](const auto& known) { return known.first.starts_with(key + "."); });
+  if (in_section != keys.end()) {
+    throw ConfigError(fmt::format(
+        "{}: --set {}: '{}' is a whole section; --set changes one key, so set its keys one by one (for "
+        "example --set {}=...)",
+        source_name, text, key, in_section->first));
+  }
   toml::table value = parse_override_value(keys, key, trim(std::string_view(text).substr(eq + 1)));
+  if (value.get("v")->is_table()) {
+    throw ConfigError(fmt::format(
+        "{}: --set {}: the value is a table; --set takes a string, number, boolean or array for one key",
+        source_name, text));
+  }
   problems.note_override(key, text);
 
   toml::table* table = &root;

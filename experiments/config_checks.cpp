@@ -78,6 +78,16 @@ Check<int> at_least(int min) {
       [min](const int& v) { return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, v); };
 }
 
+Check<int> between(int min, int max, std::string_view why) {
+  return [min, max, why = std::string(why)](const int& v) {
+    if (v < min) {
+      return fmt::format("must be >= {}, got {}", min, v);
+    }
+    return v <= max ? std::string()
+                    : fmt::format("must be <= {}{}, got {}", max, why.empty() ? "" : " (" + why + ")", v);
+  };
+}
+
 Check<double> at_least(double min) {
   return [min](const double& v) {
     return v >= min ? std::string() : fmt::format("must be >= {}, got {}", min, toml_double(v));

@@ -34,6 +34,8 @@ std::string full_key(std::string_view section, std::string_view key);
 Check<int> at_least(int min);
 /// v >= min.
 Check<double> at_least(double min);
+/// min <= v <= max; `why` (may be empty) says where max comes from.
+Check<int> between(int min, int max, std::string_view why);
 /// v > min.
 Check<double> above(double min);
 /// [min, max) or (min, max] intervals, spelled the way the message shows them.

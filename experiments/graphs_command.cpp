@@ -101,6 +101,11 @@ void run_graphs(const GraphsOptions& options) {
     throw std::invalid_argument(
         fmt::format("--nodes: must be at least 2 (a graph of one node has no edges), got {}", options.nodes));
   }
+  if (options.nodes > topo::kMaxGraphNodes) {
+    throw std::invalid_argument(
+        fmt::format("--nodes: must be at most {} (the largest graph DBench builds), got {}",
+                    topo::kMaxGraphNodes, options.nodes));
+  }
   const auto specs = standard_specs(options.nodes, options.seed);
   fmt::print("{:<26} {:>6} {:>10} {:>8} {:>9} {:>13} {:>9}\n", "graph", "period", "messages", "max deg",
              "diameter", "spectral gap", "exact avg");

@@ -31,6 +31,7 @@
 #include "report/report.hpp"
 #include "results/atomic_file.hpp"
 #include "results/results_dir.hpp"
+#include "results/sweep_lock.hpp"
 #include "runtime/launcher.hpp"
 #include "runtime/stop_signals.hpp"
 
@@ -436,7 +437,8 @@ std::string overrides_text(const SweepRun& run, std::size_t first, std::size_t l
 // neither links nor of the wrong kind (see results::check_sweep_folder). Throws naming --out.
 void check_sweep_out(const fs::path& out, std::span<const SweepRun> runs) {
   std::vector<fs::path> directories{"runs", "logs", "configs", "plots"};
-  std::vector<fs::path> files{"summary.csv", "sweep.toml", "report.md", "report.html"};
+  std::vector<fs::path> files{"summary.csv", "sweep.toml", "report.md", "report.html",
+                              results::kSweepLockName};
   for (const auto& run : runs) {
     directories.push_back(fs::path("runs") / run.id);
     files.push_back(fs::path("logs") / (run.id + ".log"));
@@ -491,8 +493,11 @@ void run_sweep(const SweepOptions& options) {
     return;
   }
 
+  // Held until the sweep ends: a second sweep into the folder would run every run again beside this one.
+  std::optional<results::SweepLock> lock;
   try {
     results::claim_sweep_folder(out);
+    lock.emplace(out, shard.index_1, shard.count);
   } catch (const results::ResultsDirError& e) {
     throw std::runtime_error(fmt::format("--out: {}", e.what()));
   }
@@ -694,7 +699,7 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--out", options->out, "Sweep directory (default: results/<name>)")
       ->check(non_empty_path());
   cmd->add_option("-j,--jobs", options->jobs, "Runs at once")
-      ->check(CLI::Range(1, 1024))
+      ->check(number_in(1, 1024))
       ->capture_default_str();
   cmd->add_option("--shard", options->shard,
                   "i/N: run only the grid runs with index % N == i-1 (e.g. one job-array task each)");

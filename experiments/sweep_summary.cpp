@@ -14,6 +14,7 @@
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_internal.hpp"
 #include "results/csv.hpp"
+#include "results/results_tree.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 #include "topology/analysis.hpp"
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 class RunCsv {
  public:
   explicit RunCsv(const fs::path& path)
-      : path_(path), table_(results::parse_csv(read_config_text(path, "run file"), path.string())) {}
+      : path_(path), table_(results::parse_csv(results::read_results_file(path, path), path.string())) {}
 
   std::size_t rows() const { return table_.rows.size(); }
 
@@ -67,17 +68,7 @@ class RunCsv {
 };
 
 std::string csv_cell(std::string_view text) {
-  if (text.find_first_of(",\"\n\r") == std::string_view::npos) {
-    return std::string(text);
-  }
-  std::string out = "\"";
-  for (const char c : text) {
-    out += c;
-    if (c == '"') {
-      out += '"';
-    }
-  }
-  return out + "\"";
+  return results::text_field(text);
 }
 
 std::string csv_number(const std::optional<double>& value) {
@@ -373,7 +364,7 @@ std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs
   }
   for (const auto& axis : sweep.grid) {
     out += ',';
-    out += csv_cell(axis.key);
+    out += csv_cell(results::summary_axis_column(axis.key));
   }
   out += "\n";
   for (std::size_t r = 0; r < runs.size(); ++r) {

@@ -120,6 +120,9 @@ std::map<std::string, Value> read_values(const std::filesystem::path& path) {
       json = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
       throw ConfigError(fmt::format("{}: JSON syntax error: {}", path.string(), e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      // A number beyond a double (1e400) is the library's out_of_range, not a parse_error.
+      throw ConfigError(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
     }
     for (const auto& [key, value] : json.items()) {
       if (value.is_number()) {

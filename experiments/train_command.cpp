@@ -384,7 +384,7 @@ void add_train_command(CLI::App& app) {
           "1 <= N <= 4096"));
   cmd->add_option("--checkpoint-every", options->checkpoint_every,
                   "Write a checkpoint every K iterations and at the end (0: never)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_at_least(0));
   cmd->add_option("--checkpoint-dir", options->checkpoint_dir,
                   "Where checkpoints go, shared by all workers (default: <out>.checkpoints)");
   cmd->add_flag("--resume", options->resume, "Continue from the latest checkpoint of the same config");
@@ -395,14 +395,14 @@ void add_train_command(CLI::App& app) {
                   "Seconds without progress after which a silent worker is reported lost (0: wait forever)")
       ->capture_default_str()
       ->check(finite_number())
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_at_least(0));
   cmd->add_option(
       "--inject-kill", options->inject_kill,
       "Fault injection for tests: RANK:ITERATION kills that worker when it starts that iteration");
   cmd->add_option("--image-size", options->image_size,
                   "imagenet-folder: images are resized to this many pixels square")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(number_at_least(1));
   cmd->add_option(
       "--device", options->device,
       "Train a LibTorch model on cpu, cuda (the GPU of the local rank, NCCL) or cuda:N instead of the "

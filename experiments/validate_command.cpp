@@ -165,8 +165,26 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
   if (!fs::is_directory(calibration) || !fs::exists(file)) {
     return;
   }
-  const std::string calibrated =
-      nlohmann::json::parse(read_file(file)).value("device", std::string("cpu-worker"));
+  std::string calibrated = "cpu-worker";
+  try {
+    const auto json = nlohmann::json::parse(read_config_text(file, "calibration file"));
+    if (!json.is_object()) {
+      throw std::invalid_argument(
+          fmt::format("--calibration: {}: expected a JSON object, got {}", file.string(), json.type_name()));
+    }
+    if (const auto given = json.find("device"); given != json.end()) {
+      if (!given->is_string()) {
+        throw std::invalid_argument(fmt::format("--calibration: {}: key 'device' is a {}, not a string",
+                                                file.string(), given->type_name()));
+      }
+      calibrated = given->get<std::string>();
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(
+        fmt::format("--calibration: {}: not valid JSON: {}", file.string(), e.what()));
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(fmt::format("--calibration: {}", e.what()));
+  }
   const std::string wanted = device.empty() ? "cpu-worker" : device;
   const auto kind = [](const std::string& d) { return d.rfind("cuda", 0) == 0 ? std::string("cuda") : d; };
   if (kind(calibrated) != kind(wanted)) {
@@ -193,6 +211,21 @@ void run_validate(const ValidateOptions& o) {
   }
   check_device(o.device);
   const ExperimentConfig config = load_config_file(o.config, o.overrides);
+  // Every case's config is loaded as its runs will load it before the first worker starts: a misspelt
+  // --algorithms entry would otherwise fail only after the calibration and the cases before it.
+  for (const auto& algorithm : o.algorithms) {
+    std::vector<std::string> sets = o.overrides;
+    for (const auto& s : case_overrides(algorithm)) {
+      sets.push_back(s);
+    }
+    sets.push_back(fmt::format("train.workers={}", o.local));
+    try {
+      load_config_file(o.config, sets);
+    } catch (const ConfigError& e) {
+      throw std::invalid_argument(
+          fmt::format("--algorithms: '{}' cannot be validated: {}", algorithm, e.what()));
+    }
+  }
   const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
                                      : fs::path(o.out);
   const std::string& model = config.train.model;
@@ -312,7 +345,7 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option(
          "--local", options->local,
          "Local workers (mpirun) of the runtime runs (at least 2, or 1 with --device and centralized)")
-      ->check(CLI::Range(1, 4096))
+      ->check(number_in(1, 4096))
       ->capture_default_str();
   cmd->add_option(
       "--device", options->device,
@@ -326,14 +359,14 @@ void add_validate_command(CLI::App& app) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--warmup", options->warmup, "Iterations left out of the means at the start")
-      ->check(CLI::NonNegativeNumber)
+      ->check(number_at_least(0))
       ->capture_default_str();
   cmd->add_option("--repeats", options->repeats, "Repetitions per micro-benchmark when calibrating")
-      ->check(CLI::Range(1, 100000))
+      ->check(number_in(1, 100000))
       ->capture_default_str();
   cmd->add_option("--runs", options->runs,
                   "Runtime runs per case; the run with the median seconds per iteration is compared")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_in(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_validate(*options); });

@@ -200,6 +200,9 @@ Json parse(const std::filesystem::path& path) {
       return Json::parse(text);
     } catch (const Json::parse_error& e) {
       throw ModelError(fmt::format("{}: JSON syntax error: {}", path.string(), e.what()));
+    } catch (const Json::exception& e) {
+      // A number beyond a double (1e400) is the library's out_of_range, not a parse_error.
+      throw ModelError(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
     }
   }
   try {

@@ -291,9 +291,31 @@ std::string_view reason(const std::exception& e) {
   return error != nullptr ? error->what_without_backtrace() : e.what();
 }
 
-// A load error's reason is its first line.
-std::string first_line(std::string_view message) {
-  return std::string(message.substr(0, message.find('\n')));
+// A load error's reason: the first line of torch's message that says something, without torch's request for
+// better messages, and in words a user can act on where torch's are its own internals.
+std::string load_reason(std::string_view message) {
+  constexpr std::string_view kRequest = "(Could this error message be improved?";
+  while (!message.empty()) {
+    const auto end = message.find('\n');
+    std::string_view line = message.substr(0, end);
+    message = end == std::string_view::npos ? std::string_view() : message.substr(end + 1);
+    if (const auto request = line.find(kRequest); request != std::string_view::npos) {
+      line = line.substr(0, request);
+    }
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) {
+      line.remove_suffix(1);
+    }
+    while (!line.empty() && line.front() == ' ') {
+      line.remove_prefix(1);
+    }
+    if (line.find("hasRecord(\"version\")") != std::string_view::npos) {
+      return "a ZIP archive without TorchScript's version record, not a module saved by torch.jit.save";
+    }
+    if (!line.empty()) {
+      return std::string(line);
+    }
+  }
+  return "not a module saved by torch.jit.save (torch gave no reason)";
 }
 
 // The TorchScript interpreter's messages end in the reason, after the script's call stack.
@@ -307,14 +329,19 @@ std::string last_line(std::string_view message) {
 
 torch::jit::Module load(const std::filesystem::path& file) {
   std::error_code error;
-  if (!std::filesystem::is_regular_file(file, error)) {
-    throw ModelError(fmt::format("cannot read TorchScript module '{}': no such file", file.string()));
+  const auto status = std::filesystem::status(file, error);
+  if (!std::filesystem::is_regular_file(status)) {
+    throw ModelError(fmt::format("cannot read TorchScript module '{}': {}", file.string(),
+                                 std::filesystem::exists(status) ? "not a regular file" : "no such file"));
+  }
+  if (std::filesystem::file_size(file, error) == 0 && !error) {
+    throw ModelError(fmt::format("cannot load TorchScript module '{}': the file is empty", file.string()));
   }
   try {
     return torch::jit::load(file.string(), torch::kCPU);
   } catch (const std::exception& e) {
     throw ModelError(
-        fmt::format("cannot load TorchScript module '{}': {}", file.string(), first_line(reason(e))));
+        fmt::format("cannot load TorchScript module '{}': {}", file.string(), load_reason(reason(e))));
   }
 }
 

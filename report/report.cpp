@@ -169,6 +169,16 @@ ReportResult write_report(const fs::path& given, results::StagingCleanup* cleanu
         "metrics.csv)",
         dir.string()));
   }
+  // The report replaces report.html, report.md and plots/ in DIR: only DBench's own folders are written into.
+  const std::string_view marker = sweep ? results::kSweepMarkerName : results::ResultsDir::kMarkerName;
+  if (!fs::is_regular_file(fs::symlink_status(dir / marker, ec))) {
+    throw ReportError(fmt::format(
+        "refusing to write a report into {}: it has {} but no {} file, so it is not a folder DBench {} (a "
+        "report replaces report.html, report.md and plots/ there); a folder written by an older DBench is "
+        "taken once that file is created in it",
+        dir.string(), sweep ? "summary.csv" : "summary.json", marker,
+        sweep ? "ran a sweep in" : "wrote a run's results into"));
+  }
 
   // Read and analyze everything before the first file is written, so that bad input changes nothing.
   Plots plots;

@@ -36,14 +36,15 @@ struct ReportResult {
 };
 
 /// Writes report.html, report.md and plots/ into `dir`: a sweep's directory (summary.csv and runs/) or a
-/// single run's results directory (summary.json and metrics.csv). Plots are drawn by gnuplot. Everything is
-/// staged first and moved into place at the end, so a failed report leaves existing report files as they
-/// were. DIR is untrusted input: no file is opened through a path (a run cell, a symlink) that leads out of
-/// it; a sweep's done run whose files cannot be read is left out of the curves and listed in `left_out`.
-/// Throws ReportError, results::CsvError, results::ResultsTreeError, results::SummaryJsonError or
-/// results::ResultsDirError naming what is missing, malformed or outside DIR, or what cannot be written.
-/// Given `cleanup`, a stop signal removes the staging directory; one that a killed report left in DIR is
-/// removed by the next report.
+/// single run's results directory (summary.json and metrics.csv), holding the marker file DBench writes into
+/// each (results::kSweepMarkerName, results::ResultsDir::kMarkerName); any other folder is refused. Plots are
+/// drawn by gnuplot. Everything is staged first and moved into place at the end, so a failed report leaves
+/// existing report files as they were. DIR is untrusted input: no file is opened through a path (a run cell,
+/// a symlink) that leads out of it; a sweep's done run whose files cannot be read is left out of the curves
+/// and listed in `left_out`. Throws ReportError, results::CsvError, results::ResultsTreeError,
+/// results::SummaryJsonError or results::ResultsDirError naming what is missing, malformed or outside DIR, or
+/// what cannot be written. Given `cleanup`, a stop signal removes the staging directory; one that a killed
+/// report left in DIR is removed by the next report.
 ReportResult write_report(const std::filesystem::path& dir, results::StagingCleanup* cleanup = nullptr);
 
 }  // namespace dbench::report

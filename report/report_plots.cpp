@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <system_error>
 
 #include "report/gnuplot.hpp"
@@ -41,6 +42,28 @@ std::string inline_svg(const std::string& svg, std::size_t index, const std::str
   return out;
 }
 
+// The byte offset of each UTF-8 character of `text` (continuation bytes start none).
+std::vector<std::size_t> character_starts(std::string_view text) {
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      starts.push_back(i);
+    }
+  }
+  return starts;
+}
+
+// `title` in at most kMaxKeyChars characters: its start, "...", its end.
+std::string shortened(const std::string& title) {
+  const auto starts = character_starts(title);
+  if (starts.size() <= kMaxKeyChars) {
+    return title;
+  }
+  constexpr std::size_t kEnd = 24;  // a sweep's labels differ in their last axis values
+  constexpr std::size_t kStart = kMaxKeyChars - kEnd - 3;
+  return title.substr(0, starts[kStart]) + "..." + title.substr(starts[starts.size() - kEnd]);
+}
+
 }  // namespace
 
 std::vector<std::pair<double, double>> zip(const std::vector<double>& x, const std::vector<double>& y,
@@ -64,6 +87,27 @@ void drop_rounding_noise(std::vector<Series>& series) {
   for (auto& s : series) {
     std::erase_if(s.points, [&](const auto& p) { return !(p.second > largest * kLogFloor); });
   }
+}
+
+std::vector<std::string> key_titles(const std::vector<Series>& series) {
+  std::vector<std::string> titles;
+  std::set<std::string> taken;
+  for (const auto& s : series) {
+    titles.push_back(shortened(s.title));
+    taken.insert(s.title);  // titles that need no shortening are kept as they are, equal ones too
+  }
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    if (titles[i] == series[i].title) {
+      continue;
+    }
+    std::string unique = titles[i];
+    for (int n = 2; taken.contains(unique); ++n) {
+      unique = fmt::format("{} #{}", titles[i], n);
+    }
+    taken.insert(unique);
+    titles[i] = unique;
+  }
+  return titles;
 }
 
 bool Plots::add(PlotSpec spec) {
@@ -120,6 +164,7 @@ std::map<std::string, std::string> Plots::render(const fs::path& work, const fs:
       script += fmt::format("set xtics ({})\n", fmt::join(spec.xtics, ", "));
     }
     std::vector<std::string> parts;
+    const std::vector<std::string> titles = key_titles(spec.series);
     for (std::size_t i = 0; i < spec.series.size(); ++i) {
       const Series& s = spec.series[i];
       std::string style = fmt::format("with {} lw 2", s.style);
@@ -131,7 +176,7 @@ std::map<std::string, std::string> Plots::render(const fs::path& work, const fs:
       }
       parts.push_back(fmt::format("{} index {} using 1:2 {} lc rgb {} title {}",
                                   gnuplot_string(data.string()), i, style, gnuplot_string(s.color),
-                                  gnuplot_label(s.title)));
+                                  gnuplot_label(titles[i])));
     }
     script += fmt::format("plot {}\nunset output\n", fmt::join(parts, ", \\\n     "));
   }

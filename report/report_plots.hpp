@@ -46,6 +46,15 @@ std::vector<std::pair<double, double>> zip(const std::vector<double>& x, const s
 /// Drops the points that are rounding noise next to the largest value of `series`, for a log axis.
 void drop_rounding_noise(std::vector<Series>& series);
 
+/// The longest key entry drawn, in characters: gnuplot drops a plot's whole key when one entry is wider than
+/// the plot (about 95 characters of the 760-pixel SVG).
+inline constexpr std::size_t kMaxKeyChars = 80;
+
+/// The series' titles as the key shows them: a title longer than kMaxKeyChars (UTF-8 characters) is
+/// shortened in the middle with "...", keeping its start and its end (where the labels of one sweep differ),
+/// and one shortened into another's title gets " #2", " #3", ... so that every entry stays distinct.
+std::vector<std::string> key_titles(const std::vector<Series>& series);
+
 /// The plots of one report, in the order they were added.
 class Plots {
  public:

@@ -4,6 +4,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <charconv>
+#include <system_error>
 #include <utility>
 
 namespace dbench::results {
@@ -11,6 +13,43 @@ namespace dbench::results {
 int CsvTable::column(std::string_view name) const {
   const auto it = std::find(header.begin(), header.end(), name);
   return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+}
+
+namespace {
+
+// Spreadsheets evaluate a cell that starts with one of these as a formula.
+bool starts_formula(std::string_view text) {
+  return !text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos;
+}
+
+bool plain_number(std::string_view text) {
+  double value = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+std::string text_field(std::string_view text) {
+  const bool guard = (starts_formula(text) && !plain_number(text)) || text.starts_with('\'');
+  if (!guard && text.find_first_of(",\"\n\r") == std::string_view::npos) {
+    return std::string(text);
+  }
+  std::string out = guard ? "\"'" : "\"";
+  for (const char c : text) {
+    out += c;
+    if (c == '"') {
+      out += '"';
+    }
+  }
+  return out + "\"";
+}
+
+std::string read_text_field(std::string_view field) {
+  if (field.starts_with('\'') && (starts_formula(field.substr(1)) || field.substr(1).starts_with('\''))) {
+    field.remove_prefix(1);
+  }
+  return std::string(field);
 }
 
 CsvTable parse_csv(std::string_view text, std::string_view source) {

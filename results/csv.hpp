@@ -25,6 +25,16 @@ struct CsvTable {
   int column(std::string_view name) const;
 };
 
+/// `text` as one CSV field of a file that people open in spreadsheets: quoted where it holds a comma, quote
+/// or line break, and, when it would start a formula (=, +, -, @, a tab or a carriage return first, and not
+/// a plain number), kept as text by a leading single quote inside quotes ("'=1+1"); a text that starts with a
+/// single quote gets one more, so that read_text_field gives back every text as it was.
+std::string text_field(std::string_view text);
+
+/// The text that text_field wrote as `field` (after CSV unquoting): one leading single quote removed where
+/// text_field added it.
+std::string read_text_field(std::string_view field);
+
 /// Parses CSV text; `source` names the file in errors (e.g. a row with more fields than the header). Throws
 /// CsvError.
 CsvTable parse_csv(std::string_view text, std::string_view source);

@@ -3,8 +3,8 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 namespace dbench::results {
@@ -57,19 +57,40 @@ bool ResultsTree::is_directory(const fs::path& relative) const {
 }
 
 std::string ResultsTree::read(const fs::path& relative) const {
-  const fs::path file = resolve(relative);
+  return read_results_file(resolve(relative), shown(relative));
+}
+
+std::string read_results_file(const fs::path& file, const fs::path& shown) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    throw ResultsTreeError(fmt::format("cannot read {}: {}", shown(relative).string(),
+    throw ResultsTreeError(fmt::format("cannot read {}: {}", shown.string(),
                                        fs::exists(file, ec) ? "not a regular file" : "no such file"));
   }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (!in || in.bad()) {
-    throw ResultsTreeError(fmt::format("cannot read {}", shown(relative).string()));
+  const auto too_large = [&] {
+    return ResultsTreeError(fmt::format("cannot read {}: larger than the {} GiB limit for a results file",
+                                        shown.string(), kMaxResultsFileBytes >> 30));
+  };
+  if (const auto size = fs::file_size(file, ec); !ec && size > kMaxResultsFileBytes) {
+    throw too_large();
   }
-  return buffer.str();
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw ResultsTreeError(fmt::format("cannot read {}", shown.string()));
+  }
+  // Chunks up to one byte past the limit, so that a file that grows while it is read is still refused.
+  std::string text;
+  std::array<char, 65536> chunk{};
+  while (in && text.size() <= kMaxResultsFileBytes) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) {
+    throw ResultsTreeError(fmt::format("cannot read {}: read error", shown.string()));
+  }
+  if (text.size() > kMaxResultsFileBytes) {
+    throw too_large();
+  }
+  return text;
 }
 
 }  // namespace dbench::results

@@ -2,6 +2,7 @@
 // which files a report opens, so every path is resolved and checked to stay inside the directory first.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,15 @@ class ResultsTreeError : public std::runtime_error {
   /// Wraps a complete, user-facing message.
   explicit ResultsTreeError(const std::string& message) : std::runtime_error(message) {}
 };
+
+/// The largest file of a results directory that DBench reads whole (summary.csv, metrics.csv, summary.json):
+/// 1 GiB, a thousand times the metrics of a long run, so that a damaged or hostile file ends as one error
+/// instead of exhausting memory.
+inline constexpr std::uintmax_t kMaxResultsFileBytes = std::uintmax_t{1} << 30;
+
+/// The bytes of the regular file `file`, of at most kMaxResultsFileBytes; `shown` names it in errors. Throws
+/// ResultsTreeError saying why it cannot be read.
+std::string read_results_file(const std::filesystem::path& file, const std::filesystem::path& shown);
 
 /// The files under one directory, reachable only by relative paths that stay inside it.
 ///
@@ -35,7 +45,8 @@ class ResultsTree {
   bool exists(const std::filesystem::path& relative) const;
   /// Whether `relative` is a directory; throws ResultsTreeError when it leads out of the directory.
   bool is_directory(const std::filesystem::path& relative) const;
-  /// The bytes of the file `relative`; throws ResultsTreeError when it leads out or cannot be read.
+  /// The bytes of the file `relative` (read_results_file); throws ResultsTreeError when it leads out or
+  /// cannot be read.
   std::string read(const std::filesystem::path& relative) const;
 
  private:

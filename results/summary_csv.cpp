@@ -4,9 +4,11 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <system_error>
 
@@ -56,26 +58,31 @@ std::span<const std::string_view> required_summary_columns() {
 
 namespace {
 
-// The numeric columns of the contract and where each lands in a SummaryRow.
+constexpr double kUnbounded = std::numeric_limits<double>::max();
+
+// The numeric columns of the contract, where each lands in a SummaryRow and the range its values must lie in
+// (a fraction, a count, a non-negative measure): a value outside it is damage, not data.
 struct NumberColumn {
   std::string_view name;
   double SummaryRow::*member;
+  double min = 0.0;
+  double max = kUnbounded;
 };
 
-constexpr std::array<NumberColumn, 27> kNumberColumns = {{
+constexpr std::array<NumberColumn, 28> kNumberColumns = {{
     {"seed", &SummaryRow::seed},
-    {"final_test_accuracy", &SummaryRow::final_test_accuracy},
-    {"best_test_accuracy", &SummaryRow::best_test_accuracy},
+    {"final_test_accuracy", &SummaryRow::final_test_accuracy, 0.0, 1.0},
+    {"best_test_accuracy", &SummaryRow::best_test_accuracy, 0.0, 1.0},
     {"final_test_loss", &SummaryRow::final_test_loss},
     {"iterations", &SummaryRow::iterations},
     {"edges", &SummaryRow::edges},
     {"mean_degree", &SummaryRow::mean_degree},
-    {"spectral_gap", &SummaryRow::spectral_gap},
+    {"spectral_gap", &SummaryRow::spectral_gap, 0.0, 1.0},
     {"norm_variance_mean", &SummaryRow::norm_variance_mean},
     {"norm_variance_final", &SummaryRow::norm_variance_final},
     {"consensus_distance_mean", &SummaryRow::consensus_distance_mean},
     {"consensus_distance_final", &SummaryRow::consensus_distance_final},
-    {"target_accuracy", &SummaryRow::target_accuracy},
+    {"target_accuracy", &SummaryRow::target_accuracy, 0.0, 1.0},
     {"iterations_to_target", &SummaryRow::iterations_to_target},
     {"simulated_time_to_target_s", &SummaryRow::simulated_time_to_target_s},
     {"seconds_per_iteration", &SummaryRow::seconds_per_iteration},
@@ -84,6 +91,7 @@ constexpr std::array<NumberColumn, 27> kNumberColumns = {{
     {"bytes_per_gpu_per_iteration", &SummaryRow::bytes_per_gpu_per_iteration},
     {"bytes_per_gpu", &SummaryRow::bytes_per_gpu},
     {"simulated_seconds", &SummaryRow::simulated_seconds},
+    {"wall_seconds", &SummaryRow::wall_seconds},
     {"parameters", &SummaryRow::parameters},
     {"epochs", &SummaryRow::epochs},
     {"global_batch", &SummaryRow::global_batch},
@@ -91,6 +99,15 @@ constexpr std::array<NumberColumn, 27> kNumberColumns = {{
     {"samples", &SummaryRow::samples},
     {"peak_lr", &SummaryRow::peak_lr},
 }};
+
+// A grid axis named like a contract column ("algorithm", "seed") is written under this prefix, so that no
+// two columns share a name.
+constexpr std::string_view kAxisPrefix = "grid.";
+
+bool contract_column(std::string_view name) {
+  const auto columns = required_summary_columns();
+  return std::find(columns.begin(), columns.end(), name) != columns.end();
+}
 
 double parse_number(const std::string& field, std::string_view source, std::size_t line,
                     std::string_view column) {
@@ -106,14 +123,36 @@ double parse_number(const std::string& field, std::string_view source, std::size
   }
   double value = 0.0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) {
-    throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number", source, line,
-                               column, field));
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a finite number", source,
+                               line, column, field));
+  }
+  return value;
+}
+
+// parse_number, within [min, max].
+double parse_in_range(const std::string& field, std::string_view source, std::size_t line,
+                      std::string_view column, double min, double max) {
+  const double value = parse_number(field, source, line, column);
+  if (value < min || value > max) {
+    throw CsvError(fmt::format("{}: line {}: column '{}' holds {}, outside [{}, {}]", source, line, column,
+                               field, min, max == kUnbounded ? std::string("inf") : fmt::format("{}", max)));
   }
   return value;
 }
 
 }  // namespace
+
+std::string summary_axis_column(std::string_view key) {
+  return contract_column(key) ? std::string(kAxisPrefix) + std::string(key) : std::string(key);
+}
+
+std::string summary_axis_key(std::string_view column) {
+  if (column.starts_with(kAxisPrefix) && contract_column(column.substr(kAxisPrefix.size()))) {
+    column.remove_prefix(kAxisPrefix.size());
+  }
+  return std::string(column);
+}
 
 std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_view source) {
   const CsvTable table = parse_csv(text, source);
@@ -131,30 +170,32 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
     const auto& row = table.rows[r];
     const std::size_t line = r + 2;
     SummaryRow run;
-    run.run = row[text_column("run")];
-    run.status = row[text_column("status")];
-    run.label = row[text_column("label")];
-    run.algorithm = row[text_column("algorithm")];
-    run.graph = row[text_column("graph")];
-    run.timing_model = row[text_column("timing_model")];
-    run.platform = row[text_column("platform")];
+    run.run = read_text_field(row[text_column("run")]);
+    run.status = read_text_field(row[text_column("status")]);
+    run.label = read_text_field(row[text_column("label")]);
+    run.algorithm = read_text_field(row[text_column("algorithm")]);
+    run.graph = read_text_field(row[text_column("graph")]);
+    run.timing_model = read_text_field(row[text_column("timing_model")]);
+    run.platform = read_text_field(row[text_column("platform")]);
     if (run.status != "done" && run.status != "failed" && run.status != "pending") {
       throw CsvError(
           fmt::format("{}: line {}: status '{}' is not done, failed or pending", source, line, run.status));
     }
-    const double workers = parse_number(row[text_column("workers")], source, line, "workers");
-    if (run.done() && !(workers >= 1.0 && workers == std::floor(workers))) {
+    // An int holds the workers of any graph DBench builds; a count beyond it is damage, not a scale.
+    const double workers = parse_in_range(row[text_column("workers")], source, line, "workers", 1.0,
+                                          std::numeric_limits<int>::max());
+    if (std::isnan(workers) ? run.done() : workers != std::floor(workers)) {
       throw CsvError(fmt::format("{}: line {}: a done run needs a positive whole number of workers, not '{}'",
                                  source, line, row[text_column("workers")]));
     }
-    run.workers = std::isfinite(workers) ? static_cast<int>(workers) : 0;
+    run.workers = std::isnan(workers) ? 0 : static_cast<int>(workers);
     for (const auto& column : kNumberColumns) {
-      run.*column.member = parse_number(row[text_column(column.name)], source, line, column.name);
+      run.*column.member =
+          parse_in_range(row[text_column(column.name)], source, line, column.name, column.min, column.max);
     }
-    run.wall_seconds = parse_number(row[text_column("wall_seconds")], source, line, "wall_seconds");
     for (std::size_t c = 0; c < table.header.size(); ++c) {
       if (!contract.contains(table.header[c])) {
-        run.axes.emplace_back(table.header[c], row[c]);
+        run.axes.emplace_back(summary_axis_key(table.header[c]), read_text_field(row[c]));
       }
     }
     runs.push_back(std::move(run));

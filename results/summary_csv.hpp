@@ -72,8 +72,17 @@ struct SummaryRow {
 /// The columns every summary.csv starts with, in order (the sweep's contract).
 std::span<const std::string_view> required_summary_columns();
 
-/// Parses a sweep's summary.csv. Throws CsvError naming `source` and a missing column, an unknown
-/// status or a field that is not a number.
+/// The column of summary.csv that holds grid axis `key`: the key itself, or "grid.KEY" for an axis named like
+/// a contract column ("algorithm", "seed"), so that no two columns share a name.
+std::string summary_axis_column(std::string_view key);
+
+/// The grid axis that summary.csv's column `column` holds (summary_axis_column's inverse).
+std::string summary_axis_key(std::string_view column);
+
+/// Parses a sweep's summary.csv: text cells as results::text_field wrote them, and every number in its
+/// column's range (accuracies and the spectral gap in [0, 1], workers a whole number in [1, 2^31 - 1], the
+/// rest finite and non-negative). Throws CsvError naming `source` and a missing column, an unknown status, or
+/// a field that is not a number or lies outside its column's range.
 std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_view source);
 
 }  // namespace dbench::results

@@ -3,9 +3,9 @@
 #include <fmt/core.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <system_error>
+
+#include "results/results_tree.hpp"
 
 namespace dbench::results {
 namespace {
@@ -183,16 +183,13 @@ SummaryJson read_summary_json(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(status)) {
     throw SummaryJsonError(fmt::format("{}: not a regular file", path.string()));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw SummaryJsonError(fmt::format("{}: cannot open it", path.string()));
+  std::string text;
+  try {
+    text = read_results_file(path, path);
+  } catch (const ResultsTreeError& e) {
+    throw SummaryJsonError(e.what());
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    throw SummaryJsonError(fmt::format("{}: cannot read it", path.string()));
-  }
-  return parse_summary_json(buffer.str(), path.string());
+  return parse_summary_json(text, path.string());
 }
 
 }  // namespace dbench::results

@@ -219,6 +219,10 @@ void check_arguments(int n, int k, std::string_view what) {
   if (n < 2) {
     throw GraphError(GraphInput::nodes, fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
+  if (n > kMaxGraphNodes) {
+    throw GraphError(GraphInput::nodes, fmt::format("{} on {} nodes is too large; the limit is {} nodes",
+                                                    what, n, kMaxGraphNodes));
+  }
   if (k < 1 || k >= n) {
     throw GraphError(
         GraphInput::degree,

@@ -40,6 +40,10 @@ void require_nodes(int n, std::string_view what) {
   if (n < 2) {
     throw GraphError(GraphInput::nodes, fmt::format("{} needs at least 2 nodes, got {}", what, n));
   }
+  if (n > kMaxGraphNodes) {
+    throw GraphError(GraphInput::nodes, fmt::format("{} on {} nodes is too large; the limit is {} nodes",
+                                                    what, n, kMaxGraphNodes));
+  }
 }
 
 void require_entries(std::int64_t entries, GraphInput input, std::string_view what) {

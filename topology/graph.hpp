@@ -12,6 +12,11 @@
 
 namespace dbench::topology {
 
+/// The most nodes a graph may have, checked before anything of size n is allocated: a thousand times the
+/// largest scale the study trains at. Building and analysing the largest families at this size takes up to
+/// about 4 GB (Base-4's rounds with their spectral analysis); ten times more would not fit most machines.
+inline constexpr int kMaxGraphNodes = 1'000'000;
+
 /// What a graph request got wrong. Callers name it their own way: the command line as --nodes, a config as
 /// train.workers; the topology library knows neither.
 enum class GraphInput {

@@ -158,7 +158,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {c.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "seed"},
       {one_of(t.model, {"mlp", "lenet", "resnet20", "resnet50"}), "train.model"},
       {one_of(t.dataset, {"fashion-mnist", "cifar10", "synthetic", "imagenet-folder"}), "train.dataset"},
-      {t.workers >= 1, "train.workers"},
+      {t.workers >= 1 && t.workers <= 1'000'000, "train.workers"},
       {t.batch_per_worker >= 1, "train.batch_per_worker"},
       {t.iterations >= 1, "train.iterations"},
       {finite(t.epochs) && t.epochs >= 0, "train.epochs"},

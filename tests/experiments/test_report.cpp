@@ -230,6 +230,7 @@ TEST_CASE(
   fails_with(fmt::format("\"{}\" report {}", DBENCH_EXE, quoted(temp.path() / "missing")), "not a directory");
 
   // A summary.csv without a required column.
+  mark_sweep_folder(dir);
   std::string header = summary_header();
   write_file(dir / "summary.csv", replace_first(header, ",spectral_gap,", ",gap,"));
   fails_with(report, "lacks the column 'spectral_gap'");
@@ -336,6 +337,7 @@ TEST_CASE("experiments::report: run cells and symlinks that lead out of DIR are 
   fs::create_symlink(temp.path() / "elsewhere" / "metrics.csv", dir / "runs" / "filelink" / "metrics.csv");
   fs::create_symlink(temp.path() / "secret.toml", dir / "sweep.toml");
   // A run of its own, and a symlink inside DIR to a folder inside DIR, which may be followed.
+  mark_sweep_folder(dir);
   write_file(dir / "runs" / "plain" / "metrics.csv", kMetrics);
   write_file(dir / "store" / "kept" / "metrics.csv", kMetrics);
   fs::create_directory_symlink(dir / "store" / "kept", dir / "runs" / "insidelink");

@@ -177,9 +177,9 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
   for (std::size_t i = 0; i < columns.size(); ++i) {
     CHECK(csv.header[i] == columns[i]);
   }
-  CHECK(csv.header[columns.size()] == "algorithm");
+  CHECK(csv.header[columns.size()] == "grid.algorithm");  // named apart from the algorithm column
   CHECK(csv.header[columns.size() + 1] == "train.workers");
-  CHECK(csv.header[columns.size() + 2] == "seed");
+  CHECK(csv.header[columns.size() + 2] == "grid.seed");
   REQUIRE(csv.rows.size() == 4);
   const std::vector<std::string> ids = {"ring_w8_s1", "ring_w8_s2", "complete_w8_s1", "complete_w8_s2"};
   ex::GraphStatsCache cache;

@@ -181,6 +181,28 @@ TEST_CASE("models::torchscript_profile: a missing or unreadable module is refuse
   dbench::testing::write_file(garbage, "this is not a TorchScript archive");
   CHECK_THROWS_WITH_AS(models::torchscript_profile(garbage, {1, 28, 28}, {"m"}),
                        doctest::Contains(garbage.string().c_str()), models::ModelError);
+  // An empty file, a folder, and a module cut short: each says why, never with an empty reason.
+  const fs::path empty = dir.path() / "empty.pt";
+  dbench::testing::write_file(empty, "");
+  CHECK_THROWS_WITH_AS(models::torchscript_profile(empty, {1, 28, 28}, {"m"}),
+                       doctest::Contains((empty.string() + "': the file is empty").c_str()),
+                       models::ModelError);
+  CHECK_THROWS_WITH_AS(models::torchscript_profile(dir.path(), {1, 28, 28}, {"m"}),
+                       doctest::Contains("': not a regular file"), models::ModelError);
+  const fs::path cut = saved(lenet(), dir, "cut.pt");
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  try {
+    models::torchscript_profile(cut, {1, 28, 28}, {"m"});
+    FAIL("a module cut in half loaded");
+  } catch (const models::ModelError& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    const std::string prefix = "cannot load TorchScript module '" + cut.string() + "': ";
+    REQUIRE(message.starts_with(prefix));
+    CHECK(message.size() > prefix.size() + 3);
+    CHECK(message.find('\n') == std::string::npos);
+    CHECK(message.find("Could this error message be improved") == std::string::npos);
+  }
   // A forward pass that fails on the input shape is reported with the shape.
   CHECK_THROWS_WITH_AS(models::torchscript_profile(saved(lenet(), dir, "lenet.pt"), {3, 28, 28}, {"m"}),
                        doctest::Contains("1x3x28x28"), models::ModelError);

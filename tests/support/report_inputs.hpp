@@ -4,10 +4,12 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "results/results_dir.hpp"
 #include "results/summary_csv.hpp"
 
 namespace dbench::testing {
@@ -20,6 +22,13 @@ inline std::string summary_header() {
     header += column;
   }
   return header + ",train.workers\n";
+}
+
+/// Marks `dir` (created if missing) as a sweep folder, as `dbench sweep` does before writing into it: a
+/// report writes only into folders that hold the marker.
+inline void mark_sweep_folder(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / results::kSweepMarkerName) << "This folder holds a DBench sweep.\n";
 }
 
 /// Text built to run commands if it reached gnuplot's parser as it is: every byte from 1 to 255 (newlines,
