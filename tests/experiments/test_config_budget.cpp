@@ -11,6 +11,7 @@
 #include "core/lr_schedule.hpp"
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace dbench::experiments;
 using dbench::experiments::testing::contains;
@@ -39,6 +40,8 @@ TEST_CASE("config::budget: train.epochs gives ceil(epochs x samples / global bat
     std::string epochs;
     int expected;
   };
+  // CIFAR-10's folder must exist (the config check reads nothing in it).
+  const dbench::testing::TempDir cifar;
   const std::vector<Case> cases = {
       // Fashion-MNIST: 60,000 training samples.
       {"", 16, 16, "2", static_cast<int>(whole_epochs(2, 60000, 16, 16))},      // 468.75 -> 469
@@ -47,7 +50,8 @@ TEST_CASE("config::budget: train.epochs gives ceil(epochs x samples / global bat
       {"", 16, 16, "0.1", 24},                                                  // 23.4375 -> 24
       {"", 64, 16, "10", static_cast<int>(whole_epochs(10, 60000, 64, 16))},    // 585.9 -> 586
       // CIFAR-10: 50,000.
-      {"dataset = \"cifar10\"\ndata_dir = \"/data/cifar\"\n", 4, 32, "1.5", 586},  // 585.94 -> 586
+      {"dataset = \"cifar10\"\ndata_dir = \"" + cifar.path().string() + "\"\n", 4, 32, "1.5",
+       586},  // 585.94 -> 586
       // The synthetic teacher task, as large as asked.
       {"dataset = \"synthetic\"\nsynthetic_samples = 1000000\n", 64, 16, "3",
        static_cast<int>(whole_epochs(3, 1000000, 64, 16))},  // 2929.7 -> 2930
