@@ -17,6 +17,15 @@ inline std::string sweep_command(const std::filesystem::path& sweep, const std::
   return fmt::format("sweep \"{}\" --out \"{}\" {}", sweep.string(), out.string(), arguments);
 }
 
+/// A small sweep file named "mine": 4 workers of the MLP for 4 iterations, timed as the MLP, over one axis of
+/// algorithms (`algorithms` is the TOML list's inside, e.g. "\"ring\", \"centralized\"").
+inline std::string small_sweep(const std::string& algorithms) {
+  return "name = \"mine\"\n[set]\n\"train.iterations\" = 4\n\"train.eval_every\" = 2\n"
+         "\"train.eval_samples\" = 200\n\"train.replica_eval_samples\" = 32\n\"train.workers\" = 4\n"
+         "\"platform.timing_model\" = \"mlp\"\n[grid]\nalgorithm = [" +
+         algorithms + "]\n";
+}
+
 /// The message of the ConfigError that parsing and expanding a sweep file named `bad.toml` in `folder`, with
 /// the contents `text`, throws; empty when the file is accepted.
 inline std::string sweep_error(const std::string& text, const std::filesystem::path& folder) {

@@ -103,17 +103,7 @@ TEST_CASE("experiments::hostile limits: --set refuses a whole section instead of
 
 namespace {
 
-constexpr const char* kSweep = R"(name = "mine"
-[set]
-"train.iterations" = 4
-"train.eval_every" = 2
-"train.eval_samples" = 200
-"train.replica_eval_samples" = 32
-"train.workers" = 4
-"platform.timing_model" = "mlp"
-[grid]
-algorithm = ["ring", "centralized"]
-)";
+const std::string kSweep = dbench::experiments::testing::small_sweep("\"ring\", \"centralized\"");
 
 /// A lock on `file` held by this process, as a running sweep holds it, with this process's pid recorded.
 class HeldLock {

@@ -61,17 +61,7 @@ bool make_device(const fs::path& path, unsigned minor) {
   return ::mknod(path.c_str(), S_IFCHR | 0666, makedev(1, minor)) == 0;
 }
 
-constexpr const char* kSweep = R"(name = "mine"
-[set]
-"train.iterations" = 4
-"train.eval_every" = 2
-"train.eval_samples" = 200
-"train.replica_eval_samples" = 32
-"train.workers" = 4
-"platform.timing_model" = "mlp"
-[grid]
-algorithm = ["ring"]
-)";
+const std::string kSweep = dbench::experiments::testing::small_sweep("\"ring\"");
 
 /// The sweep file kSweep in `temp` and its finished sweep folder `out`.
 struct FinishedSweep {

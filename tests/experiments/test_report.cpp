@@ -307,22 +307,6 @@ description = [{}, {}]
   CHECK(canaries_made(canary).empty());
 }
 
-namespace {
-
-/// A done row of summary.csv for run cell `run` with `label`, at 8 workers; `k` varies the numbers.
-std::string done_row(const std::string& run, const std::string& label, int k) {
-  return fmt::format(
-      "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
-      run, label, 50 + k, 8 * (k + 1));
-}
-
-/// A well-formed metrics.csv with three evaluations.
-constexpr const char* kMetrics =
-    "iteration,test_accuracy,norm_variance,consensus_distance\n0,0.1,0,0\n10,0.5,0.01,0.1\n20,0.6,0.02,0.1\n";
-
-}  // namespace
-
 TEST_CASE("experiments::report: run cells and symlinks that lead out of DIR are not opened, and are named") {
   const TempDir temp;
   const fs::path dir = temp.path() / "sweep";

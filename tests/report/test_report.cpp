@@ -56,18 +56,6 @@ TEST_CASE("report::report: labels and paths with every byte never reach gnuplot 
 
 namespace {
 
-/// A done row of summary.csv for run cell `run` with `label`, at 8 workers; `k` varies the numbers.
-std::string done_row(const std::string& run, const std::string& label, int k) {
-  return fmt::format(
-      "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
-      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
-      run, label, 50 + k, 8 * (k + 1));
-}
-
-/// A well-formed metrics.csv with three evaluations.
-constexpr const char* kMetrics =
-    "iteration,test_accuracy,norm_variance,consensus_distance\n0,0.1,0,0\n10,0.5,0.01,0.1\n20,0.6,0.02,0.1\n";
-
 /// Every file under `dir` with its content.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;

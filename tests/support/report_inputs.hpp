@@ -24,6 +24,18 @@ inline std::string summary_header() {
   return header + ",train.workers\n";
 }
 
+/// A done row of summary.csv for run cell `run` with `label`, at 8 workers; `k` varies the numbers.
+inline std::string done_row(const std::string& run, const std::string& label, int k) {
+  return fmt::format(
+      "{0},done,{1},dpsgd,ring,8,1,0.{2},0.{2},1,20,{3},2,0.5,0.01,0.01,0.1,0.1,0.3,10,1,0.01,"
+      "100,0.9,1000,20000,0.2,1,mlp,frontier,1000,,64,60000,1280,0.1,8\n",
+      run, label, 50 + k, 8 * (k + 1));
+}
+
+/// A well-formed metrics.csv with three evaluations.
+inline constexpr const char* kMetrics =
+    "iteration,test_accuracy,norm_variance,consensus_distance\n0,0.1,0,0\n10,0.5,0.01,0.1\n20,0.6,0.02,0.1\n";
+
 /// Marks `dir` (created if missing) as a sweep folder, as `dbench sweep` does before writing into it: a
 /// report writes only into folders that hold the marker.
 inline void mark_sweep_folder(const std::filesystem::path& dir) {
