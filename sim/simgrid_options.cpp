@@ -89,7 +89,7 @@ std::string check_value(const Item& item, std::string_view value) {
   const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
   const bool parsed = error == std::errc() && end == value.data() + value.size() && std::isfinite(number);
   const std::string range =
-      fmt::format("[{:g}, {:g}]{}{}", item.min, item.max, item.unit.empty() ? "" : " ", item.unit);
+      fmt::format("[{}, {}]{}{}", item.min, item.max, item.unit.empty() ? "" : " ", item.unit);
   if (!parsed || (item.integer && number != std::floor(number))) {
     return fmt::format("{} must be {} in {}, got '{}'", item.name, item.integer ? "an integer" : "a number",
                        range, value);
