@@ -13,19 +13,15 @@
 #include <string_view>
 
 #include "support/files.hpp"
+#include "support/recorded_kernels.hpp"
 #include "support/run_dbench.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-/// FNV-1a, 64 bits.
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = 14695981039346656037ULL) {
-  for (const char c : bytes) {
-    hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  }
-  return hash;
-}
+using dbench::testing::cpu_runs_recorded_kernels;
+using dbench::testing::fnv1a;
+using dbench::testing::kRecordedCore;
 
 /// One run of the quickstart config (16 replicas) cut to 30 iterations: its overrides and the digest of its
 /// files.
@@ -41,24 +37,6 @@ struct DigestCase {
 // again when its first layer began to read the samples where they lie (core/row_gemm.hpp, one fused
 // multiply-add chain per output: final accuracy over 30 seeds 83.27 % against 83.34 % at 16 replicas, 17
 // seeds unchanged; over 5 seeds 86.54 % against 86.53 % at 256).
-// Recorded with OpenBLAS's SkylakeX (AVX-512) kernels: the GEMMs' rounding and core/'s choice of AVX-512
-// kernels depend on the CPU. OpenBLAS picks those kernels by CPU model, so on other AVX-512 CPUs (an AMD
-// Zen 4 or 5, say) the runs ask for them by name through OPENBLAS_CORETYPE and check they got them; CPUs
-// without AVX-512 are not compared against these digests.
-constexpr std::string_view kRecordedCore = "SkylakeX";
-
-/// Whether this CPU runs OpenBLAS's SkylakeX kernels and core/'s AVX-512 ones.
-bool cpu_runs_recorded_kernels() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512cd");
-#else
-  return false;
-#endif
-}
-
 constexpr DigestCase kCases[] = {
     {"--set algorithm.kind=centralized", 0xf7d65ac598e54fe4},
     {"--set algorithm.graph=ring", 0x000e24a876edd583},
@@ -75,9 +53,8 @@ TEST_CASE("experiments::simulate: the quickstart config's metrics are byte-ident
               << ", which needs AVX-512; this machine's core is " << openblas_get_corename() << "\n";
     return;
   }
-  // OPENBLAS_VERBOSE=2 makes each run print the core it loaded ("Core: SkylakeX").
-  const std::string blas_env = "OPENBLAS_CORETYPE=" + std::string(kRecordedCore) + " OPENBLAS_VERBOSE=2 ";
-  const std::string core_line = "Core: " + std::string(kRecordedCore);
+  const std::string blas_env = dbench::testing::recorded_core_environment();
+  const std::string core_line = dbench::testing::recorded_core_line();
   const fs::path config = fs::path(DBENCH_SOURCE_DIR) / "experiments" / "configs" / "quickstart.toml";
   for (const DigestCase& c : kCases) {
     const std::string overrides = c.overrides;
