@@ -117,7 +117,8 @@ sim::TimingResult train(const sim::PlatformSpec& p, int gpus, int batch) {
   spec.profile = resnet50();
   spec.batch_per_gpu = batch;
   spec.options.bucket_bytes = 25'000'000;
-  const std::vector<dbench::topology::ScheduleStep> schedule(20, {"allreduce", nullptr});
+  const std::vector<dbench::topology::ScheduleStep> schedule(
+      20, {"allreduce", nullptr, dbench::topology::Communication::all_reduce});
   return sim::time_schedule(spec, schedule);
 }
 

@@ -308,7 +308,7 @@ std::vector<Measured> run_scale(const Options& o, std::size_t n, unsigned thread
         "  iteration      %8.4f s  (VirtualReplicas::step: batch gather, local step, communication)\n",
         m.iteration);
     std::printf("    local step   %8.4f s  (gather, forward, backward, SGD step%s)\n", m.local,
-                first.graph == nullptr ? ", gradient all-reduce" : "");
+                first.communication == topology::Communication::all_reduce ? ", gradient all-reduce" : "");
     if (m.communication > 0.0) {
       std::printf("    communication %7.4f s  (after the local step: %s)\n", m.communication,
                   m.terms_per_replica > 0.0 ? "gossip mixing" : "global average");

@@ -21,11 +21,18 @@
 #include "core/replica_model.hpp"
 #include "core/replica_store.hpp"
 #include "core/shared_momentum.hpp"
+#include "core/step.hpp"
 #include "models/errors.hpp"
 #include "models/rng.hpp"
 
 namespace dbench::core {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point from) {
+  return std::chrono::duration<double>(Clock::now() - from).count();
+}
 
 /// Whether W = 11^T / n: every node averages everyone with equal weights (the complete graph's weights).
 bool is_uniform_complete(const topology::Graph& graph) {
@@ -41,7 +48,7 @@ bool is_uniform_complete(const topology::Graph& graph) {
 
 }  // namespace
 
-struct VirtualReplicas::State {
+struct VirtualReplicas::State final : StepEngine {
   NumericsSpec spec;
   const models::Dataset& train;
   unsigned threads;
@@ -74,6 +81,10 @@ struct VirtualReplicas::State {
   AlignedBuffer mean_grad;
   std::optional<SharedMomentum> shared;
   VirtualReplicas::StepSeconds last_seconds;
+  // When the iteration in progress started, and where its local step wrote the stepped parameters column
+  // block by column block (a null view where it wrote them in place).
+  Clock::time_point step_start;
+  BlockedView stepped;
 
   State(const NumericsSpec& s, const models::Dataset& train_set, const models::Dataset& test_set)
       : spec(s),
@@ -224,6 +235,115 @@ struct VirtualReplicas::State {
     }
     return it->second;
   }
+
+  /// The local step's end: its seconds, and the mean of the replicas' batch losses.
+  void finish_local_step() {
+    last_seconds.local = seconds_since(step_start);
+    double loss = 0.0;
+    for (const auto& st : stats) {
+      loss += st.loss;
+    }
+    last_train_loss = loss / static_cast<double>(stats.size());
+  }
+
+  void all_reduce_step(std::int64_t t) override {
+    const auto batch = static_cast<std::size_t>(spec.batch_per_worker);
+    stepped = {};
+    const ReplicaView p = store.params();
+    const ReplicaView m = store.momentum();
+    const BatchRows rows = [this, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
+      point_batches(t, first, count, x, y);
+    };
+    if (identical && (views.copies() > 1 || views.computed())) {
+      // Views other than the originals, and computed samples, are written into the batch matrix, where the
+      // shared step reads them.
+      reserve_inputs();
+    }
+    if (identical && net.train_shared(p.row(0), rows, batch, mean_grad.span(), stats)) {
+      // Identical replicas: the mean of their gradients is one large batch's, and one copy of the parameters
+      // and momentum steps for all of them.
+      sgd.step_replica(last_lr, p.row(0), mean_grad.span(),
+                       spec.sgd.momentum != 0.0 ? m.row(0) : std::span<float>());
+      sgd.finish_step();
+      rows_behind = true;
+    } else {
+      // Every replica steps with the mean gradient (an all-reduce between backward and step).
+      catch_up_rows();
+      gather_batches(t);
+      net.train_step(p, inputs.span(), labels, batch, store.grads(), stats);
+      allreduce_mean_step(sgd, last_lr, p, store.grads(), m, threads);
+    }
+    finish_local_step();
+  }
+
+  void local_step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override {
+    const auto batch = static_cast<std::size_t>(spec.batch_per_worker);
+    stepped = {};
+    const BatchFill fill = [this, t](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
+      fill_batches(t, first, count, x, y);
+    };
+    catch_up_rows();
+    identical = false;
+    if (shared) {
+      shared->local_step(last_lr);
+    }
+    // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
+    // can; the stepped parameters go column block by column block to where mixing reads them, if it does,
+    // unless this step is measured (the metrics read the stepped parameters where they are).
+    const BlockedView target = mixes_terms(step) && !measure ? blocked_target(*step.graph) : BlockedView{};
+    if (net.train_sgd_step(store.params(), fill, batch, sgd, last_lr, store.momentum(), stats, target)) {
+      stepped = target;
+    } else {
+      gather_batches(t);
+      net.train_step(store.params(), inputs.span(), labels, batch, store.grads(), stats);
+      sgd.step(last_lr, store.params(), store.grads(), store.momentum());
+    }
+    finish_local_step();
+  }
+
+  /// Whether the step's gossip mixes term by term (gossip with W = 11^T/n is a global average instead).
+  static bool mixes_terms(const topology::ScheduleStep& step) {
+    return step.communication == topology::Communication::gossip && !is_uniform_complete(*step.graph);
+  }
+
+  void measure() override {
+    catch_up_rows();
+    measured = compute_replica_metrics(store.params(), store.layout(), threads);
+  }
+
+  void global_average(bool /*measured*/) override {
+    const Clock::time_point start = Clock::now();
+    allreduce_mean(store.params(), threads);
+    last_seconds.communication += seconds_since(start);
+  }
+
+  bool shares_momentum() const override { return shared.has_value(); }
+
+  void share_momentum() override {
+    const Clock::time_point start = Clock::now();
+    const auto momentum_of_average = shared->after_average(store.params().row(0));
+    const ReplicaView momentum = store.momentum();
+    parallel_for(threads, momentum.rows, [&](std::size_t r0, std::size_t r1) {
+      for (std::size_t r = r0; r < r1; ++r) {
+        std::copy(momentum_of_average.begin(), momentum_of_average.end(), momentum.row(r).begin());
+      }
+    });
+    last_seconds.communication += seconds_since(start);
+  }
+
+  void gossip(std::int64_t /*t*/, const topology::Graph& graph) override {
+    const Clock::time_point start = Clock::now();
+    if (is_uniform_complete(graph)) {
+      // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
+      allreduce_mean(store.params(), threads);
+    } else if (stepped.data != nullptr) {
+      mix_from_blocks(matrix_for(graph).rows(), stepped, store.params(), mix_options());
+    } else {
+      mix(matrix_for(graph).rows(), store.params(), store.mix_target(), mix_options());
+      store.swap_mixed();
+    }
+    last_seconds.communication += seconds_since(start);
+  }
 };
 
 VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset& train,
@@ -244,102 +364,15 @@ VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset
 VirtualReplicas::~VirtualReplicas() = default;
 
 void VirtualReplicas::measure() {
-  State& s = *state_;
-  s.catch_up_rows();
-  s.measured = compute_replica_metrics(s.store.params(), s.store.layout(), s.threads);
+  state_->measure();
 }
 
 void VirtualReplicas::step(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
-  using Clock = std::chrono::steady_clock;
-  const auto seconds_since = [](Clock::time_point from) {
-    return std::chrono::duration<double>(Clock::now() - from).count();
-  };
-  const Clock::time_point start = Clock::now();
   State& s = *state_;
+  s.step_start = Clock::now();
   s.last_lr = s.spec.lr.at(t);
-  const auto batch = static_cast<std::size_t>(s.spec.batch_per_worker);
-  const BatchFill fill = [&s, t](std::size_t first, std::size_t count, float* x, std::int32_t* y) {
-    s.fill_batches(t, first, count, x, y);
-  };
-  const bool centralized = step.graph == nullptr && !step.average_parameters;
-  // The step ends with a global average, or with gossip mixing term by term.
-  const bool averages =
-      step.average_parameters || (step.graph != nullptr && is_uniform_complete(*step.graph));
-  const bool gossips = !averages && step.graph != nullptr && topology::communicates(step);
-  // The stepped parameters, where the local step wrote them column block by column block.
-  BlockedView stepped;
-  const ReplicaView p = s.store.params();
-  const ReplicaView m = s.store.momentum();
-  const BatchRows rows = [&s, t](std::size_t first, std::size_t count, const float** x, std::int32_t* y) {
-    s.point_batches(t, first, count, x, y);
-  };
-  if (centralized && s.identical && (s.views.copies() > 1 || s.views.computed())) {
-    // Views other than the originals, and computed samples, are written into the batch matrix, where the
-    // shared step reads them.
-    s.reserve_inputs();
-  }
-  if (centralized && s.identical && s.net.train_shared(p.row(0), rows, batch, s.mean_grad.span(), s.stats)) {
-    // Identical replicas: the mean of their gradients is one large batch's, and one copy of the parameters
-    // and momentum steps for all of them.
-    s.sgd.step_replica(s.last_lr, p.row(0), s.mean_grad.span(),
-                       s.spec.sgd.momentum != 0.0 ? m.row(0) : std::span<float>());
-    s.sgd.finish_step();
-    s.rows_behind = true;
-  } else if (centralized) {
-    // Centralized: every replica steps with the mean gradient (an all-reduce between backward and step).
-    s.catch_up_rows();
-    s.gather_batches(t);
-    s.net.train_step(p, s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
-    allreduce_mean_step(s.sgd, s.last_lr, p, s.store.grads(), m, s.threads);
-  } else {
-    s.catch_up_rows();
-    s.identical = false;
-    if (s.shared) {
-      s.shared->local_step(s.last_lr);
-    }
-    // D-PSGD: each replica's local step, applied while its batch and gradient are in cache where the model
-    // can; the stepped parameters go column block by column block to where mixing reads them, if it does,
-    // unless this step is measured (the metrics read the stepped parameters where they are).
-    const BlockedView target = gossips && !measure ? s.blocked_target(*step.graph) : BlockedView{};
-    if (s.net.train_sgd_step(p, fill, batch, s.sgd, s.last_lr, m, s.stats, target)) {
-      stepped = target;
-    } else {
-      s.gather_batches(t);
-      s.net.train_step(s.store.params(), s.inputs.span(), s.labels, batch, s.store.grads(), s.stats);
-      s.sgd.step(s.last_lr, s.store.params(), s.store.grads(), s.store.momentum());
-    }
-  }
-  s.last_seconds.local = seconds_since(start);
-  double loss = 0.0;
-  for (const auto& st : s.stats) {
-    loss += st.loss;
-  }
-  s.last_train_loss = loss / static_cast<double>(s.stats.size());
-  if (measure) {
-    this->measure();
-  }
-  const Clock::time_point communication = Clock::now();
-  if (averages) {
-    // Gossip with W = 11^T/n is the global average: one pass over the replicas instead of n^2 terms.
-    allreduce_mean(s.store.params(), s.threads);
-    if (s.shared && step.average_parameters) {
-      const auto shared = s.shared->after_average(s.store.params().row(0));
-      const ReplicaView momentum = s.store.momentum();
-      parallel_for(s.threads, momentum.rows, [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t r = r0; r < r1; ++r) {
-          std::copy(shared.begin(), shared.end(), momentum.row(r).begin());
-        }
-      });
-    }
-  } else if (gossips) {
-    if (stepped.data != nullptr) {
-      mix_from_blocks(s.matrix_for(*step.graph).rows(), stepped, s.store.params(), s.mix_options());
-    } else {
-      mix(s.matrix_for(*step.graph).rows(), s.store.params(), s.store.mix_target(), s.mix_options());
-      s.store.swap_mixed();
-    }
-  }
-  s.last_seconds.communication = averages || gossips ? seconds_since(communication) : 0.0;
+  s.last_seconds = {};
+  run_step(s, t, step, measure);
   s.done = t + 1;
 }
 

@@ -69,9 +69,10 @@ class VirtualReplicas final : public ScheduleReplicas {
 
   /// Takes the replica statistics of the current state, for the next observation() and metrics().
   void measure() override;
-  /// Runs iteration t (0-based): local forward/backward and SGD step, then the communication `step`
-  /// (all-reduce of gradients before the step when step.graph is null). When `measure`, replica statistics
-  /// are taken after the local step and before averaging, and kept for the next metrics().
+  /// Runs iteration t (0-based) through run_step(): local forward/backward and SGD step, then the
+  /// communication `step` names (the all-reduce of the gradients before the SGD step when it is centralized).
+  /// When `measure`, replica statistics are taken after the local step and before averaging, and kept for
+  /// the next metrics().
   void step(std::int64_t t, const topology::ScheduleStep& step, bool measure) override;
   /// What a graph policy sees of the current state (the replica statistics of the last measured step).
   topology::PolicyObservation observation() override;

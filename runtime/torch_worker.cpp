@@ -16,6 +16,7 @@
 #include "core/replica_model.hpp"
 #include "core/sgd.hpp"
 #include "core/shared_momentum.hpp"
+#include "core/step.hpp"
 #include "models/augment.hpp"
 #include "models/partition.hpp"
 #include "models/rng.hpp"
@@ -54,7 +55,7 @@ std::span<float> span_of(torch::Tensor& t) {
   return {t.data_ptr<float>(), static_cast<std::size_t>(t.numel())};
 }
 
-class TorchWorker final : public core::ScheduleReplicas {
+class TorchWorker final : public core::ScheduleReplicas, public core::StepEngine {
  public:
   TorchWorker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
               Communicator& host, Communicator& tensors, const std::string& device)
@@ -138,10 +139,91 @@ class TorchWorker final : public core::ScheduleReplicas {
     }
   }
 
-  /// One iteration. Without a step, the local step alone: forward,
-  /// backward, SGD and the loss's all-reduce, with neither the gradients' all-reduce nor gossip. When
-  /// `measure`, the replica statistics are taken after the local step, before the communication.
+  /// One iteration through core::run_step(). Without a step, the local step alone: forward, backward, SGD
+  /// and the loss's all-reduce, with neither the gradients' all-reduce nor gossip. When `measure`, the
+  /// replica statistics are taken after the local step, before the communication.
   void iterate(std::int64_t t, const topology::ScheduleStep* step, bool measure = false) {
+    if (step == nullptr) {
+      train_step(t, false, false);
+      return;
+    }
+    core::run_step(*this, t, *step, measure);
+  }
+
+  void local_step(std::int64_t t, const topology::ScheduleStep& /*step*/, bool /*measure*/) override {
+    train_step(t, false, true);
+  }
+
+  void all_reduce_step(std::int64_t t) override { train_step(t, true, true); }
+
+  void global_average(bool measured) override {
+    // A measurement has just computed this mean (in flat_): one all-reduce, not two.
+    if (!measured) {
+      flatten();
+      mean_over_workers(flat_);
+    }
+    unflatten(flat_);
+  }
+
+  bool shares_momentum() const override { return shared_momentum_.defined(); }
+
+  /// After a global average (its mean in flat_): the shared momentum rebuilt as core::SharedMomentum does it,
+  /// on the device, into every parameter's momentum buffer.
+  void share_momentum() override {
+    torch::NoGradGuard no_grad;
+    const core::SharedMomentumCoefficients c = core::shared_momentum_coefficients(shared_lrs_, spec_.sgd);
+    shared_lrs_.clear();
+    shared_momentum_.mul_(c.from_momentum).add_(shared_previous_.sub(flat_), c.from_displacement);
+    shared_previous_.copy_(flat_);
+    std::int64_t offset = 0;
+    for (auto& p : params_) {
+      const auto n = p.numel();
+      auto& state = static_cast<torch::optim::SGDParamState&>(optimizer_state(*sgd_, p));
+      state.momentum_buffer().copy_(shared_momentum_.slice(0, offset, offset + n).view_as(p));
+      offset += n;
+    }
+  }
+
+  /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
+  void gossip(std::int64_t t, const topology::Graph& graph) override {
+    const GossipPlan& plan = plans_(graph);
+    flatten();
+    const auto peers = static_cast<std::int64_t>(plan.in_peers.size());
+    if (!received_.defined() || received_.size(0) != peers) {
+      received_ = torch::zeros({peers, count_}, torch::TensorOptions(device_));
+    }
+    std::vector<SendBuffer> sends;
+    std::vector<RecvBuffer> recvs;
+    for (int peer : plan.out_peers) {
+      sends.push_back({peer, span_of(flat_)});
+    }
+    for (std::int64_t k = 0; k < peers; ++k) {
+      torch::Tensor row = received_[k];
+      recvs.push_back({plan.in_peers[static_cast<std::size_t>(k)], span_of(row)});
+    }
+    sync();
+    tensors_.exchange(sends, recvs, static_cast<int>(t % 32768));
+    double sum = 0.0;
+    for (float w : plan.weight) {
+      sum += w;
+    }
+    const double scale =
+        std::abs(sum - 1.0) <= 4.0 * static_cast<double>(plan.weight.size()) * 0x1.0p-24 ? 1.0 : sum;
+    torch::Tensor delta = torch::zeros_like(flat_);
+    std::size_t next = 0;
+    for (std::size_t k = 0; k < plan.weight.size(); ++k) {
+      if (k != plan.self_term) {
+        delta.add_(received_[static_cast<std::int64_t>(next++)] - flat_, plan.weight[k]);
+      }
+    }
+    unflatten(flat_ * scale + delta);
+  }
+
+ private:
+  /// Iteration t's forward, backward and SGD step, with the all-reduce of the gradients when `centralized`,
+  /// then the loss's all-reduce. `in_training`: a step of the schedule (whose learning rate the shared
+  /// momentum counts when the step is local).
+  void train_step(std::int64_t t, bool centralized, bool in_training) {
     last_lr_ = spec_.lr.at(t);
     for (auto& group : sgd_->param_groups()) {
       static_cast<torch::optim::SGDOptions&>(group.options()).lr(last_lr_);
@@ -152,9 +234,9 @@ class TorchWorker final : public core::ScheduleReplicas {
     const torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(x), y);
     loss.backward();
     last_loss_ = loss.item<double>();
-    if (step != nullptr && step->graph == nullptr && !step->average_parameters) {
+    if (centralized) {
       mean_over_workers(own_.grads);
-    } else if (step != nullptr && shared_momentum_.defined()) {
+    } else if (in_training && shared_momentum_.defined()) {
       shared_lrs_.push_back(last_lr_);
     }
     if (spec_.sgd.lars) {
@@ -166,28 +248,8 @@ class TorchWorker final : public core::ScheduleReplicas {
     // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
     mean_loss_ = losses[0] / static_cast<double>(workers_);
     done_ = t + 1;
-    if (step == nullptr) {
-      return;
-    }
-    if (measure) {
-      measure_replicas();
-    }
-    if (step->average_parameters) {
-      // A measurement has just computed this mean (in flat_): one all-reduce, not two.
-      if (!measure) {
-        flatten();
-        mean_over_workers(flat_);
-      }
-      unflatten(flat_);
-      if (shared_momentum_.defined()) {
-        share_momentum();
-      }
-    } else if (step->graph != nullptr && topology::communicates(*step)) {
-      gossip(*step->graph, t);
-    }
   }
 
- private:
   /// LARS: every gradient becomes r (g + lambda x), r from core::lars_trust_ratio() of the tensor's norms (1
   /// where it does not adapt), so that LibTorch's SGD, built without weight decay, then steps as core::Sgd.
   void scale_for_lars() {
@@ -267,23 +329,6 @@ class TorchWorker final : public core::ScheduleReplicas {
   /// flat_ = the parameters, back to back in named_parameters() order: a copy of own_.values.
   void flatten() { flat_.copy_(own_.values); }
 
-  /// After a global average (its mean in flat_): the shared momentum rebuilt as core::SharedMomentum does it,
-  /// on the device, into every parameter's momentum buffer.
-  void share_momentum() {
-    torch::NoGradGuard no_grad;
-    const core::SharedMomentumCoefficients c = core::shared_momentum_coefficients(shared_lrs_, spec_.sgd);
-    shared_lrs_.clear();
-    shared_momentum_.mul_(c.from_momentum).add_(shared_previous_.sub(flat_), c.from_displacement);
-    shared_previous_.copy_(flat_);
-    std::int64_t offset = 0;
-    for (auto& p : params_) {
-      const auto n = p.numel();
-      auto& state = static_cast<torch::optim::SGDParamState&>(optimizer_state(*sgd_, p));
-      state.momentum_buffer().copy_(shared_momentum_.slice(0, offset, offset + n).view_as(p));
-      offset += n;
-    }
-  }
-
   /// The parameters = `from`, in flatten()'s layout.
   void unflatten(const torch::Tensor& from) { own_.values.copy_(from); }
 
@@ -293,41 +338,6 @@ class TorchWorker final : public core::ScheduleReplicas {
     sync();
     tensors_.allreduce(span_of(buffer), ReduceOp::sum);
     buffer.div_(static_cast<double>(workers_));
-  }
-
-  /// x_i <- s_i x_i + sum_{j != i} W_ij (x_j - x_i), the simulator's formula, computed by LibTorch.
-  void gossip(const topology::Graph& graph, std::int64_t t) {
-    const GossipPlan& plan = plans_(graph);
-    flatten();
-    const auto peers = static_cast<std::int64_t>(plan.in_peers.size());
-    if (!received_.defined() || received_.size(0) != peers) {
-      received_ = torch::zeros({peers, count_}, torch::TensorOptions(device_));
-    }
-    std::vector<SendBuffer> sends;
-    std::vector<RecvBuffer> recvs;
-    for (int peer : plan.out_peers) {
-      sends.push_back({peer, span_of(flat_)});
-    }
-    for (std::int64_t k = 0; k < peers; ++k) {
-      torch::Tensor row = received_[k];
-      recvs.push_back({plan.in_peers[static_cast<std::size_t>(k)], span_of(row)});
-    }
-    sync();
-    tensors_.exchange(sends, recvs, static_cast<int>(t % 32768));
-    double sum = 0.0;
-    for (float w : plan.weight) {
-      sum += w;
-    }
-    const double scale =
-        std::abs(sum - 1.0) <= 4.0 * static_cast<double>(plan.weight.size()) * 0x1.0p-24 ? 1.0 : sum;
-    torch::Tensor delta = torch::zeros_like(flat_);
-    std::size_t next = 0;
-    for (std::size_t k = 0; k < plan.weight.size(); ++k) {
-      if (k != plan.self_term) {
-        delta.add_(received_[static_cast<std::int64_t>(next++)] - flat_, plan.weight[k]);
-      }
-    }
-    unflatten(flat_ * scale + delta);
   }
 
   /// The replica statistics across workers: per tensor norms, their variance and the squared distance to

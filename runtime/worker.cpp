@@ -18,6 +18,7 @@
 #include "core/replica_store.hpp"
 #include "core/sgd.hpp"
 #include "core/shared_momentum.hpp"
+#include "core/step.hpp"
 #include "models/augment.hpp"
 #include "models/rng.hpp"
 #include "runtime/errors.hpp"
@@ -51,7 +52,7 @@ int tag_of(std::int64_t iteration) {
   return static_cast<int>(iteration % 32768);
 }
 
-class Worker final : public core::ScheduleReplicas {
+class Worker final : public core::ScheduleReplicas, public core::StepEngine {
  public:
   Worker(const core::NumericsSpec& spec, const models::Dataset& train, const models::Dataset& test,
          Communicator& comm, const WorkerOptions& options)
@@ -129,6 +130,21 @@ class Worker final : public core::ScheduleReplicas {
 
   std::span<const float> params() const { return store_.replica(0); }
 
+  /// The parameter count.
+  std::size_t parameters() const { return store_.param_count(); }
+
+  /// Iteration t's local step alone (no communication but the loss's all-reduce), untraced.
+  void local_step_alone(std::int64_t t) {
+    last_lr_ = spec_.lr.at(t);
+    stats_ = {};
+    gather_batch(t);
+    fused_local_step();
+    share_loss();
+  }
+
+  /// Iteration t as step() runs it, untraced.
+  void iterate_untraced(std::int64_t t, const topology::ScheduleStep& step) { iterate(t, step, false); }
+
  private:
   /// Keeps only the images this worker's shard views (the full set is not needed after that): each once,
   /// however many of its views the shard holds, so memory does not grow with train.augment_copies. A set
@@ -168,16 +184,85 @@ class Worker final : public core::ScheduleReplicas {
   }
 
   /// The local SGD step on this iteration's batch, fused where the model can (as the simulator does it).
-  void local_step(core::BatchStats& stats) {
+  void fused_local_step() {
     if (shared_) {
       shared_->local_step(last_lr_);
     }
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     if (!net_->train_sgd_step(store_.params(), core::contiguous_batches(inputs_, labels_, batch), batch, sgd_,
-                              last_lr_, store_.momentum(), std::span(&stats, 1), {})) {
-      net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
+                              last_lr_, store_.momentum(), std::span(&stats_, 1), {})) {
+      net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats_, 1));
       sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     }
+  }
+
+  /// The end of every local step: the mean loss over the workers.
+  void share_loss() {
+    // Every worker learns every iteration whether any loss is non-finite, so that all stop together.
+    std::array<double, 1> loss{static_cast<double>(stats_.loss)};
+    comm_.allreduce(std::span<double>(loss), ReduceOp::sum);
+    // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
+    last_train_loss_ = loss[0] / static_cast<double>(workers_);
+  }
+
+  void all_reduce_step(std::int64_t /*t*/) override {
+    // Centralized: the mean gradient.
+    const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
+    net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats_, 1));
+    average_over_workers(comm_, store_.grads().row(0), sum_);
+    sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
+    share_loss();
+  }
+
+  void local_step(std::int64_t t, const topology::ScheduleStep& step, bool /*measure*/) override {
+    if (!options_.overlap || step.communication != topology::Communication::gossip) {
+      fused_local_step();
+    } else {
+      // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
+      // wait that the computation did not hide counts as communication.
+      const GossipPlan& plan = plans_(*step.graph);
+      const auto x = store_.replica(0);
+      snapshot_.assign(x.begin(), x.end());
+      auto pending = std::async(
+          std::launch::async, [&] { exchange_parameters(comm_.inner(), plan, snapshot_, recv_, tag_of(t)); });
+      fused_local_step();
+      comm_.wait([&] { pending.get(); });
+    }
+    share_loss();
+  }
+
+  void global_average(bool measured) override {
+    if (measured) {
+      // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
+      take_mean(store_.replica(0), sum_, workers_);
+    } else {
+      // Periodic global averaging: every worker takes the mean of the parameters.
+      average_over_workers(comm_, store_.replica(0), sum_);
+    }
+  }
+
+  bool shares_momentum() const override { return shared_.has_value(); }
+
+  void share_momentum() override {
+    const auto shared = shared_->after_average(store_.replica(0));
+    std::copy(shared.begin(), shared.end(), store_.momentum().row(0).begin());
+  }
+
+  void gossip(std::int64_t t, const topology::Graph& graph) override {
+    const GossipPlan& plan = plans_(graph);
+    const auto x = store_.replica(0);
+    auto mixed = store_.mix_target().row(0);
+    if (!options_.overlap) {
+      exchange_parameters(comm_, plan, x, recv_, tag_of(t));
+      mix_into(plan, x, mixed);
+    } else {
+      // x_{t+1} = sum_j W_ij x_j,t + (x_i after the local step - x_i,t).
+      mix_into(plan, snapshot_, mixed);
+      for (std::size_t j = 0; j < mixed.size(); ++j) {
+        mixed[j] += x[j] - snapshot_[j];
+      }
+    }
+    store_.swap_mixed();
   }
 
   StepTrace iterate(std::int64_t t, const topology::ScheduleStep& step, bool measure) {
@@ -188,64 +273,10 @@ class Worker final : public core::ScheduleReplicas {
     trace.iteration = t;
     last_lr_ = spec_.lr.at(t);
     trace.lr = last_lr_;
-    const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
-    core::BatchStats stats;
+    stats_ = {};
     gather_batch(t);
-    if (step.graph == nullptr && !step.average_parameters) {
-      // Centralized: the mean gradient.
-      net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats, 1));
-      average_over_workers(comm_, store_.grads().row(0), sum_);
-      sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
-    } else if (!options_.overlap || !topology::communicates(step) || step.graph == nullptr) {
-      local_step(stats);
-    } else {
-      // Overlap: the exchange of x_t runs on a helper thread while the local step computes from x_t; only the
-      // wait that the computation did not hide counts as communication.
-      const GossipPlan& plan = plans_(*step.graph);
-      const auto x = store_.replica(0);
-      snapshot_.assign(x.begin(), x.end());
-      auto pending = std::async(
-          std::launch::async, [&] { exchange_parameters(comm_.inner(), plan, snapshot_, recv_, tag_of(t)); });
-      local_step(stats);
-      comm_.wait([&] { pending.get(); });
-    }
-    trace.loss = stats.loss;
-    // Every worker learns every iteration whether any loss is non-finite, so that all stop together.
-    std::array<double, 1> loss{static_cast<double>(stats.loss)};
-    comm_.allreduce(std::span<double>(loss), ReduceOp::sum);
-    // Every worker holds the same mean: a non-finite one stops them all in the driver, together.
-    last_train_loss_ = loss[0] / static_cast<double>(workers_);
-    if (measure) {
-      measure_replicas();
-    }
-    if (step.average_parameters) {
-      if (measure) {
-        // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
-        take_mean(store_.replica(0), sum_, workers_);
-      } else {
-        // Periodic global averaging: every worker takes the mean of the parameters.
-        average_over_workers(comm_, store_.replica(0), sum_);
-      }
-      if (shared_) {
-        const auto shared = shared_->after_average(store_.replica(0));
-        std::copy(shared.begin(), shared.end(), store_.momentum().row(0).begin());
-      }
-    } else if (step.graph != nullptr && topology::communicates(step)) {
-      const GossipPlan& plan = plans_(*step.graph);
-      const auto x = store_.replica(0);
-      auto mixed = store_.mix_target().row(0);
-      if (!options_.overlap) {
-        exchange_parameters(comm_, plan, x, recv_, tag_of(t));
-        mix_into(plan, x, mixed);
-      } else {
-        // x_{t+1} = sum_j W_ij x_j,t + (x_i after the local step - x_i,t).
-        mix_into(plan, snapshot_, mixed);
-        for (std::size_t j = 0; j < mixed.size(); ++j) {
-          mixed[j] += x[j] - snapshot_[j];
-        }
-      }
-      store_.swap_mixed();
-    }
+    core::run_step(*this, t, step, measure);
+    trace.loss = stats_.loss;
     done_ = t + 1;
     trace.total_s = seconds_since(begin);
     trace.comm_s = comm_.seconds() - comm_before;
@@ -471,6 +502,7 @@ class Worker final : public core::ScheduleReplicas {
   std::vector<float> recv_;
   std::vector<float> snapshot_;
   std::vector<double> sum_;
+  core::BatchStats stats_;  // the local step's
   std::vector<std::string> tensor_names_;
   WorkerStatistics measured_;  // the last measured replica statistics
   std::vector<StepTrace> trace_;
@@ -479,7 +511,38 @@ class Worker final : public core::ScheduleReplicas {
   double last_train_loss_ = std::numeric_limits<double>::quiet_NaN();
 };
 
+/// The bench's spec: evaluations are never run, so one sample stands for the evaluation set.
+core::NumericsSpec bench_spec(core::NumericsSpec spec) {
+  spec.eval_samples = 1;
+  spec.replica_eval_samples = 1;
+  return spec;
+}
+
 }  // namespace
+
+struct WorkerBench::Impl {
+  // Built in place: the worker's sampler refers to its partition, so a worker must not move.
+  Impl(const core::NumericsSpec& spec, const models::Dataset& train, Communicator& comm)
+      : worker(bench_spec(spec), train, train, comm, WorkerOptions{}) {}
+  Worker worker;
+};
+
+WorkerBench::WorkerBench(const core::NumericsSpec& spec, const models::Dataset& train, Communicator& comm)
+    : impl_(std::make_unique<Impl>(spec, train, comm)) {}
+
+WorkerBench::~WorkerBench() = default;
+
+std::int64_t WorkerBench::parameters() const {
+  return static_cast<std::int64_t>(impl_->worker.parameters());
+}
+
+void WorkerBench::local_step(std::int64_t t) {
+  impl_->worker.local_step_alone(t);
+}
+
+void WorkerBench::iterate(std::int64_t t, const topology::ScheduleStep& step) {
+  impl_->worker.iterate_untraced(t, step);
+}
 
 TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,

@@ -4,14 +4,14 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <span>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include "core/numerics.hpp"
 #include "models/dataset.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/train_observer.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace dbench::runtime {
@@ -38,36 +38,32 @@ struct WorkerOptions {
   unsigned threads = 1;
 };
 
-/// Receives a run's results on rank 0: schedule, metrics and progress as sim's observers do, plus the trace.
-class TrainObserver : public core::NumericsObserver {
- public:
-  /// Every worker's trace of the run, in iteration order, once at the end (rank 0 only).
-  virtual void on_trace(const std::vector<std::vector<StepTrace>>& /*per_worker*/) {}
-  /// What to keep in a checkpoint so that a resumed run reports the whole run.
-  virtual std::string checkpoint_state() const { return {}; }
-  /// Restores checkpoint_state() on resume.
-  virtual void restore_state(const std::string& /*state*/) {}
-};
-
-/// The outcome of a run as one worker saw it (metrics are the same on every worker).
-struct TrainResult {
-  std::int64_t iterations = 0;         ///< iterations of the whole run
-  std::int64_t start_iteration = 0;    ///< > 0 when resumed
-  int workers = 0;                     ///< workers of the run
-  std::int64_t parameters = 0;         ///< per worker
-  double final_test_accuracy = 0.0;    ///< the averaged model at the last evaluation
-  double final_test_loss = 0.0;        ///< the averaged model at the last evaluation
-  double best_test_accuracy = 0.0;     ///< the best evaluation of the run
-  double seconds_per_iteration = 0.0;  ///< measured: mean over iterations of the slowest worker's total_s
-  double samples_per_second = 0.0;
-  double wall_seconds = 0.0;  ///< this process's run, including evaluations and checkpoints
-};
-
 /// Trains this worker's replica for spec.iterations iterations in step with its peers; spec.workers must be
 /// comm.size(). Throws DivergenceError on a non-finite loss, PeerLostError when a peer is lost,
 /// CheckpointError on a checkpoint that cannot be written or resumed.
 TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& train,
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
                          const WorkerOptions& options, TrainObserver& observer);
+
+/// A CPU worker's iterations one at a time, as train_worker runs them (the same worker, batches and step
+/// function): what `dbench calibrate` times. Evaluations are not run; spec.workers must be comm.size().
+class WorkerBench {
+ public:
+  WorkerBench(const core::NumericsSpec& spec, const models::Dataset& train, Communicator& comm);
+  ~WorkerBench();
+  WorkerBench(const WorkerBench&) = delete;
+  WorkerBench& operator=(const WorkerBench&) = delete;
+
+  /// The model's parameter count.
+  std::int64_t parameters() const;
+  /// Iteration t's local step alone: the batch, forward, backward, SGD and the all-reduce of the loss.
+  void local_step(std::int64_t t);
+  /// Iteration t as training runs it: the local step and the step's communication (core::run_step).
+  void iterate(std::int64_t t, const topology::ScheduleStep& step);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace dbench::runtime

@@ -13,7 +13,7 @@
 #include "core/schedule.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/worker.hpp"
+#include "runtime/train_observer.hpp"
 
 namespace dbench::runtime {
 

@@ -19,15 +19,21 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Whether a step's communication is an all-reduce: without a graph (the gradients, or with average_parameters
-// the parameters), or gossip over the complete graph, which averages as an all-reduce does and is run as one
-// — except on a platform whose all-reduce is measured (CPU workers' MPI_Allreduce in double), where the
-// workers gossip over the complete graph with point-to-point messages like over any other graph.
+// Whether a step's communication is an all-reduce: of the gradients, of the parameters (a global average),
+// or gossip over the complete graph, which averages as an all-reduce does and is run as one — except on a
+// platform whose all-reduce is measured (CPU workers' MPI_Allreduce in double), where the workers gossip over
+// the complete graph with point-to-point messages like over any other graph.
 bool timed_as_allreduce(const topology::ScheduleStep& step, std::size_t gpus, const PlatformSpec& platform) {
-  if (step.graph == nullptr) {
-    return true;
+  switch (step.communication) {
+    case topology::Communication::all_reduce:
+    case topology::Communication::global_average:
+      return true;
+    case topology::Communication::gossip:
+      return step.graph->entries().size() == gpus * gpus && platform.allreduce_bandwidth_Bps == 0.0;
+    case topology::Communication::none:
+      return false;
   }
-  return step.graph->entries().size() == gpus * gpus && platform.allreduce_bandwidth_Bps == 0.0;
+  return false;
 }
 
 // The bytes each GPU sends in a step: gossip, one parameter copy per out-neighbour; an all-reduce, the mean,
@@ -128,7 +134,7 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   for (std::size_t t = 0; t < schedule.size(); ++t) {
     const topology::ScheduleStep& step = schedule[t];
     // Only the gradients' all-reduce can run under the backward pass; a parameter average follows the step.
-    const bool overlapped = overlap && step.graph == nullptr && !step.average_parameters;
+    const bool overlapped = overlap && step.communication == topology::Communication::all_reduce;
     const bool allreduce = timed_as_allreduce(step, n, spec.platform);
     if (!compute.uniform() || t == 0) {
       compute.factors(static_cast<std::int64_t>(t), factor);
@@ -144,7 +150,8 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
       // A local step: each GPU is done when its own compute is, and waits for no one.
       std::copy(ready.begin(), ready.end(), finish.begin());
     } else if (fast) {
-      const std::pair<const topology::Graph*, bool> key = {step.graph, step.average_parameters};
+      const std::pair<const topology::Graph*, bool> key = {
+          step.graph, step.communication == topology::Communication::global_average};
       auto it = seen.find(key);
       if (it == seen.end()) {
         CommTiming fresh = overlapped  ? simulator.overlapped_allreduce(bytes, backward_s)

@@ -278,9 +278,9 @@ struct TimingResult {
   double wall_seconds = 0.0;  ///< how long timing took
 };
 
-/// Times every step of a schedule (step.graph null: an all-reduce, of the gradients or, with
-/// average_parameters or on the complete graph, of the parameters after the step); `per_gpu` keeps each GPU's
-/// communication time in the rows.
+/// Times every step of a schedule (an all-reduce of the gradients, or of the parameters after the step for a
+/// global average or gossip on the complete graph; gossip; nothing for local steps); `per_gpu` keeps each
+/// GPU's communication time in the rows.
 ///
 /// Every GPU keeps its own clock: its iteration ends when its own compute (ComputeModel: slowdown, jitter,
 /// stragglers) and the communication it needs are done — an all-reduce waits for the slowest GPU, a gossip

@@ -23,16 +23,20 @@ Graph identity(int nodes) {
 LocalPolicy::LocalPolicy(int nodes) : identity_(identity(nodes)) {}
 
 bool communicates(const ScheduleStep& step) noexcept {
-  return step.graph == nullptr ||
-         step.graph->entries().size() > static_cast<std::size_t>(step.graph->nodes());
+  return step.communication != Communication::none;
+}
+
+Communication gossip_on(const Graph& graph) noexcept {
+  return graph.entries().size() > static_cast<std::size_t>(graph.nodes()) ? Communication::gossip
+                                                                          : Communication::none;
 }
 
 ScheduleStep SequencePolicy::graph_for(std::int64_t iteration, const PolicyObservation*) {
   const Graph& graph = sequence_.at(iteration);
   if (!sequence_.time_varying()) {
-    return {sequence_.kind(), &graph};
+    return {sequence_.kind(), &graph, gossip_on(graph)};
   }
-  return {fmt::format("{}/{}", sequence_.kind(), iteration % sequence_.period()), &graph};
+  return {fmt::format("{}/{}", sequence_.kind(), iteration % sequence_.period()), &graph, gossip_on(graph)};
 }
 
 }  // namespace dbench::topology

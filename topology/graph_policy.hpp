@@ -21,12 +21,21 @@ struct PolicyObservation {
   double mean_norm_sq = 0.0;        ///< mean over replicas of ||x_i||^2, the scale of consensus_distance
 };
 
+/// What an iteration communicates after (or, for the gradients, within) its local step.
+enum class Communication {
+  none,            ///< local steps: nothing is sent (the identity graph)
+  all_reduce,      ///< centralized SGD: the gradients are all-reduced before the step
+  global_average,  ///< the parameters are averaged over every replica after the step
+  gossip,          ///< one gossip round with the graph's mixing matrix after the step
+};
+
 /// One iteration's communication: gossip with a mixing matrix, an all-reduce of the gradients (centralized
-/// SGD), or a global average of the parameters after the local step (periodic global averaging).
+/// SGD), a global average of the parameters after the local step (periodic global averaging), or none.
 struct ScheduleStep {
   std::string name;  ///< what schedule.csv records, e.g. "exponential" or "one-peer-exponential/3"
-  const Graph* graph = nullptr;     ///< nullptr: an all-reduce; owned by the policy
-  bool average_parameters = false;  ///< with graph == nullptr: all-reduce the parameters, not the gradients
+  /// The graph of gossip and of local steps (the identity); nullptr for the all-reduces. Owned by the policy.
+  const Graph* graph = nullptr;
+  Communication communication = Communication::none;
   /// The policy wants the replica statistics of this iteration (after the local step, before the exchange).
   bool observe = false;
   /// The measured signal the policy acted on when it chose this step (Ada's spread ratio); NaN when it acted
@@ -47,7 +56,9 @@ class GraphPolicy {
 /// Centralized training: every iteration all-reduces the gradients.
 class AllReducePolicy final : public GraphPolicy {
  public:
-  ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override { return {"allreduce", nullptr}; }
+  ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override {
+    return {"allreduce", nullptr, Communication::all_reduce};
+  }
   std::string name() const override { return "allreduce"; }
 };
 
@@ -58,7 +69,7 @@ class GlobalAveragePolicy final : public GraphPolicy {
   ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override {
     ScheduleStep step;
     step.name = "global-average";
-    step.average_parameters = true;
+    step.communication = Communication::global_average;
     return step;
   }
   std::string name() const override { return "global-average"; }
@@ -70,7 +81,9 @@ class LocalPolicy final : public GraphPolicy {
  public:
   /// Replicas 1 and up.
   explicit LocalPolicy(int nodes);
-  ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override { return {"local", &identity_}; }
+  ScheduleStep graph_for(std::int64_t, const PolicyObservation*) override {
+    return {"local", &identity_, Communication::none};
+  }
   std::string name() const override { return "local"; }
   /// The identity on the replicas.
   const Graph& graph() const noexcept { return identity_; }
@@ -79,9 +92,11 @@ class LocalPolicy final : public GraphPolicy {
   Graph identity_;
 };
 
-/// Whether a step sends anything: an all-reduce does, gossip on a graph with at least one edge does, a local
-/// step (the identity) does not.
+/// Whether a step sends anything: an all-reduce does, gossip does, a local step does not.
 bool communicates(const ScheduleStep& step) noexcept;
+
+/// The communication of gossip on `graph`: gossip, or none on a graph without an edge (the identity).
+Communication gossip_on(const Graph& graph) noexcept;
 
 /// A static graph or a time-varying family cycled by iteration (t uses rounds[t mod period]).
 class SequencePolicy final : public GraphPolicy {

@@ -7,12 +7,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/replica_model.hpp"
-#include "core/replica_store.hpp"
-#include "core/sgd.hpp"
-#include "models/augment.hpp"
 #include "models/model_profile.hpp"
 #include "runtime/gossip.hpp"
+#include "runtime/worker.hpp"
 #include "topology/generators.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
@@ -42,62 +39,42 @@ ModelCalibration calibration_of(const models::ModelSpec& model) {
 
 ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Dataset& train,
                               std::span<const int> batches, int repeats, runtime::Communicator& comm) {
-  const auto net = core::make_replica_model(spec.model, 1);
-  core::ReplicaStore store(1, net->layout());
-  core::Sgd sgd(spec.sgd, net->layout(), 1);
-  net->init(store.replica(0), 1);
   ModelCalibration result = calibration_of(spec.model);
-  std::vector<float> inputs;
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> indices;
-  std::int64_t next = static_cast<std::int64_t>(comm.rank()) * 4096;
-  // The training set as the workers read it, views included: their cost is part of a step's compute.
-  const models::Augmentation views(train, spec.augment_copies, spec.seed);
-  const auto step = [&](std::size_t batch) {
-    // A fresh batch each step, gathered as the workers gather theirs.
-    indices.resize(batch);
-    for (auto& i : indices) {
-      // Consecutive images, each a different copy: views in the share training draws them, (K - 1) / K.
-      i = (next % views.copies()) * views.images() + next % views.images();
-      ++next;
-    }
-    models::gather(train, views, indices, inputs, labels);
-    core::BatchStats stats;
-    if (!net->train_sgd_step(store.params(), core::contiguous_batches(inputs, labels, batch), batch, sgd,
-                             0.01, store.momentum(), std::span(&stats, 1), {})) {
-      net->train_step(store.params(), inputs, labels, batch, store.grads(), std::span(&stats, 1));
-      sgd.step(0.01, store.params(), store.grads(), store.momentum());
-    }
-    // Every iteration of dbench train ends its step with this all-reduce (the divergence check): it keeps
-    // the workers in step, and its cost lands in the fitted overhead.
-    std::array<double, 1> loss{static_cast<double>(stats.loss)};
-    comm.allreduce(std::span<double>(loss), runtime::ReduceOp::sum);
-  };
-  // As a worker runs it: mixed into the store's second buffer, which then becomes the parameters (the
-  // buffers' places in memory, and so how the caches hold them, are a training run's). A single worker has
-  // no one to gossip with: its loop's communication is centralized training's all-reduce of the gradient.
-  std::function<void()> communication;
+  // The step of training: a gossip round on the ring after the local step. A single worker has no one to
+  // gossip with: its step is centralized training's, with the all-reduce of the gradient.
+  std::optional<topology::GraphSequence> ring;
+  topology::ScheduleStep training_step{"allreduce", nullptr, topology::Communication::all_reduce};
   std::optional<runtime::GossipPlan> plan;
-  std::vector<float> received;
-  std::vector<double> sum;
   if (comm.size() >= 2) {
-    plan = runtime::plan_gossip(make_ring(comm.size()).at(0), comm.rank());
-    communication = [&] {
-      const auto x = store.params().row(0);
-      runtime::exchange_parameters(comm, *plan, x, received, 11);
-      runtime::mix_received(*plan, x, received, store.mix_target().row(0), 1);
-      store.swap_mixed();
-    };
-  } else {
-    communication = [&] { runtime::average_over_workers(comm, store.grads().row(0), sum); };
+    ring = make_ring(comm.size());
+    training_step = {"ring", &ring->at(0), topology::Communication::gossip};
+    plan = runtime::plan_gossip(*training_step.graph, comm.rank());
   }
   for (const int batch : batches) {
-    const auto b = static_cast<std::size_t>(batch);
-    const auto alone = [&] { step(b); };
-    const auto in_training = [&] {
-      step(b);
-      communication();
+    core::NumericsSpec at_batch = spec;
+    at_batch.batch_per_worker = batch;
+    // The CPU worker of dbench train, its batches (views included: their cost is part of a step's compute)
+    // and its step function.
+    runtime::WorkerBench worker(at_batch, train, comm);
+    const auto count = static_cast<std::size_t>(worker.parameters());
+    // The communication alone, on buffers of the parameters' size: mixed into a second buffer, which then
+    // becomes the first, as a worker's store does it.
+    std::vector<float> x(count, 1.0f);
+    std::vector<float> mixed(count);
+    std::vector<float> received;
+    std::vector<double> sum;
+    const auto communication = [&] {
+      if (plan) {
+        runtime::exchange_parameters(comm, *plan, x, received, 11);
+        runtime::mix_received(*plan, x, received, mixed, 1);
+        x.swap(mixed);
+      } else {
+        runtime::average_over_workers(comm, x, sum);
+      }
     };
+    std::int64_t t = 0;
+    const auto alone = [&] { worker.local_step(t++); };
+    const auto in_training = [&] { worker.iterate(t++, training_step); };
     const std::array<std::function<void()>, 3> bodies{alone, communication, in_training};
     record_batch(result, batch, interleaved_rounds(comm, repeats, bodies));
   }
@@ -116,10 +93,12 @@ ModelCalibration time_torch_compute(std::span<const core::NumericsSpec> specs, c
   std::optional<topology::GraphSequence> ring;
   topology::ScheduleStep step;
   std::optional<runtime::GossipPlan> plan;
+  step.communication = topology::Communication::all_reduce;
   if (host.size() >= 2) {
     ring = make_ring(host.size());
     step.name = "ring";
     step.graph = &ring->at(0);
+    step.communication = topology::Communication::gossip;
     plan = runtime::plan_gossip(*step.graph, host.rank());
   } else {
     step.name = "allreduce";

@@ -43,7 +43,7 @@ std::vector<std::string> climb(topology::GraphPolicy& policy, int iterations) {
       latest.iteration = t + 1;
       latest.consensus_distance = t - last_average == 1 ? 1.0 : 100.0;
     }
-    if (step.average_parameters) {
+    if (step.communication == topology::Communication::global_average) {
       last_average = t;
     }
     if (visited.back() != ada.rung_name()) {

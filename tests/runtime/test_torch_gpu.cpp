@@ -80,7 +80,8 @@ TEST_SUITE("gpu") {
     dbench::runtime::TorchWorkerBench cpu(spec, train, host, host, "cpu");
     CHECK(gpu.parameters() == cpu.parameters());
     gpu.local_step(0);
-    gpu.iterate(1, dbench::topology::ScheduleStep{"allreduce", nullptr});
+    gpu.iterate(
+        1, dbench::topology::ScheduleStep{"allreduce", nullptr, dbench::topology::Communication::all_reduce});
     CHECK(nccl.counters().messages >= 1);
   }
 }

@@ -28,7 +28,7 @@ std::vector<topology::ScheduleStep> one_peer_schedule(const topology::GraphSeque
   std::vector<topology::ScheduleStep> schedule;
   for (int t = 0; t < iterations; ++t) {
     const auto& g = graphs.at(t);
-    schedule.push_back({g.name(), &g});
+    schedule.push_back({g.name(), &g, topology::Communication::gossip});
   }
   return schedule;
 }
@@ -133,7 +133,7 @@ TEST_CASE(
   spec.options.allreduce = sim::AllReduceAlgorithm::ring;
   spec.seed = 11;
   const int iterations = 1000;
-  const topology::ScheduleStep allreduce_step{"allreduce", nullptr};
+  const topology::ScheduleStep allreduce_step{"allreduce", nullptr, topology::Communication::all_reduce};
   const sim::TimingResult allreduce = sim::time_schedule(spec, repeated(allreduce_step, iterations));
 
   // An independent Monte Carlo: another generator, the textbook lognormal with mean 1 and CV 0.1.
@@ -182,8 +182,9 @@ TEST_CASE("sim::time_schedule: one persistently slow GPU sets every GPU's pace, 
   const auto graphs = topology::one_peer_exponential(spec.gpus);
   const auto ring = topology::ring(spec.gpus);
   const std::vector<std::vector<topology::ScheduleStep>> schedules = {
-      repeated({"allreduce", nullptr}, iterations), one_peer_schedule(graphs, iterations),
-      repeated({"ring", &ring}, iterations)};
+      repeated({"allreduce", nullptr, topology::Communication::all_reduce}, iterations),
+      one_peer_schedule(graphs, iterations),
+      repeated({"ring", &ring, topology::Communication::gossip}, iterations)};
   for (const auto& schedule : schedules) {
     CAPTURE(schedule.front().name);
     const sim::TimingResult r = sim::time_schedule(spec, schedule, true);
@@ -215,8 +216,9 @@ TEST_CASE("sim::time_schedule: full fidelity's per-GPU clocks agree with the fas
   spec.profile = resnet50();
   spec.batch_per_gpu = 4;
   const auto graphs = topology::one_peer_exponential(spec.gpus);
-  const std::vector<std::vector<topology::ScheduleStep>> schedules = {repeated({"allreduce", nullptr}, 12),
-                                                                      one_peer_schedule(graphs, 12)};
+  const std::vector<std::vector<topology::ScheduleStep>> schedules = {
+      repeated({"allreduce", nullptr, topology::Communication::all_reduce}, 12),
+      one_peer_schedule(graphs, 12)};
   for (const auto& schedule : schedules) {
     CAPTURE(schedule.front().name);
     for (const std::int64_t buckets : {std::int64_t{0}, std::int64_t{25'000'000}}) {

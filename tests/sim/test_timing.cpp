@@ -212,7 +212,8 @@ TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and ev
 
 TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide communication") {
   sim::TimingSpec spec = frontier_resnet50(16, 64);
-  const std::vector<topology::ScheduleStep> schedule(3, topology::ScheduleStep{"allreduce", nullptr});
+  const std::vector<topology::ScheduleStep> schedule(
+      3, topology::ScheduleStep{"allreduce", nullptr, topology::Communication::all_reduce});
   const sim::TimingResult whole = sim::time_schedule(spec, schedule);
   spec.options.bucket_bytes = 25'000'000;
   const sim::TimingResult buckets = sim::time_schedule(spec, schedule);
@@ -328,8 +329,10 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
   spec.gpus = 16;
   spec.profile = resnet50();
   const auto complete = topology::complete(16);
-  const std::vector<topology::ScheduleStep> global = {{"global-average", &complete}};
-  const std::vector<topology::ScheduleStep> allreduce = {{"allreduce", nullptr}};
+  const std::vector<topology::ScheduleStep> global = {
+      {"global-average", &complete, topology::Communication::gossip}};
+  const std::vector<topology::ScheduleStep> allreduce = {
+      {"allreduce", nullptr, topology::Communication::all_reduce}};
   const auto a = sim::time_schedule(spec, global);
   const auto b = sim::time_schedule(spec, allreduce);
   // Separate simulators: equal up to rounding at the magnitude of SimGrid's running clock.
@@ -357,9 +360,13 @@ TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind
   spec.options.allreduce = sim::AllReduceAlgorithm::ring;  // one pattern per all-reduce size
   const auto ring = topology::ring(16);
   topology::ScheduleStep average{"global-average", nullptr};
-  average.average_parameters = true;
+  average.communication = topology::Communication::global_average;
   const std::vector<topology::ScheduleStep> schedule = {
-      {"allreduce", nullptr}, average, {"ring", &ring}, average, {"allreduce", nullptr}};
+      {"allreduce", nullptr, topology::Communication::all_reduce},
+      average,
+      {"ring", &ring, topology::Communication::gossip},
+      average,
+      {"allreduce", nullptr, topology::Communication::all_reduce}};
   const auto r = sim::time_schedule(spec, schedule);
   CHECK(r.simulations == 3);  // gradient buckets, the parameters' all-reduce, the ring
   CHECK(r.iterations[1].total_s > r.iterations[0].total_s);
@@ -377,7 +384,7 @@ TEST_CASE("sim::time_schedule: per-GPU rows give each GPU its own bytes and its 
   spec.gpus = 8;
   spec.profile = resnet50();
   const auto hub = topology::star(8);
-  const std::vector<topology::ScheduleStep> schedule = {{"star", &hub}};
+  const std::vector<topology::ScheduleStep> schedule = {{"star", &hub, topology::Communication::gossip}};
   const auto r = sim::time_schedule(spec, schedule, true);
   const auto& row = r.iterations.at(0);
   REQUIRE(row.gpu_bytes_sent.size() == 8);
@@ -627,7 +634,8 @@ TEST_CASE("sim::time_schedule: under auto 25 MB buckets never make ResNet-50 slo
       spec.gpus = wanted / spec.platform.gpus_per_node * spec.platform.gpus_per_node;
       spec.profile = profile;
       spec.batch_per_gpu = 32;
-      const std::vector<topology::ScheduleStep> schedule = {{"allreduce", nullptr}};
+      const std::vector<topology::ScheduleStep> schedule = {
+          {"allreduce", nullptr, topology::Communication::all_reduce}};
       const sim::TimingResult whole = sim::time_schedule(spec, schedule);
       spec.options.bucket_bytes = 25'000'000;
       const sim::TimingResult buckets = sim::time_schedule(spec, schedule);

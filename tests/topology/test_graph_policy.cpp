@@ -43,7 +43,7 @@ std::vector<dt::ScheduleStep> drive(dt::AdaPolicy& ada, std::int64_t from, std::
       latest.iteration = t + 1;
       latest.consensus_distance = spread(t - last_average);
     }
-    if (steps.back().average_parameters) {
+    if (steps.back().communication == dt::Communication::global_average) {
       last_average = t;
     }
   }
@@ -53,7 +53,7 @@ std::vector<dt::ScheduleStep> drive(dt::AdaPolicy& ada, std::int64_t from, std::
 std::vector<std::int64_t> averages(const std::vector<dt::ScheduleStep>& steps, std::int64_t from) {
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].average_parameters) {
+    if (steps[i].communication == dt::Communication::global_average) {
       out.push_back(from + static_cast<std::int64_t>(i));
     }
   }
@@ -71,7 +71,7 @@ TEST_CASE("topology::policy: a time-varying family names its round, a static gra
   CHECK(ring.graph_for(5, nullptr).name == "ring");
   dt::AllReducePolicy allreduce;
   CHECK(allreduce.graph_for(3, nullptr).graph == nullptr);
-  CHECK_FALSE(allreduce.graph_for(3, nullptr).average_parameters);
+  CHECK(allreduce.graph_for(3, nullptr).communication == dt::Communication::all_reduce);
 }
 
 TEST_CASE("topology::policy: periodic global averaging every H iterations") {
@@ -80,9 +80,9 @@ TEST_CASE("topology::policy: periodic global averaging every H iterations") {
   for (std::int64_t t = 0; t < 12; ++t) {
     const auto step = policy.graph_for(t, nullptr);
     const bool expected = (t + 1) % 4 == 0;
-    CHECK(step.average_parameters == expected);
+    CHECK((step.communication == dt::Communication::global_average) == expected);
     CHECK((step.graph == nullptr) == expected);
-    averages += step.average_parameters ? 1 : 0;
+    averages += (step.communication == dt::Communication::global_average) ? 1 : 0;
   }
   CHECK(averages == 3);
   CHECK_THROWS_WITH(dt::PeriodicAveragePolicy(dt::GraphSequence(dt::ring(8)), 0),
@@ -128,8 +128,8 @@ TEST_CASE("topology::ada: measures at its global averages and probes the one-ste
   // another probe: two averages in a row.
   CHECK(averages(steps, 0) == std::vector<std::int64_t>{0, 4, 8, 12, 13, 17, 21, 25, 26});
   for (const auto& step : steps) {
-    CHECK(step.observe == step.average_parameters);
-    if (!step.average_parameters) {
+    CHECK(step.observe == (step.communication == dt::Communication::global_average));
+    if (step.communication != dt::Communication::global_average) {
       CHECK(step.name == "local");
     }
   }
@@ -152,7 +152,7 @@ TEST_CASE("topology::ada: denser above the band at once, sparser after patience 
   CHECK(ada.rung() == 1);
   CHECK(ada.last_ratio() == doctest::Approx(6.0));
   CHECK(steps[5].signal == doctest::Approx(6.0));
-  CHECK(steps[5].average_parameters);
+  CHECK(steps[5].communication == dt::Communication::global_average);
   // On the global average every measurement is a one-step spread: ratio 1, below the band; after two of
   // them Ada tries the sparser rung again.
   steps = drive(
