@@ -12,15 +12,16 @@
 
 namespace dbench::validation {
 
-/// The CPU workers' local training step (forward, backward, SGD and the all-reduce of the loss, as dbench
-/// train's workers run it) of `spec.model` with `spec.sgd`, at each of `batches`, every worker of `comm` on
-/// its own batches of `train`. The step is measured in the training loop: each step is followed by a gossip
-/// round of the model's parameters on a ring (the runtime's own exchange and mixing; on a single worker the
-/// all-reduce of the gradient), and the round timed alone is subtracted (interleaved_rounds with `repeats`,
-/// record_batch). Between two steps a worker's caches fill with the messages it received and mixed, and on
-/// shared cores with the other workers' data, so a step timed back to back with itself runs faster than in
-/// training (for the MLP on 8 workers sharing 2 cores, 225 against 267 µs). Seconds per step, with the fit of
-/// seconds = overhead_s + batch * flops_per_sample / flops_per_s (ModelProfile's FLOPs).
+/// The CPU workers' local training step (forward, backward, SGD and the all-reduce of the loss: dbench
+/// train's worker and step function, runtime::WorkerBench) of `spec.model` with `spec.sgd`, at each of
+/// `batches`, every worker of `comm` on its own batches of `train`. The step is measured in the training
+/// loop: each step is followed by a gossip round of the model's parameters on a ring (the runtime's own
+/// exchange and mixing; on a single worker the all-reduce of the gradient), and the round timed alone is
+/// subtracted (interleaved_rounds with `repeats`, record_batch). Between two steps a worker's caches fill
+/// with the messages it received and mixed, and on shared cores with the other workers' data, so a step timed
+/// back to back with itself runs faster than in training (for the MLP on 8 workers sharing 2 cores, 225
+/// against 267 µs). Seconds per step, with the fit of seconds = overhead_s + batch * flops_per_sample /
+/// flops_per_s (ModelProfile's FLOPs).
 ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Dataset& train,
                               std::span<const int> batches, int repeats, runtime::Communicator& comm);
 
