@@ -21,8 +21,8 @@ namespace dbench::experiments {
 /// The clock of a sweep's progress and of its runs' durations.
 using SweepClock = std::chrono::steady_clock;
 
-// SIGINT, SIGTERM, SIGHUP and SIGCHLD are blocked while children run and taken synchronously with
-// sigtimedwait, so the loop needs no handler and no global flag; the previous mask comes back at scope exit.
+/// SIGINT, SIGTERM, SIGHUP and SIGCHLD are blocked while children run and taken synchronously with
+/// sigtimedwait, so the loop needs no handler and no global flag; the previous mask comes back at scope exit.
 class BlockedSignals {
  public:
   /// Blocks the signals in the calling thread.
