@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "topology/analysis.hpp"
 #include "topology/base_graph.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 #include "topology/spectral.hpp"
 
 namespace topo = dbench::topology;

@@ -167,7 +167,7 @@ double simulated_ring_s(const CalibrateOptions& o, const std::filesystem::path& 
   config.platform.preset = file.string();
   const auto policy = make_policy(config);
   const std::array<topology::ScheduleStep, 1> schedule{policy->graph_for(0, nullptr)};
-  return sim::time_schedule(timing_spec(config), schedule).iterations.front().comm_s;
+  return sim::time_schedule(make_timing_spec(config), schedule).iterations.front().comm_s;
 }
 
 /// Fits `m`'s step to the ring loop less the communication the calibrated platform charges a ring's iteration

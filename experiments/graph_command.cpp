@@ -19,9 +19,9 @@
 #include "experiments/commands.hpp"
 #include "experiments/config_checks.hpp"
 #include "results/atomic_file.hpp"
-#include "topology/analysis.hpp"
 #include "topology/export.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace dbench::experiments {
 namespace {

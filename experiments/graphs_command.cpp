@@ -13,8 +13,8 @@
 #include "experiments/commands.hpp"
 #include "experiments/signal_cleanup.hpp"
 #include "results/results_dir.hpp"
-#include "topology/analysis.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace dbench::experiments {
 namespace {

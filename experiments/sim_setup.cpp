@@ -213,7 +213,7 @@ double rung_seconds(const ExperimentConfig& config, const std::string& name) {
   for (std::int64_t t = 0; t < count; ++t) {
     steps.push_back(alone->graph_for(t, nullptr));
   }
-  return sim::time_schedule(timing_spec(config), steps, false).seconds_per_iteration;
+  return sim::time_schedule(make_timing_spec(config), steps, false).seconds_per_iteration;
 }
 
 /// The rungs of algorithm.ada_ladder; throws ConfigKeyError when there are none.
@@ -398,7 +398,7 @@ void check_setup(const ExperimentConfig& config) {
   quick.algorithm.ada_cost_aware = false;
   make_policy(quick);
   try {
-    const sim::TimingSpec timing = timing_spec(config);
+    const sim::TimingSpec timing = make_timing_spec(config);
     sim::validate_timing(timing.platform, timing.gpus, timing.options);
   } catch (const sim::PlatformError& e) {
     std::string reason = e.what();

@@ -153,7 +153,7 @@ void run_simulate(const SimulateOptions& options) {
                                       ? load_config("", options.overrides, "<defaults>")
                                       : load_config_file(options.config, options.overrides);
   // The platform is checked before anything runs: a bad [platform] fails before minutes of training.
-  sim::TimingSpec timing_spec = experiments::timing_spec(config);
+  sim::TimingSpec timing_spec = experiments::make_timing_spec(config);
   timing_spec.options.fidelity = sim::parse_fidelity(options.fidelity);
   for (const auto& cfg : options.simgrid_cfg) {
     timing_spec.options.simgrid_args.push_back("--cfg=" + cfg);

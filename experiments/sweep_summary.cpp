@@ -17,8 +17,8 @@
 #include "results/results_tree.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
-#include "topology/analysis.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace dbench::experiments {
 namespace {

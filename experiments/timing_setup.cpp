@@ -225,7 +225,7 @@ sim::TimingOptions timing_options(const ExperimentConfig& config) {
   return options;
 }
 
-sim::TimingSpec timing_spec(const ExperimentConfig& config) {
+sim::TimingSpec make_timing_spec(const ExperimentConfig& config) {
   sim::TimingSpec spec;
   spec.platform = platform_spec(config);
   spec.gpus = config.train.workers;

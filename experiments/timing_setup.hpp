@@ -27,6 +27,6 @@ sim::TimingOptions timing_options(const ExperimentConfig& config);
 
 /// Everything the timing needs from a config: platform, GPUs (train.workers), the timed model and batch, the
 /// all-reduce options; fidelity and SimGrid options stay at their defaults for the caller to set.
-sim::TimingSpec timing_spec(const ExperimentConfig& config);
+sim::TimingSpec make_timing_spec(const ExperimentConfig& config);
 
 }  // namespace dbench::experiments

@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +16,8 @@
 #include "experiments/device_option.hpp"
 #include "experiments/timing_setup.hpp"
 #include "report/gnuplot.hpp"
+#include "results/atomic_file.hpp"
+#include "results/results_tree.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
@@ -42,22 +42,14 @@ struct ValidateOptions {
   bool quiet = false;
 };
 
+/// A file a run wrote (metrics.csv, trace.csv), read as a results file.
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw std::runtime_error(fmt::format("{}: cannot read", path.string()));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return results::read_results_file(path, path);
 }
 
+/// Writes one of validate's files whole (results::write_file_atomically).
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) {
-    throw std::runtime_error(fmt::format("{}: cannot write", path.string()));
-  }
+  results::write_file_atomically(path, text);
 }
 
 /// Runs `dbench args...` as a child process; throws naming what failed.

@@ -1,5 +1,5 @@
 // Reading a file a user names (a config, a sweep, a calibration file, a model profile): a regular file of
-// bounded size only, so that /dev/zero is never read without end and a FIFO never blocks the command.
+// bounded size only, read by results::read_file, with errors that say which kind of input it was.
 #pragma once
 
 #include <cstddef>

@@ -10,13 +10,16 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+
+#include "results/read_file.hpp"
 
 extern char** environ;  // NOLINT: posix_spawnp passes the environment on to gnuplot
 
 namespace dbench::report {
 namespace {
+
+// gnuplot's messages about a script; the error shows the first 400 bytes of them.
+constexpr std::size_t kMaxLogBytes = std::size_t{16} << 20;
 
 bool plain(unsigned char ch) {
   if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) {
@@ -86,10 +89,12 @@ void run_gnuplot(const std::filesystem::path& script, const std::filesystem::pat
     }
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::ifstream in(log, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string message = buffer.str();
+    std::string message;
+    try {
+      message = results::read_file(log, kMaxLogBytes, "gnuplot log");
+    } catch (const results::FileReadError&) {
+      // No log to show: the exit status alone says what happened.
+    }
     std::replace(message.begin(), message.end(), '\n', ' ');
     if (message.size() > 400) {
       message = message.substr(0, 400) + "...";

@@ -6,11 +6,13 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <stdexcept>
 
 #include "analysis/analysis.hpp"
 #include "report/report.hpp"
+#include "results/atomic_file.hpp"
+#include "results/read_file.hpp"
+#include "results/results_tree.hpp"
 
 namespace dbench::report {
 namespace fs = std::filesystem;
@@ -112,21 +114,18 @@ std::string markdown_table(const Table& t) {
 }  // namespace
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ReportError(fmt::format("cannot read {}", path.string()));
+  try {
+    return results::read_file(path, results::kMaxResultsFileBytes, "report file");
+  } catch (const results::FileReadError& e) {
+    throw ReportError(e.what());
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 void write_text(const fs::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) {
-    throw ReportError(fmt::format("cannot write {}", path.string()));
+  try {
+    results::write_file_atomically(path, text);
+  } catch (const std::runtime_error& e) {
+    throw ReportError(e.what());
   }
 }
 

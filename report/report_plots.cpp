@@ -9,6 +9,7 @@
 #include <set>
 #include <system_error>
 
+#include "analysis/statistics.hpp"
 #include "report/gnuplot.hpp"
 #include "report/report.hpp"
 #include "report/report_document.hpp"
@@ -197,6 +198,40 @@ std::map<std::string, std::string> Plots::render(const fs::path& work, const fs:
     svgs[specs_[i].name] = inline_svg(read_text(svg), i, specs_[i].title);
   }
   return svgs;
+}
+
+void add_fit_line(PlotSpec& spec, const analysis::LineFit& fit, bool log10_x) {
+  if (!fit.defined()) {
+    return;
+  }
+  double lo = INFINITY;
+  double hi = -INFINITY;
+  for (const auto& s : spec.series) {
+    for (const auto& p : s.points) {
+      if (std::isfinite(p.first) && std::isfinite(p.second) && (!log10_x || p.first > 0.0)) {
+        lo = std::min(lo, p.first);
+        hi = std::max(hi, p.first);
+      }
+    }
+  }
+  if (!(lo < hi)) {
+    return;
+  }
+  Series line;
+  line.title = fmt::format("least-squares fit{}, r² = {}", log10_x ? " on log10(edges)" : "",
+                           number(fit.r_squared, 3));
+  line.style = "lines";
+  line.color = "#666666";
+  line.dashed = true;
+  constexpr int kSamples = 48;
+  for (int i = 0; i <= kSamples; ++i) {
+    const double f = static_cast<double>(i) / kSamples;
+    const double x =
+        log10_x ? std::pow(10.0, std::log10(lo) + f * (std::log10(hi) - std::log10(lo))) : lo + f * (hi - lo);
+    const double y = fit.intercept + fit.slope * (log10_x ? std::log10(x) : x);
+    line.points.emplace_back(x, 100.0 * y);
+  }
+  spec.series.push_back(std::move(line));
 }
 
 }  // namespace dbench::report

@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+namespace dbench::analysis {
+struct LineFit;
+}  // namespace dbench::analysis
+
 namespace dbench::report {
 
 /// One line or set of points in a plot.
@@ -54,6 +58,11 @@ inline constexpr std::size_t kMaxKeyChars = 80;
 /// shortened in the middle with "...", keeping its start and its end (where the labels of one sweep differ),
 /// and one shortened into another's title gets " #2", " #3", ... so that every entry stays distinct.
 std::vector<std::string> key_titles(const std::vector<Series>& series);
+
+/// Adds the least-squares line `fit` (a fraction against x, or against log10(x) where `log10_x`) to `spec` in
+/// percent, sampled over its series' x range (log-spaced on a log axis); nothing when the fit or the range is
+/// undefined.
+void add_fit_line(PlotSpec& spec, const analysis::LineFit& fit, bool log10_x);
 
 /// The plots of one report, in the order they were added.
 class Plots {

@@ -18,6 +18,7 @@
 #include "report/report_curves.hpp"
 #include "report/report_plots.hpp"
 #include "report/report_timing.hpp"
+#include "report/sweep_appendix.hpp"
 #include "results/results_tree.hpp"
 
 namespace dbench::report {
@@ -26,7 +27,6 @@ using analysis::AccuracyCorrelation;
 using analysis::Correlation;
 using analysis::GroupStats;
 using analysis::kUndefined;
-using analysis::LineFit;
 using analysis::Observation;
 using analysis::ScaleAnalysis;
 using analysis::SweepAnalysis;
@@ -197,8 +197,8 @@ class SweepReport {
         edges.series.push_back(std::move(e));
         variance_scatter.series.push_back(std::move(v));
       }
-      add_fit(edges, scale.accuracy_vs_log10_edges, true);
-      add_fit(variance_scatter, scale.accuracy_vs_norm_variance_mean, false);
+      add_fit_line(edges, scale.accuracy_vs_log10_edges, true);
+      add_fit_line(variance_scatter, scale.accuracy_vs_norm_variance_mean, false);
       plots.add(std::move(edges));
       plots.add(std::move(variance_scatter));
     }
@@ -300,41 +300,6 @@ class SweepReport {
     spec.series.push_back(std::move(period));
     spec.series.push_back(std::move(signal));
     plots.add(std::move(spec));
-  }
-
-  // The fitted line, sampled over the data's x range (log-spaced on a log axis).
-  static void add_fit(PlotSpec& spec, const LineFit& fit, bool log10_x) {
-    if (!fit.defined()) {
-      return;
-    }
-    double lo = INFINITY;
-    double hi = -INFINITY;
-    for (const auto& s : spec.series) {
-      for (const auto& p : s.points) {
-        if (std::isfinite(p.first) && std::isfinite(p.second) && (!log10_x || p.first > 0.0)) {
-          lo = std::min(lo, p.first);
-          hi = std::max(hi, p.first);
-        }
-      }
-    }
-    if (!(lo < hi)) {
-      return;
-    }
-    Series line;
-    line.title = fmt::format("least-squares fit{}, r² = {}", log10_x ? " on log10(edges)" : "",
-                             number(fit.r_squared, 3));
-    line.style = "lines";
-    line.color = "#666666";
-    line.dashed = true;
-    constexpr int kSamples = 48;
-    for (int i = 0; i <= kSamples; ++i) {
-      const double f = static_cast<double>(i) / kSamples;
-      const double x = log10_x ? std::pow(10.0, std::log10(lo) + f * (std::log10(hi) - std::log10(lo)))
-                               : lo + f * (hi - lo);
-      const double y = fit.intercept + fit.slope * (log10_x ? std::log10(x) : x);
-      line.points.emplace_back(x, 100.0 * y);
-    }
-    spec.series.push_back(std::move(line));
   }
 
   // The plots in `names` that exist.
@@ -696,29 +661,6 @@ SweepDocument sweep_report(const ResultsTree& tree, Plots& plots) {
   SweepReport report(tree, std::move(analyzed));
   std::vector<LeftOut> left_out = report.left_out();
   return {report.build(plots), std::move(left_out)};
-}
-
-std::optional<std::string> read_sweep_toml(const ResultsTree& tree, std::vector<LeftOut>& left_out) {
-  try {
-    if (tree.exists("sweep.toml")) {
-      return tree.read("sweep.toml");
-    }
-  } catch (const ResultsTreeError& e) {
-    left_out.push_back({"sweep.toml", e.what()});
-  }
-  return std::nullopt;
-}
-
-void sweep_appendix(Document& doc, std::size_t failed, const std::string& logs,
-                    const std::optional<std::string>& sweep_toml) {
-  if (failed > 0) {
-    doc.heading("Failed runs");
-    doc.paragraph(fmt::format("{} runs failed; their logs are under {}.", failed, logs));
-  }
-  if (sweep_toml) {
-    doc.heading("Sweep config");
-    doc.preformatted(*sweep_toml);
-  }
 }
 
 }  // namespace dbench::report

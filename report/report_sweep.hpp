@@ -31,13 +31,4 @@ struct SweepDocument {
 /// parsed.
 SweepDocument sweep_report(const results::ResultsTree& tree, Plots& plots);
 
-/// The sweep config in `tree` (sweep.toml), or empty when there is none; an unreadable one is added to
-/// `left_out` with the reason.
-std::optional<std::string> read_sweep_toml(const results::ResultsTree& tree, std::vector<LeftOut>& left_out);
-
-/// The end of every sweep's report: how many runs failed and where their logs are (`logs`), then the sweep
-/// config when there is one.
-void sweep_appendix(Document& doc, std::size_t failed, const std::string& logs,
-                    const std::optional<std::string>& sweep_toml);
-
 }  // namespace dbench::report

@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "report/report_plots.hpp"
-#include "report/report_sweep.hpp"
+#include "report/sweep_appendix.hpp"
 
 namespace dbench::report {
 namespace {

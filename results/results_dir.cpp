@@ -17,6 +17,8 @@
 #include <system_error>
 #include <utility>
 
+#include "results/read_file.hpp"
+
 namespace dbench::results {
 namespace fs = std::filesystem;
 namespace {
@@ -40,6 +42,9 @@ std::string marker_text() {
   return fmt::format("This directory was written by DBench; `dbench ... --out` may replace it.\nhost: {}\n",
                      host.data());
 }
+
+// More than any marker_text: a larger marker file is not one of ours.
+constexpr std::size_t kMaxMarkerBytes = 4096;
 
 // The PID of a staging directory's name `.NAME.tmp-PID-XXXXXXXX` (see sibling_name), if it is one.
 std::optional<pid_t> staging_pid(const std::string& name) {
@@ -437,8 +442,12 @@ int remove_abandoned_staging(const fs::path& target) {
       continue;
     }
     // Written by a dbench on this machine (another one's pids mean nothing here), whose process is gone.
-    std::ifstream in(it->path() / ResultsDir::kMarkerName, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    std::string text;
+    try {
+      text = read_file(it->path() / ResultsDir::kMarkerName, kMaxMarkerBytes, "marker");
+    } catch (const FileReadError&) {
+      continue;  // not one of ours
+    }
     if (text == marker && process_ended(*pid)) {
       fs::remove_all(it->path(), entry_ec);
       removed += entry_ec ? 0 : 1;

@@ -3,9 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
-#include <fstream>
 #include <system_error>
+
+#include "results/read_file.hpp"
 
 namespace dbench::results {
 namespace fs = std::filesystem;
@@ -61,36 +61,25 @@ std::string ResultsTree::read(const fs::path& relative) const {
 }
 
 std::string read_results_file(const fs::path& file, const fs::path& shown) {
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) {
-    throw ResultsTreeError(fmt::format("cannot read {}: {}", shown.string(),
-                                       fs::exists(file, ec) ? "not a regular file" : "no such file"));
+  try {
+    return read_file(file, kMaxResultsFileBytes, "results file");
+  } catch (const FileReadError& e) {
+    const std::string reason = [&]() -> std::string {
+      switch (e.failure()) {
+        case ReadFailure::kMissing:
+          return "no such file";
+        case ReadFailure::kDirectory:
+        case ReadFailure::kNotRegular:
+          return "not a regular file";
+        case ReadFailure::kUnopenable:
+        case ReadFailure::kReadError:
+        case ReadFailure::kTooLarge:
+          break;
+      }
+      return e.reason();
+    }();
+    throw ResultsTreeError(fmt::format("cannot read {}: {}", shown.string(), reason));
   }
-  const auto too_large = [&] {
-    return ResultsTreeError(fmt::format("cannot read {}: larger than the {} GiB limit for a results file",
-                                        shown.string(), kMaxResultsFileBytes >> 30));
-  };
-  if (const auto size = fs::file_size(file, ec); !ec && size > kMaxResultsFileBytes) {
-    throw too_large();
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    throw ResultsTreeError(fmt::format("cannot read {}", shown.string()));
-  }
-  // Chunks up to one byte past the limit, so that a file that grows while it is read is still refused.
-  std::string text;
-  std::array<char, 65536> chunk{};
-  while (in && text.size() <= kMaxResultsFileBytes) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-  }
-  if (in.bad()) {
-    throw ResultsTreeError(fmt::format("cannot read {}: read error", shown.string()));
-  }
-  if (text.size() > kMaxResultsFileBytes) {
-    throw too_large();
-  }
-  return text;
 }
 
 }  // namespace dbench::results

@@ -11,6 +11,7 @@
 
 #include "models/input_file.hpp"
 #include "results/atomic_file.hpp"
+#include "results/results_dir.hpp"
 #include "runtime/errors.hpp"
 
 namespace dbench::runtime {
@@ -162,13 +163,14 @@ void write_checkpoint_part(const fs::path& dir, std::int64_t iteration, const Wo
 void publish_checkpoint(const fs::path& dir, std::int64_t iteration) {
   const fs::path staging = dir / (step_name(iteration) + ".partial");
   const fs::path final_dir = dir / step_name(iteration);
-  std::error_code ec;
-  fs::remove_all(final_dir, ec);
-  fs::rename(staging, final_dir, ec);
-  if (ec) {
-    throw CheckpointError(
-        fmt::format("{}: cannot publish the checkpoint: {}", final_dir.string(), ec.message()));
+  // Every worker wrote its part into the one staging directory of this step; it replaces a checkpoint of the
+  // same step (a resumed run that saves it again) in one step, so that LATEST never names a missing one.
+  try {
+    results::replace_directory(staging, final_dir, "checkpoint");
+  } catch (const results::ResultsDirError& e) {
+    throw CheckpointError(fmt::format("{}: cannot publish the checkpoint: {}", final_dir.string(), e.what()));
   }
+  std::error_code ec;
   write_file_atomically(dir / kLatest, step_name(iteration) + "\n");
   // Only now is the new checkpoint the one a resume reads; older ones (and stale partial ones) can go.
   for (const auto& entry : fs::directory_iterator(dir)) {

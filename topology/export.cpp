@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include "topology/analysis.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace dbench::topology {
 namespace {

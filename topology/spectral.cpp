@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "topology/analysis.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace dbench::topology {
 namespace {

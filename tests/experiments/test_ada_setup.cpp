@@ -70,7 +70,7 @@ double seconds_alone(const std::string& rung) {
   for (std::int64_t t = 0; t < 16; ++t) {
     steps.push_back(policy->graph_for(t, nullptr));
   }
-  return dbench::sim::time_schedule(ex::timing_spec(config), steps, false).seconds_per_iteration;
+  return dbench::sim::time_schedule(ex::make_timing_spec(config), steps, false).seconds_per_iteration;
 }
 
 }  // namespace

@@ -247,7 +247,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
     ex::ExperimentConfig quick = c;
     quick.algorithm.ada_cost_aware = false;
     ex::make_policy(quick);
-    ex::timing_spec(c);
+    ex::make_timing_spec(c);
   } catch (const std::exception& e) {
     return std::string("setup: ") + e.what();
   }

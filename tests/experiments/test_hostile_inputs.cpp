@@ -133,7 +133,7 @@ TEST_CASE("experiments::hostile inputs: a timing that is not finite is refused, 
   // not range-checked as a file is.
   dbench::experiments::ExperimentConfig config;
   config.train.workers = 8;
-  sim::TimingSpec spec = dbench::experiments::timing_spec(config);
+  sim::TimingSpec spec = dbench::experiments::make_timing_spec(config);
   spec.profile.forward_flops_per_sample = 1e308;
   spec.profile.backward_flops_per_sample = 1e308;
   const std::vector<dbench::topology::ScheduleStep> steps(2);

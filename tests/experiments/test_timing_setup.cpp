@@ -281,8 +281,8 @@ TEST_CASE("experiments::timing_profile: platform.timing_model names a profile fi
     return ex::load_config("[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100\"\ntiming_model = \"" +
                            (dir / file).string() + "\"\n" + extra);
   };
-  const auto fp32 = ex::timing_spec(config("fp32.toml", ""));
-  const auto bf16 = ex::timing_spec(config("bf16.toml", "gpu_flops_per_s_bf16 = 4e14\n"));
+  const auto fp32 = ex::make_timing_spec(config("fp32.toml", ""));
+  const auto bf16 = ex::make_timing_spec(config("bf16.toml", "gpu_flops_per_s_bf16 = 4e14\n"));
   CHECK(fp32.profile.parameter_bytes() == resnet50.parameter_bytes());
   CHECK(bf16.profile.parameter_bytes() * 2 == resnet50.parameter_bytes());
   CHECK(bf16.profile.compute_precision == dbench::models::Precision::bf16);

@@ -2,8 +2,8 @@
 #include <doctest/doctest.h>
 
 #include "tests/topology/helpers.hpp"
-#include "topology/analysis.hpp"
 #include "topology/base_graph.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace topo = dbench::topology;
 using topo::testing::consensus_error_after_period;

@@ -6,8 +6,8 @@
 #include <numbers>
 
 #include "tests/topology/helpers.hpp"
-#include "topology/analysis.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 #include "topology/spectral.hpp"
 
 namespace topo = dbench::topology;

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "tests/topology/helpers.hpp"
-#include "topology/analysis.hpp"
 #include "topology/generators.hpp"
+#include "topology/graph_analysis.hpp"
 
 namespace topo = dbench::topology;
 using topo::testing::build;

@@ -1,4 +1,4 @@
-#include "topology/analysis.hpp"
+#include "topology/graph_analysis.hpp"
 
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
