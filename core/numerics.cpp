@@ -228,8 +228,8 @@ struct VirtualReplicas::State final : StepEngine {
     auto it = matrices.find(&graph);
     if (it == matrices.end()) {
       if (graph.nodes() != spec.workers) {
-        throw ShapeError(fmt::format("graph '{}' has {} nodes but train.workers = {}", graph.name(),
-                                     graph.nodes(), spec.workers));
+        throw ShapeError(RunInput::workers, fmt::format("{} replicas, but graph '{}' has {} nodes",
+                                                        spec.workers, graph.name(), graph.nodes()));
       }
       it = matrices.emplace(&graph, to_mixing_matrix(graph)).first;
     }
@@ -350,13 +350,13 @@ VirtualReplicas::VirtualReplicas(const NumericsSpec& spec, const models::Dataset
                                  const models::Dataset& test) {
   const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
   if (in != train.sample_elements() || spec.model.classes != train.classes) {
-    throw ShapeError(
-        fmt::format("train.model: an input of {} features and {} classes does not fit the data set "
-                    "({} features, {} classes)",
-                    in, spec.model.classes, train.sample_elements(), train.classes));
+    throw ShapeError(RunInput::model,
+                     fmt::format("an input of {} features and {} classes does not fit the data "
+                                 "set ({} features, {} classes)",
+                                 in, spec.model.classes, train.sample_elements(), train.classes));
   }
   if (spec.workers < 1) {
-    throw ValueError(fmt::format("train.workers: must be >= 1, got {}", spec.workers));
+    throw ValueError(RunInput::workers, fmt::format("must be >= 1, got {}", spec.workers));
   }
   state_ = std::make_unique<State>(spec, train, test);
 }
@@ -488,8 +488,8 @@ models::Dataset load_dataset(const std::string& name, models::Split split, const
   }
   if (name == "cifar10") {
     if (dir.empty()) {
-      throw models::DataError(
-          "train.data_dir: cifar10 needs the folder of its binary batches (data_batch_1.bin ...)");
+      throw models::DataError(models::RunInput::data_dir,
+                              "cifar10 needs the folder of its binary batches (data_batch_1.bin ...)");
     }
     return models::read_cifar10(split, dir);
   }
@@ -500,9 +500,8 @@ models::Dataset load_dataset(const std::string& name, models::Split split, const
     return models::make_synthetic(spec, split);
   }
   throw models::DataError(
-      fmt::format("train.dataset: '{}' is not available to the simulator "
-                  "(fashion-mnist, cifar10, synthetic)",
-                  name));
+      models::RunInput::dataset,
+      fmt::format("'{}' is not available to the simulator (fashion-mnist, cifar10, synthetic)", name));
 }
 
 NumericsResult run_numerics(const NumericsSpec& spec, const models::Dataset& train,

@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "core/errors.hpp"
+
 namespace dbench::core {
 
 #ifdef DBENCH_HAVE_TORCH
@@ -65,13 +67,13 @@ std::unique_ptr<ReplicaModel> make_replica_model(const models::ModelSpec& spec, 
 #ifdef DBENCH_HAVE_TORCH
     return make_grouped_lenet(spec, threads);
 #else
-    throw std::invalid_argument(
-        "train.model: 'lenet' needs DBench built with LibTorch (install libtorch-dev)");
+    throw ValueError(RunInput::model, "'lenet' needs DBench built with LibTorch (install libtorch-dev)");
 #endif
   }
-  throw std::invalid_argument(fmt::format(
-      "train.model: the simulator's numerics train 'mlp' and 'lenet'; '{}' runs in the runtime engine",
-      spec.name));
+  throw ValueError(
+      RunInput::model,
+      fmt::format("the simulator's numerics train 'mlp' and 'lenet'; '{}' runs in the runtime engine",
+                  spec.name));
 }
 
 }  // namespace dbench::core

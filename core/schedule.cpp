@@ -26,8 +26,8 @@ void replay(topology::GraphPolicy& policy, const std::vector<topology::PolicyObs
 void report(const MetricsRow& row, NumericsObserver& observer, ScheduleProgress& progress) {
   if (!std::isfinite(row.test_loss)) {
     throw DivergenceError(
-        fmt::format("training diverged at iteration {}: the averaged model's test loss is {}; lower train.lr",
-                    row.iteration, row.test_loss));
+        fmt::format("training diverged at iteration {}: the averaged model's test loss is {}", row.iteration,
+                    row.test_loss));
   }
   observer.on_metrics(row);
   progress.final_test_accuracy = row.test_accuracy;
@@ -40,7 +40,7 @@ void report(const MetricsRow& row, NumericsObserver& observer, ScheduleProgress&
 ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, topology::GraphPolicy& policy,
                               ScheduleReplicas& replicas, NumericsObserver& observer, ScheduleProgress from) {
   if (eval_every < 1) {
-    throw ValueError(fmt::format("train.eval_every: must be >= 1, got {}", eval_every));
+    throw ValueError(RunInput::eval_every, fmt::format("must be >= 1, got {}", eval_every));
   }
   ScheduleProgress progress = std::move(from);
   if (progress.iterations_done == 0) {
@@ -62,10 +62,8 @@ ScheduleProgress run_schedule(std::int64_t iterations, std::int64_t eval_every, 
     replicas.step(t, step, eval || step.observe);
     // Every step's loss is checked, so a divergence is reported the iteration it shows, whatever eval_every.
     if (!std::isfinite(replicas.train_loss())) {
-      throw DivergenceError(
-          fmt::format("training diverged at iteration {}: the mean train loss is {}; lower "
-                      "train.lr",
-                      t, replicas.train_loss()));
+      throw DivergenceError(fmt::format("training diverged at iteration {}: the mean train loss is {}", t,
+                                        replicas.train_loss()));
     }
     if (eval || step.observe) {
       progress.observations.push_back(replicas.observation());

@@ -20,6 +20,7 @@
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
+#include "experiments/input_keys.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "experiments/train_recorder.hpp"
@@ -424,7 +425,7 @@ void run_calibrate(const CalibrateOptions& o) {
       calibrate_on(*comm, env.local_rank(), o);
     } catch (const std::exception& e) {
       throw std::runtime_error(
-          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), e.what()));
+          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), error_message(e)));
     }
     return;
   }

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "experiments/commands.hpp"
+#include "experiments/input_keys.hpp"
 #include "runtime/errors.hpp"
 
 namespace dbench::experiments {
@@ -65,7 +66,7 @@ int run_command_line(int argc, char** argv) {
     fmt::print(stderr, "dbench: error: {}\n", e.what());
     return 128 + e.signal();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "dbench: error: {}\n", e.what());
+    fmt::print(stderr, "dbench: error: {}\n", error_message(e));
     return 1;
   }
   return 0;

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "experiments/config_text.hpp"
+#include "experiments/input_keys.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/sweep_internal.hpp"
 #include "experiments/timing_setup.hpp"
@@ -237,7 +238,7 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep) {
     } catch (const ConfigError& e) {
       throw ConfigError(explain_key_error(e.what(), sweep, run, origins));
     } catch (const std::invalid_argument& e) {
-      throw ConfigError(explain_key_error(e.what(), sweep, run, origins));
+      throw ConfigError(explain_key_error(error_message(e), sweep, run, origins));
     }
     if (!algorithm_label.empty()) {
       run.label = algorithm_label;

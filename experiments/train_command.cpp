@@ -20,6 +20,7 @@
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
+#include "experiments/input_keys.hpp"
 #include "experiments/run_files.hpp"
 #include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
@@ -338,7 +339,7 @@ void run_train(const TrainOptions& options) {
     } catch (const std::exception& e) {
       // Each worker names itself: mpirun's summary alone would not say which worker failed or why.
       throw std::runtime_error(
-          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), e.what()));
+          fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), error_message(e)));
     }
     return;
   }

@@ -38,15 +38,16 @@ Augmentation::Augmentation(const Dataset& data, int copies, std::uint64_t seed)
       black_(data.black),
       generator_(data.generator) {
   if (copies < 1 || copies > kDistinctViews) {
-    throw DataError(fmt::format(
-        "train.augment_copies: must be in [1, {}] (the original and the {} distinct shifted or flipped views "
-        "of an image), got {}",
-        kDistinctViews, kDistinctViews - 1, copies));
+    throw DataError(
+        RunInput::augment_copies,
+        fmt::format("must be in [1, {}] (the original and the {} distinct shifted or flipped views of "
+                    "an image), got {}",
+                    kDistinctViews, kDistinctViews - 1, copies));
   }
   if (copies > 1 && black_.size() != static_cast<std::size_t>(data.channels)) {
-    throw DataError(
-        "train.augment_copies: this data set's samples are not images to shift and flip; only 1 copy is "
-        "possible (the synthetic task takes train.synthetic_samples instead)");
+    throw DataError(RunInput::augment_copies,
+                    "this data set's samples are not images to shift and flip; only 1 copy is possible (the "
+                    "synthetic task sets its number of samples instead)");
   }
 }
 

@@ -140,12 +140,13 @@ Partition::Partition(std::span<const std::int32_t> labels, const PartitionSpec& 
     : spec_(spec), labels_(labels.begin(), labels.end()) {
   const auto n = static_cast<std::int64_t>(labels.size());
   if (spec.workers < 1) {
-    throw PartitionError(fmt::format("train.workers = {} must be at least 1", spec.workers));
+    throw PartitionError(RunInput::workers, fmt::format("must be at least 1, got {}", spec.workers));
   }
   if (n < spec.workers) {
     throw PartitionError(
-        fmt::format("{} samples cannot be shared by train.workers = {} replicas: every replica "
-                    "needs at least one; use fewer workers or a larger data set",
+        RunInput::workers,
+        fmt::format("{} samples cannot be shared by {} replicas: every replica needs at least "
+                    "one; use fewer workers or a larger data set",
                     n, spec.workers));
   }
   for (std::int64_t i = 0; i < n; ++i) {
@@ -191,10 +192,11 @@ BatchSampler::BatchSampler(const Partition& partition, int replica, std::int64_t
     : partition_(&partition), replica_(replica), batch_size_(batch_size), batches_per_epoch_(0) {
   const auto shard_size = static_cast<std::int64_t>(partition.shard(replica).size());
   if (batch_size < 1 || batch_size > shard_size) {
-    throw PartitionError(fmt::format(
-        "train.batch_per_worker = {} does not fit replica {}'s shard of {} samples (a batch must hold 1 to "
-        "shard-size samples); lower train.batch_per_worker or train.workers",
-        batch_size, replica, shard_size));
+    throw PartitionError(
+        RunInput::batch_per_worker,
+        fmt::format("{} does not fit replica {}'s shard of {} samples (a batch must hold 1 to "
+                    "shard-size samples); lower it or use fewer workers",
+                    batch_size, replica, shard_size));
   }
   batches_per_epoch_ = shard_size / batch_size;
 }

@@ -41,6 +41,31 @@ class LaunchError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The run is configured for a number of workers other than the number launched; its input is the workers.
+class WorkerCountError : public std::invalid_argument, public models::InputFault {
+ public:
+  /// `configured` workers were asked for and `launched` run.
+  WorkerCountError(int configured, int launched)
+      : std::invalid_argument(reason_for(configured, launched)),
+        InputFault(models::RunInput::workers, reason_for(configured, launched)),
+        configured_(configured),
+        launched_(launched) {}
+  /// The workers the run is configured for.
+  int configured() const noexcept { return configured_; }
+  /// The workers launched.
+  int launched() const noexcept { return launched_; }
+
+ private:
+  static std::string reason_for(int configured, int launched) {
+    return std::to_string(configured) + " workers are configured but " + std::to_string(launched) +
+           " were launched; configure " + std::to_string(launched) + " or launch " +
+           std::to_string(configured);
+  }
+
+  int configured_;
+  int launched_;
+};
+
 /// SIGINT, SIGTERM or SIGHUP stopped a launch: what was launched got the signal too and has ended.
 class Interrupted : public LaunchError {
  public:

@@ -139,15 +139,16 @@ models::Dataset read_image_folder(models::Split split, const fs::path& dir, cons
   const fs::path class_root = has_splits ? dir / "train" : dir;
   const fs::path root = has_splits ? dir / (split == models::Split::train ? "train" : "val") : dir;
   if (!fs::is_directory(root)) {
-    throw models::DataError(
-        fmt::format("train.data_dir: {} is not a folder of class sub-folders", root.string()));
+    throw models::DataError(models::RunInput::data_dir,
+                            fmt::format("{} is not a folder of class sub-folders", root.string()));
   }
   std::vector<std::string> classes;
   for (const auto& c : sorted_entries(class_root, true)) {
     classes.push_back(c.filename().string());
   }
   if (classes.empty()) {
-    throw models::DataError(fmt::format("train.data_dir: {} has no class sub-folders", class_root.string()));
+    throw models::DataError(models::RunInput::data_dir,
+                            fmt::format("{} has no class sub-folders", class_root.string()));
   }
   models::Dataset data;
   data.channels = 3;
@@ -184,7 +185,8 @@ models::Dataset read_image_folder(models::Split split, const fs::path& dir, cons
   }
   data.size = static_cast<std::int64_t>(data.labels.size());
   if (data.size == 0) {
-    throw models::DataError(fmt::format("train.data_dir: {} holds no .jpg images", root.string()));
+    throw models::DataError(models::RunInput::data_dir,
+                            fmt::format("{} holds no .jpg images", root.string()));
   }
   return data;
 }

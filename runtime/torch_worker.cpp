@@ -468,8 +468,7 @@ TrainResult train_torch_worker(const core::NumericsSpec& spec, const models::Dat
         "--device)");
   }
   if (spec.workers != host.size()) {
-    throw std::invalid_argument(
-        fmt::format("train.workers = {} but {} workers were launched", spec.workers, host.size()));
+    throw WorkerCountError(spec.workers, host.size());
   }
   TorchWorker worker(spec, train, test, host, tensors, device);
   return worker.run(policy, observer);

@@ -40,8 +40,9 @@ std::unique_ptr<core::ReplicaModel> make_net(const models::ModelSpec& spec) {
   try {
     return core::make_replica_model(spec, 1);
   } catch (const std::invalid_argument&) {
-    throw std::invalid_argument(
-        fmt::format("train.model: '{}' cannot run on dbench train's workers yet: they run the simulator's "
+    throw core::ValueError(
+        core::RunInput::model,
+        fmt::format("'{}' cannot run on dbench train's workers yet: they run the simulator's "
                     "replica models (mlp, and lenet where built with LibTorch)",
                     spec.name));
   }
@@ -548,17 +549,14 @@ TrainResult train_worker(const core::NumericsSpec& spec, const models::Dataset& 
                          const models::Dataset& test, topology::GraphPolicy& policy, Communicator& comm,
                          const WorkerOptions& options, TrainObserver& observer) {
   if (spec.workers != comm.size()) {
-    throw std::invalid_argument(
-        fmt::format("train.workers = {} but {} workers were launched; set "
-                    "train.workers={} or launch {} workers",
-                    spec.workers, comm.size(), comm.size(), spec.workers));
+    throw WorkerCountError(spec.workers, comm.size());
   }
   const auto in = std::int64_t{spec.model.input_channels} * spec.model.input_height * spec.model.input_width;
   if (in != train.sample_elements() || spec.model.classes != train.classes) {
-    throw core::ShapeError(
-        fmt::format("train.model: an input of {} features and {} classes does not fit the data "
-                    "set ({} features, {} classes)",
-                    in, spec.model.classes, train.sample_elements(), train.classes));
+    throw core::ShapeError(core::RunInput::model,
+                           fmt::format("an input of {} features and {} classes does not fit the data set ({} "
+                                       "features, {} classes)",
+                                       in, spec.model.classes, train.sample_elements(), train.classes));
   }
   Worker worker(spec, train, test, comm, options);
   return worker.run(policy, observer);
