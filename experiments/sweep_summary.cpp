@@ -15,6 +15,7 @@
 #include "experiments/sweep_internal.hpp"
 #include "results/csv.hpp"
 #include "results/results_tree.hpp"
+#include "results/run_csv.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 #include "topology/analysis.hpp"
@@ -25,47 +26,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A CSV file of a run directory, read by column name.
-class RunCsv {
- public:
-  explicit RunCsv(const fs::path& path)
-      : path_(path), table_(results::parse_csv(results::read_results_file(path, path), path.string())) {}
+// A CSV file of a run directory, read through results' reader for it.
+template <class Reader>
+auto read_run_file(const fs::path& path, Reader reader) {
+  return reader(results::read_results_file(path, path), path.string());
+}
 
-  std::size_t rows() const { return table_.rows.size(); }
-
-  std::size_t column(std::string_view name) const {
-    const int at = table_.column(name);
-    if (at < 0) {
-      throw std::runtime_error(fmt::format("{}: no column '{}'", path_.string(), name));
-    }
-    return static_cast<std::size_t>(at);
-  }
-
-  const std::string& cell(std::size_t row, std::size_t column) const {
-    static const std::string kEmpty;
-    const auto& cells = table_.rows[row];
-    return column < cells.size() ? cells[column] : kEmpty;
-  }
-
-  /// The number in a cell; nullopt for an empty cell; throws naming the file for anything else.
-  std::optional<double> number(std::size_t row, std::size_t column) const {
-    const std::string& text = cell(row, column);
-    if (text.empty()) {
-      return std::nullopt;
-    }
-    char* end = nullptr;
-    const double value = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size()) {
-      throw std::runtime_error(fmt::format("{}: row {}, column '{}': '{}' is not a number", path_.string(),
-                                           row + 2, table_.header[column], text));
-    }
-    return value;
-  }
-
- private:
-  fs::path path_;
-  results::CsvTable table_;
-};
+// A recorded number as RunSummary keeps it: NaN (an empty cell) is unknown.
+std::optional<double> known(double value) {
+  return std::isnan(value) ? std::nullopt : std::optional<double>(value);
+}
 
 std::string csv_cell(std::string_view text) {
   return results::text_field(text);
@@ -217,34 +187,27 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
   // A timing-only run has no replicas, hence no metrics.csv.
-  const std::optional<RunCsv> metrics_file =
-      summary.timing_only ? std::nullopt : std::optional<RunCsv>(std::in_place, run_dir / "metrics.csv");
-  if (metrics_file && metrics_file->rows() > 0) {
-    const RunCsv& metrics = *metrics_file;
-    const std::size_t iteration = metrics.column("iteration");
-    const std::size_t accuracy = metrics.column("test_accuracy");
-    const std::size_t variance = metrics.column("norm_variance");
-    const std::size_t consensus = metrics.column("consensus_distance");
+  const std::vector<results::MetricsRecord> metrics =
+      summary.timing_only ? std::vector<results::MetricsRecord>()
+                          : read_run_file(run_dir / "metrics.csv", results::read_metrics_csv).rows;
+  if (!metrics.empty()) {
     double variance_sum = 0.0;
     double consensus_sum = 0.0;
     int variance_count = 0;
     int consensus_count = 0;
-    for (std::size_t r = 0; r < metrics.rows(); ++r) {
-      const auto t = metrics.number(r, iteration);
-      if (!s.iterations_to_target) {
-        if (const auto a = metrics.number(r, accuracy); a && t && *a >= target_accuracy) {
-          s.iterations_to_target = static_cast<std::int64_t>(*t);
-        }
+    for (const results::MetricsRecord& row : metrics) {
+      if (!s.iterations_to_target && row.test_accuracy >= target_accuracy) {
+        s.iterations_to_target = row.iteration;
       }
-      if (!t || *t <= 0) {
+      if (row.iteration <= 0) {
         continue;
       }
-      if (const auto v = metrics.number(r, variance)) {
-        variance_sum += *v;
+      if (!std::isnan(row.norm_variance)) {
+        variance_sum += row.norm_variance;
         ++variance_count;
       }
-      if (const auto c = metrics.number(r, consensus)) {
-        consensus_sum += *c;
+      if (!std::isnan(row.consensus_distance)) {
+        consensus_sum += row.consensus_distance;
         ++consensus_count;
       }
     }
@@ -254,36 +217,33 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     if (consensus_count > 0) {
       s.consensus_distance_mean = consensus_sum / consensus_count;
     }
-    s.norm_variance_final = metrics.number(metrics.rows() - 1, variance);
-    s.consensus_distance_final = metrics.number(metrics.rows() - 1, consensus);
+    s.norm_variance_final = known(metrics.back().norm_variance);
+    s.consensus_distance_final = known(metrics.back().consensus_distance);
   }
 
   if (s.iterations_to_target) {
-    const RunCsv clock(run_dir / "accuracy_time.csv");
-    const std::size_t iteration = clock.column("iteration");
-    const std::size_t time = clock.column("simulated_time_s");
-    for (std::size_t r = 0; r < clock.rows(); ++r) {
-      if (clock.number(r, iteration) == static_cast<double>(*s.iterations_to_target)) {
-        s.simulated_time_to_target_s = clock.number(r, time);
+    for (const auto& row : read_run_file(run_dir / "accuracy_time.csv", results::read_accuracy_time_csv)) {
+      if (row.iteration == *s.iterations_to_target) {
+        s.simulated_time_to_target_s = known(row.simulated_time_s);
         break;
       }
     }
   }
 
-  const RunCsv trace(run_dir / "trace.csv");
-  if (trace.rows() > 0) {
-    const std::size_t bytes = trace.column("bytes_sent");
+  const std::vector<results::TraceRow> trace = read_run_file(run_dir / "trace.csv", results::read_trace_csv);
+  if (!trace.empty()) {
     double total = 0.0;
-    for (std::size_t r = 0; r < trace.rows(); ++r) {
-      total += trace.number(r, bytes).value_or(0.0);
+    for (const results::TraceRow& row : trace) {
+      total += std::isnan(row.bytes_sent) ? 0.0 : row.bytes_sent;
     }
     s.bytes_per_gpu = total;
   }
 
   // Edges and spectral gap of the graph each iteration used: all-reduce and global averaging count as the
   // complete graph (gap 1); a round of a time-varying family has its own edges and the family's gap.
-  const RunCsv schedule(run_dir / "schedule.csv");
-  if (schedule.rows() > 0) {
+  const std::vector<results::ScheduleRecord> schedule =
+      read_run_file(run_dir / "schedule.csv", results::read_schedule_csv);
+  if (!schedule.empty()) {
     std::map<std::string, const GraphStatsCache::Family*> families;
     if (config.algorithm.kind != "centralized") {
       std::vector<std::string> kinds = {config.algorithm.graph};
@@ -304,11 +264,10 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
       }
     }
     const double n = config.train.workers;
-    const std::size_t graph = schedule.column("graph");
     double edges_sum = 0.0;
     double gap_sum = 0.0;
-    for (std::size_t r = 0; r < schedule.rows(); ++r) {
-      const std::string& name = schedule.cell(r, graph);
+    for (std::size_t r = 0; r < schedule.size(); ++r) {
+      const std::string& name = schedule[r].graph;
       if (name == "allreduce" || name == "global-average") {
         edges_sum += n * (n - 1.0) / 2.0;
         gap_sum += 1.0;
@@ -335,7 +294,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
       edges_sum += static_cast<double>(family->edges[round % family->edges.size()]);
       gap_sum += family->spectral_gap;
     }
-    const auto rows = static_cast<double>(schedule.rows());
+    const auto rows = static_cast<double>(schedule.size());
     s.edges = edges_sum / rows;
     s.mean_degree = 2.0 * *s.edges / n;
     s.spectral_gap = gap_sum / rows;

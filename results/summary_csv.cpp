@@ -6,11 +6,10 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
-#include <system_error>
 
 namespace dbench::results {
 
@@ -109,8 +108,10 @@ bool contract_column(std::string_view name) {
   return std::find(columns.begin(), columns.end(), name) != columns.end();
 }
 
-double parse_number(const std::string& field, std::string_view source, std::size_t line,
-                    std::string_view column) {
+// A summary.csv number: empty (or "nan", as older sweeps wrote an unknown value, spaces around allowed) or a
+// finite number read by the one parser.
+double read_summary_number(const std::string& field, std::string_view source, std::size_t line,
+                           std::string_view column) {
   std::string_view text(field);
   while (!text.empty() && text.front() == ' ') {
     text.remove_prefix(1);
@@ -121,19 +122,18 @@ double parse_number(const std::string& field, std::string_view source, std::size
   if (text.empty() || text == "nan" || text == "NaN") {
     return kEmpty;
   }
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+  const std::optional<double> value = parse_number(text);
+  if (!value) {
     throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a finite number", source,
                                line, column, field));
   }
-  return value;
+  return *value;
 }
 
-// parse_number, within [min, max].
+// read_summary_number, within [min, max].
 double parse_in_range(const std::string& field, std::string_view source, std::size_t line,
                       std::string_view column, double min, double max) {
-  const double value = parse_number(field, source, line, column);
+  const double value = read_summary_number(field, source, line, column);
   if (value < min || value > max) {
     throw CsvError(fmt::format("{}: line {}: column '{}' holds {}, outside [{}, {}]", source, line, column,
                                field, min, max == kUnbounded ? std::string("inf") : fmt::format("{}", max)));

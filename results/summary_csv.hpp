@@ -11,11 +11,9 @@
 #include <vector>
 
 #include "results/csv.hpp"
+#include "results/number.hpp"
 
 namespace dbench::results {
-
-/// Quiet NaN, the value of a number that a summary.csv row leaves empty.
-inline constexpr double kEmpty = std::numeric_limits<double>::quiet_NaN();
 
 /// One row of a sweep's summary.csv. Numbers are NaN where the field is empty (e.g. a pending run, or a
 /// target that was never reached).
