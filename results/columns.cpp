@@ -1,6 +1,8 @@
 // The header check and cell readers behind every column table.
 #include "results/columns.hpp"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 

@@ -3,8 +3,6 @@
 // it, so adding a column is one line of its table.
 #pragma once
 
-#include <fmt/core.h>
-
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -102,8 +100,7 @@ Column<R> number_column(std::string_view name, std::string_view doc, double R::*
 /// A number column that may be absent from a row (an empty cell).
 template <class R>
 Column<R> optional_column(std::string_view name, std::string_view doc, std::optional<double> R::*member) {
-  return {name, doc,
-          [member](const R& r) { return r.*member ? fmt::format("{}", *(r.*member)) : std::string(); },
+  return {name, doc, [member](const R& r) { return r.*member ? format_number(*(r.*member)) : std::string(); },
           [member](R& r, std::string_view field, const CellPlace& at) {
             r.*member = read_number_cell(field, at);
           }};
@@ -112,7 +109,7 @@ Column<R> optional_column(std::string_view name, std::string_view doc, std::opti
 /// A whole-number column (an iteration, a worker), never empty.
 template <class R>
 Column<R> count_column(std::string_view name, std::string_view doc, std::int64_t R::*member) {
-  return {name, doc, [member](const R& r) { return fmt::format("{}", r.*member); },
+  return {name, doc, [member](const R& r) { return std::to_string(r.*member); },
           [member](R& r, std::string_view field, const CellPlace& at) {
             r.*member = read_count_cell(field, at);
           }};
@@ -178,7 +175,8 @@ std::vector<ColumnDoc> documented_columns(const ColumnTable<R>& table) {
   }
   if (table.group) {
     for (const RepeatedColumn<R>& column : table.group->columns) {
-      docs.push_back({fmt::format("{}<{}>", column.prefix, table.group->key), std::string(column.doc)});
+      docs.push_back(
+          {std::string(column.prefix) + "<" + std::string(table.group->key) + ">", std::string(column.doc)});
     }
   }
   return docs;

@@ -1,17 +1,23 @@
 // The column tables of a run directory's CSV files, their writers and their readers.
 #include "results/run_csv.hpp"
 
+#include <fmt/core.h>
+
+#include <array>
+
 namespace dbench::results {
 
 const ColumnTable<MetricsRecord>& metrics_columns() {
   using R = MetricsRecord;
+  // A reader needs the iteration and the averaged model's accuracy, norm variance and consensus distance; the
+  // rest may be missing from files other tools wrote.
   static const ColumnTable<R> kTable{
       {
           count_column<R>("iteration", "iterations completed", &R::iteration),
-          number_column<R>("epoch", "passes over each replica's own shard", &R::epoch),
-          number_column<R>("lr", "learning rate of the last iteration", &R::lr),
-          number_column<R>("train_loss", "mean over replicas of the last batch loss", &R::train_loss),
-          number_column<R>("test_loss", "test loss of the averaged model", &R::test_loss),
+          number_column<R>("epoch", "passes over each replica's own shard", &R::epoch, false),
+          number_column<R>("lr", "learning rate of the last iteration", &R::lr, false),
+          number_column<R>("train_loss", "mean over replicas of the last batch loss", &R::train_loss, false),
+          number_column<R>("test_loss", "test loss of the averaged model", &R::test_loss, false),
           number_column<R>("test_accuracy", "test accuracy of the averaged model", &R::test_accuracy),
           number_column<R>("consensus_distance", "mean squared distance of the replicas to their average",
                            &R::consensus_distance),
@@ -162,6 +168,30 @@ std::vector<TraceRow> read_trace_csv(std::string_view text, std::string_view sou
 
 std::vector<WorkerTraceRow> read_worker_trace_csv(std::string_view text, std::string_view source) {
   return read_csv(worker_trace_columns(), text, source).rows;
+}
+
+std::vector<IterationTimes> read_iteration_times(std::string_view text, std::string_view source) {
+  // Only the shared columns count: the rest of either file is the other table's business.
+  const CsvTable csv = parse_csv(text, source);
+  std::vector<std::size_t> at;
+  std::vector<std::string_view> names;
+  for (const std::string_view name : {"iteration", "compute_s", "comm_s", "total_s"}) {
+    const int column = csv.column(name);
+    if (column < 0) {
+      throw CsvError(fmt::format("{} lacks the column '{}'", source, name));
+    }
+    at.push_back(static_cast<std::size_t>(column));
+    names.push_back(name);
+  }
+  std::vector<IterationTimes> rows;
+  for (std::size_t r = 0; r < csv.rows.size(); ++r) {
+    std::array<double, 4> cells{};
+    for (std::size_t c = 0; c < 4; ++c) {
+      cells[c] = read_number_cell(csv.rows[r][at[c]], CellPlace{source, r + 2, names[c]}).value_or(kEmpty);
+    }
+    rows.push_back({cells[0], cells[1], cells[2], cells[3]});
+  }
+  return rows;
 }
 
 std::vector<AccuracyTimeRecord> read_accuracy_time_csv(std::string_view text, std::string_view source) {

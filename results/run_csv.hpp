@@ -85,6 +85,14 @@ struct AccuracyTimeRecord {
   double consensus_distance = kEmpty;
 };
 
+/// The times of one row of trace.csv or trace_worker.csv, the columns both files share.
+struct IterationTimes {
+  double iteration = 0.0;
+  double compute_s = kEmpty;
+  double comm_s = kEmpty;
+  double total_s = kEmpty;
+};
+
 /// metrics.csv's columns, then norm_mean:, norm_var: and consensus: per tensor.
 const ColumnTable<MetricsRecord>& metrics_columns();
 /// replica_norms.csv's columns, then one per tensor.
@@ -117,6 +125,9 @@ std::vector<ScheduleRecord> read_schedule_csv(std::string_view text, std::string
 std::vector<TraceRow> read_trace_csv(std::string_view text, std::string_view source);
 /// Reads trace_worker.csv; throws CsvError.
 std::vector<WorkerTraceRow> read_worker_trace_csv(std::string_view text, std::string_view source);
+/// Reads the times of trace.csv or trace_worker.csv (empty cells NaN); throws CsvError for a missing column
+/// or a cell that is not a number.
+std::vector<IterationTimes> read_iteration_times(std::string_view text, std::string_view source);
 /// Reads accuracy_time.csv; throws CsvError.
 std::vector<AccuracyTimeRecord> read_accuracy_time_csv(std::string_view text, std::string_view source);
 

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "results/csv.hpp"
+#include "results/number.hpp"
+#include "results/run_csv.hpp"
 
 namespace dbench::validation {
 namespace {
@@ -35,33 +37,42 @@ std::vector<double> csv_column(std::string_view csv, std::string_view column) {
   std::vector<double> values;
   for (const auto& row : table.rows) {
     const std::string& field = row[static_cast<std::size_t>(index)];
-    values.push_back(field.empty() ? std::numeric_limits<double>::quiet_NaN() : std::stod(field));
+    if (field.empty()) {
+      values.push_back(std::numeric_limits<double>::quiet_NaN());
+    } else if (const auto value = results::parse_number(field)) {
+      values.push_back(*value);
+    } else {
+      throw std::invalid_argument(
+          fmt::format("csv: column '{}' holds '{}', which is not a number", column, field));
+    }
   }
   return values;
 }
 
 PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip) {
-  const auto iterations = csv_column(trace_csv, "iteration");
-  const auto compute = csv_column(trace_csv, "compute_s");
-  const auto comm = csv_column(trace_csv, "comm_s");
-  const auto total = csv_column(trace_csv, "total_s");
+  std::vector<results::IterationTimes> rows;
+  try {
+    rows = results::read_iteration_times(trace_csv, "trace");
+  } catch (const results::CsvError& e) {
+    throw std::invalid_argument(e.what());
+  }
   // Per iteration: sums over its rows and the row count.
   std::map<double, std::array<double, 4>> per_iteration;
-  for (std::size_t r = 0; r < iterations.size(); ++r) {
-    if (iterations[r] < static_cast<double>(warmup) ||
-        std::find(skip.begin(), skip.end(), iterations[r]) != skip.end()) {
+  for (const results::IterationTimes& row : rows) {
+    if (row.iteration < static_cast<double>(warmup) ||
+        std::find(skip.begin(), skip.end(), row.iteration) != skip.end()) {
       continue;
     }
-    auto& sums = per_iteration[iterations[r]];
-    sums[0] += compute[r];
-    sums[1] += comm[r];
-    sums[2] += total[r];
+    auto& sums = per_iteration[row.iteration];
+    sums[0] += row.compute_s;
+    sums[1] += row.comm_s;
+    sums[2] += row.total_s;
     sums[3] += 1.0;
   }
   if (per_iteration.empty()) {
     throw std::invalid_argument(fmt::format(
         "trace: {} rows, no iteration left after {} warm-up iterations and {} evaluation iterations",
-        iterations.size(), warmup, skip.size()));
+        rows.size(), warmup, skip.size()));
   }
   PartTimes parts;
   const auto count = static_cast<double>(per_iteration.size());

@@ -1,0 +1,92 @@
+// Each CSV file of a run directory written from its table and read back through the same table.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "results/run_csv.hpp"
+
+namespace rs = dbench::results;
+
+TEST_CASE("results::run_csv: metrics.csv and replica_norms.csv round trip with their per-tensor columns") {
+  const std::vector<std::string> tensors = {"fc1.weight", "fc1.bias"};
+  rs::MetricsRecord m;
+  m.iteration = 10;
+  m.epoch = 0.5;
+  m.lr = 0.1;
+  m.test_accuracy = 0.75;
+  m.tensors = {{1.5, 0.25, 0.125}, {2.0, rs::kEmpty, 0.0}};
+  const std::vector<rs::MetricsRecord> metrics = {m};
+  const std::string text =
+      rs::write_csv(rs::metrics_columns(), std::span<const rs::MetricsRecord>(metrics), tensors);
+  CHECK(text.starts_with("iteration,epoch,lr,train_loss,test_loss,test_accuracy,consensus_distance,"));
+  CHECK(text.find(",norm_mean:fc1.weight,norm_var:fc1.weight,consensus:fc1.weight,norm_mean:fc1.bias") !=
+        std::string::npos);
+  const auto back = rs::read_metrics_csv(text, "metrics.csv");
+  CHECK(back.keys == tensors);
+  REQUIRE(back.rows.size() == 1);
+  CHECK(back.rows[0].iteration == 10);
+  CHECK(back.rows[0].test_accuracy == 0.75);
+  CHECK(std::isnan(back.rows[0].train_loss));
+  CHECK(back.rows[0].tensors[0].consensus == 0.125);
+  CHECK(std::isnan(back.rows[0].tensors[1].norm_var));
+  CHECK(rs::write_csv(rs::metrics_columns(), std::span<const rs::MetricsRecord>(back.rows), back.keys) ==
+        text);
+
+  const std::vector<rs::ReplicaNormsRecord> norms = {{4, 0, {1.0, 2.0}}, {4, 1, {3.0, 0.5}}};
+  const std::string norms_text =
+      rs::write_csv(rs::replica_norms_columns(), std::span<const rs::ReplicaNormsRecord>(norms), tensors);
+  CHECK(norms_text == "iteration,replica,fc1.weight,fc1.bias\n4,0,1,2\n4,1,3,0.5\n");
+  const auto norms_back = rs::read_replica_norms_csv(norms_text, "replica_norms.csv");
+  CHECK(norms_back.keys == tensors);
+  CHECK(norms_back.rows[1].norms == std::vector<double>{3.0, 0.5});
+}
+
+TEST_CASE("results::run_csv: schedule.csv, trace.csv, trace_worker.csv and accuracy_time.csv round trip") {
+  const std::vector<rs::ScheduleRecord> schedule = {{0, "ring", rs::kEmpty}, {1, "global-average", 0.5}};
+  const std::string schedule_text =
+      rs::write_csv(rs::schedule_columns(), std::span<const rs::ScheduleRecord>(schedule));
+  CHECK(schedule_text == "iteration,graph,signal\n0,ring,\n1,global-average,0.5\n");
+  const auto schedule_back = rs::read_schedule_csv(schedule_text, "schedule.csv");
+  CHECK(schedule_back[1].graph == "global-average");
+  CHECK(schedule_back[1].signal == 0.5);
+
+  const std::vector<rs::TraceRow> trace = {{0, "ring", 0.5, 0.25, 0.75, 1024.0},
+                                           {1, "ring", 0.5, 0.5, 1.0, 8.0}};
+  const std::string trace_text = rs::trace_csv(trace);
+  CHECK(trace_text ==
+        "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n0,ring,0.5,0.25,0.75,1024,0.75\n"
+        "1,ring,0.5,0.5,1,8,1.75\n");
+  CHECK(rs::read_trace_csv(trace_text, "trace.csv")[1].elapsed_s == 1.75);
+
+  std::vector<rs::WorkerTraceRow> workers(2);
+  workers[0] = {3, 1, 0.5, 0.25, 0.75, 64.0, 2.5, 0.1};
+  workers[1] = {3, 2, 0.5, 0.25, 0.75, 64.0, std::nullopt, std::nullopt};
+  const std::string workers_text = rs::worker_trace_csv(workers);
+  CHECK(workers_text ==
+        "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n3,1,0.5,0.25,0.75,64,2.5,0.1\n"
+        "3,2,0.5,0.25,0.75,64,,\n");
+  const auto workers_back = rs::read_worker_trace_csv(workers_text, "trace_worker.csv");
+  CHECK(workers_back[0].loss == 2.5);
+  CHECK_FALSE(workers_back[1].lr.has_value());
+
+  const std::vector<rs::AccuracyTimeRecord> clock = {{0, 0.0, 0.1, 2.3, rs::kEmpty, 0.0},
+                                                     {5, 3.5, 0.5, 1.2, 1.4, 0.01}};
+  const std::string clock_text = rs::accuracy_time_csv(clock);
+  CHECK(clock_text ==
+        "iteration,simulated_time_s,test_accuracy,test_loss,train_loss,consensus_distance\n0,0,0.1,2.3,,0\n"
+        "5,3.5,0.5,1.2,1.4,0.01\n");
+  CHECK(rs::read_accuracy_time_csv(clock_text, "accuracy_time.csv")[1].simulated_time_s == 3.5);
+}
+
+TEST_CASE("results::run_csv: metrics.csv written before the replica columns existed still reads") {
+  const auto back = rs::read_metrics_csv(
+      "iteration,epoch,lr,train_loss,test_loss,test_accuracy,consensus_distance,norm_variance\n0,0,0.1,,2.3,"
+      "0.1,0,0\n",
+      "old.csv");
+  REQUIRE(back.rows.size() == 1);
+  CHECK(std::isnan(back.rows[0].replica_accuracy_mean));
+  CHECK_THROWS_WITH_AS(rs::read_trace_csv("iteration,graph\n", "trace.csv"),
+                       doctest::Contains("trace.csv lacks the column 'compute_s'"), rs::CsvError);
+}
