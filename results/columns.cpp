@@ -35,6 +35,7 @@ HeaderPlan plan_header(const std::vector<std::string>& header, std::span<const s
                        std::span<const char> required, std::span<const std::string_view> prefixes,
                        bool grouped, std::string_view source) {
   HeaderPlan plan;
+  std::string unknown;  // a missing column says more about a renamed one than its new name does
   plan.fixed.assign(fixed.size(), -1);
   for (std::size_t h = 0; h < header.size(); ++h) {
     const std::string name = read_text_field(header[h]);
@@ -56,7 +57,8 @@ HeaderPlan plan_header(const std::vector<std::string>& header, std::span<const s
       }
     }
     if (best == prefixes.size()) {
-      throw CsvError(fmt::format("{}: unknown column '{}'", source, name));
+      unknown = unknown.empty() ? name : unknown;
+      continue;
     }
     const std::string key = name.substr(prefixes[best].size());
     auto k = std::find(plan.keys.begin(), plan.keys.end(), key);
@@ -75,6 +77,9 @@ HeaderPlan plan_header(const std::vector<std::string>& header, std::span<const s
     if (plan.fixed[c] < 0 && required[c] != 0) {
       throw CsvError(fmt::format("{} lacks the column '{}'", source, fixed[c]));
     }
+  }
+  if (!unknown.empty()) {
+    throw CsvError(fmt::format("{}: unknown column '{}'", source, unknown));
   }
   for (std::size_t k = 0; k < plan.keys.size(); ++k) {
     for (std::size_t p = 0; p < prefixes.size(); ++p) {
