@@ -32,21 +32,14 @@ auto read_run_file(const fs::path& path, Reader reader) {
   return reader(results::read_results_file(path, path), path.string());
 }
 
-// A recorded number as RunSummary keeps it: NaN (an empty cell) is unknown.
-std::optional<double> known(double value) {
-  return std::isnan(value) ? std::nullopt : std::optional<double>(value);
+// A recorded value as summary.csv keeps it: NaN (an empty cell) where it is unknown.
+template <class T>
+double known(const std::optional<T>& value) {
+  return value ? static_cast<double>(*value) : results::kEmpty;
 }
 
-std::string csv_cell(std::string_view text) {
-  return results::text_field(text);
-}
-
-std::string csv_number(const std::optional<double>& value) {
-  return value && std::isfinite(*value) ? fmt::format("{}", *value) : std::string();
-}
-
-std::string csv_number(const std::optional<std::int64_t>& value) {
-  return value ? std::to_string(*value) : std::string();
+double known(double value) {
+  return value;
 }
 
 }  // namespace
@@ -136,9 +129,9 @@ void describe_design(const ExperimentConfig& config, RunSummary& s) {
   if (t.epochs > 0.0) {
     s.epochs = t.epochs;
   }
-  s.global_batch = global_batch(t);
-  s.train_samples = train_samples(t);
-  s.samples = s.global_batch * t.iterations;
+  s.global_batch = static_cast<double>(global_batch(t));
+  s.train_samples = known(train_samples(t));
+  s.samples = static_cast<double>(global_batch(t) * t.iterations);
   s.peak_lr = peak_lr(t);
 }
 
@@ -171,19 +164,19 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   if (!summary.timing_only) {
     s.target_accuracy = target_accuracy;  // a timing-only run has no accuracy to reach it with
   }
-  s.final_test_accuracy = summary.final_test_accuracy;
-  s.best_test_accuracy = summary.best_test_accuracy;
-  s.final_test_loss = summary.final_test_loss;
-  s.iterations = summary.iterations;
+  s.final_test_accuracy = known(summary.final_test_accuracy);
+  s.best_test_accuracy = known(summary.best_test_accuracy);
+  s.final_test_loss = known(summary.final_test_loss);
+  s.iterations = static_cast<double>(summary.iterations);
   s.seconds_per_iteration = summary.seconds_per_iteration;
   s.samples_per_second = summary.samples_per_second;
-  s.scaling_efficiency = summary.scaling_efficiency;
-  s.bytes_per_gpu_per_iteration = summary.bytes_per_gpu_per_iteration;
-  s.simulated_seconds = summary.simulated_seconds;
+  s.scaling_efficiency = known(summary.scaling_efficiency);
+  s.bytes_per_gpu_per_iteration = known(summary.bytes_per_gpu_per_iteration);
+  s.simulated_seconds = known(summary.simulated_seconds);
   s.wall_seconds = summary.wall_seconds;
   s.timing_model = summary.timing_model.value_or(config.platform.timing_model);
   s.platform = summary.platform.value_or("");
-  s.parameters = summary.timing_model_parameters;
+  s.parameters = known(summary.timing_model_parameters);
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
   // A timing-only run has no replicas, hence no metrics.csv.
@@ -196,8 +189,8 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     int variance_count = 0;
     int consensus_count = 0;
     for (const results::MetricsRecord& row : metrics) {
-      if (!s.iterations_to_target && row.test_accuracy >= target_accuracy) {
-        s.iterations_to_target = row.iteration;
+      if (std::isnan(s.iterations_to_target) && row.test_accuracy >= target_accuracy) {
+        s.iterations_to_target = static_cast<double>(row.iteration);
       }
       if (row.iteration <= 0) {
         continue;
@@ -221,9 +214,9 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     s.consensus_distance_final = known(metrics.back().consensus_distance);
   }
 
-  if (s.iterations_to_target) {
+  if (!std::isnan(s.iterations_to_target)) {
     for (const auto& row : read_run_file(run_dir / "accuracy_time.csv", results::read_accuracy_time_csv)) {
-      if (row.iteration == *s.iterations_to_target) {
+      if (static_cast<double>(row.iteration) == s.iterations_to_target) {
         s.simulated_time_to_target_s = known(row.simulated_time_s);
         break;
       }
@@ -296,7 +289,7 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     }
     const auto rows = static_cast<double>(schedule.size());
     s.edges = edges_sum / rows;
-    s.mean_degree = 2.0 * *s.edges / n;
+    s.mean_degree = 2.0 * s.edges / n;
     s.spectral_gap = gap_sum / rows;
   }
   return s;
@@ -316,69 +309,23 @@ std::string_view run_status_name(RunStatus status) {
 
 std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs,
                         std::span<const RunSummary> summaries, std::span<const RunStatus> statuses) {
-  std::string out;
-  for (const auto column : summary_columns()) {
-    out += out.empty() ? "" : ",";
-    out += column;
-  }
+  std::vector<std::string> keys;
   for (const auto& axis : sweep.grid) {
-    out += ',';
-    out += csv_cell(results::summary_axis_column(axis.key));
+    keys.push_back(axis.key);
   }
-  out += "\n";
+  std::vector<results::SummaryRow> rows;
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    const SweepRun& run = runs[r];
-    const RunSummary& s = summaries[r];
-    const std::vector<std::string> cells = {
-        csv_cell(run.id),
-        std::string(run_status_name(statuses[r])),
-        csv_cell(run.label),
-        csv_cell(s.algorithm),
-        csv_cell(s.graph),
-        std::to_string(s.workers),
-        std::to_string(s.seed),
-        csv_number(s.final_test_accuracy),
-        csv_number(s.best_test_accuracy),
-        csv_number(s.final_test_loss),
-        csv_number(s.iterations),
-        csv_number(s.edges),
-        csv_number(s.mean_degree),
-        csv_number(s.spectral_gap),
-        csv_number(s.norm_variance_mean),
-        csv_number(s.norm_variance_final),
-        csv_number(s.consensus_distance_mean),
-        csv_number(s.consensus_distance_final),
-        csv_number(s.target_accuracy),
-        csv_number(s.iterations_to_target),
-        csv_number(s.simulated_time_to_target_s),
-        csv_number(s.seconds_per_iteration),
-        csv_number(s.samples_per_second),
-        csv_number(s.scaling_efficiency),
-        csv_number(s.bytes_per_gpu_per_iteration),
-        csv_number(s.bytes_per_gpu),
-        csv_number(s.simulated_seconds),
-        csv_number(s.wall_seconds),
-        csv_cell(s.timing_model),
-        csv_cell(s.platform),
-        csv_number(s.parameters),
-        csv_number(s.epochs),
-        std::to_string(s.global_batch),
-        csv_number(s.train_samples),
-        std::to_string(s.samples),
-        csv_number(std::optional<double>(s.peak_lr)),
-    };
-    std::string line;
-    for (const auto& cell : cells) {
-      line += line.empty() ? "" : ",";
-      line += cell;
+    results::SummaryRow row = summaries[r];
+    row.run = runs[r].id;
+    row.label = runs[r].label;
+    row.status = std::string(run_status_name(statuses[r]));
+    row.axes.clear();
+    for (std::size_t k = 0; k < runs[r].axis_values.size(); ++k) {
+      row.axes.emplace_back(k < keys.size() ? keys[k] : std::string(), runs[r].axis_values[k]);
     }
-    for (const auto& value : run.axis_values) {
-      line += ',';
-      line += csv_cell(value);
-    }
-    out += line + "\n";
+    rows.push_back(std::move(row));
   }
-  return out;
+  return results::write_summary_csv(rows, keys);
 }
 
 }  // namespace dbench::experiments
