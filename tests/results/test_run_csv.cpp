@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "results/run_csv.hpp"
+#include "results/summary_csv.hpp"
 
 namespace rs = dbench::results;
 
@@ -89,4 +90,32 @@ TEST_CASE("results::run_csv: metrics.csv written before the replica columns exis
   CHECK(std::isnan(back.rows[0].replica_accuracy_mean));
   CHECK_THROWS_WITH_AS(rs::read_trace_csv("iteration,graph\n", "trace.csv"),
                        doctest::Contains("trace.csv lacks the column 'compute_s'"), rs::CsvError);
+}
+
+TEST_CASE("results::summary_csv: a row written from the contract's table reads back, axes included") {
+  rs::SummaryRow row;
+  row.run = "r0";
+  row.status = "done";
+  row.label = "=ring";
+  row.algorithm = "dpsgd";
+  row.graph = "ring";
+  row.workers = 8;
+  row.seed = 18446744073709551615ULL;
+  row.final_test_accuracy = 0.5;
+  row.iterations = 100;
+  row.global_batch = 128;
+  row.axes = {{"algorithm", "ring"}, {"lr", "0.1"}};
+  const std::vector<std::string> keys = {"algorithm", "lr"};
+  const std::string text = rs::write_summary_csv(std::span<const rs::SummaryRow>(&row, 1), keys);
+  CHECK(text.starts_with("run,status,label,algorithm,graph,workers,seed,"));
+  CHECK(text.find(",grid.algorithm,lr\n") != std::string::npos);
+  const auto back = rs::parse_summary_csv(text, "summary.csv");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].label == "=ring");
+  CHECK(back[0].seed == row.seed);
+  CHECK(back[0].final_test_accuracy == 0.5);
+  CHECK(std::isnan(back[0].edges));
+  CHECK(back[0].axes == row.axes);
+  CHECK(rs::write_summary_csv(back, keys) == text);
+  CHECK(rs::documented_columns(rs::summary_columns()).size() == rs::required_summary_columns().size());
 }
