@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "results/graphs_csv.hpp"
 #include "results/run_csv.hpp"
 #include "results/summary_csv.hpp"
 
@@ -118,4 +119,18 @@ TEST_CASE("results::summary_csv: a row written from the contract's table reads b
   CHECK(back[0].axes == row.axes);
   CHECK(rs::write_summary_csv(back, keys) == text);
   CHECK(rs::documented_columns(rs::summary_columns()).size() == rs::required_summary_columns().size());
+}
+
+TEST_CASE("results::graphs_csv: graphs.csv round trips, an unconnected graph's diameter as inf") {
+  const std::vector<rs::GraphsRow> rows = {{"ring", 8, 1, 16, 8, 2, 4, 0.1464466094, false},
+                                           {"base-2", 8, 3, 8, 4, 1, std::nullopt, 1.0, true}};
+  const std::string text = rs::graphs_csv(rows);
+  CHECK(text ==
+        "kind,nodes,period,edges,undirected_edges,max_degree,diameter,spectral_gap,exact_consensus\n"
+        "ring,8,1,16,8,2,4,0.1464466094,false\nbase-2,8,3,8,4,1,inf,1,true\n");
+  const auto back = rs::read_graphs_csv(text, "graphs.csv");
+  REQUIRE(back.size() == 2);
+  CHECK_FALSE(back[1].diameter.has_value());
+  CHECK(back[1].exact_consensus);
+  CHECK(rs::graphs_csv(back) == text);
 }

@@ -58,7 +58,9 @@ void add_names(std::set<std::string>& names, const rs::ColumnTable<R>& table) {
 
 }  // namespace
 
-TEST_CASE("results::contract: no column name of a run file's table is a string literal outside results/") {
+TEST_CASE(
+    "results::contract: no column name of a run file's table is a string literal outside "
+    "results/") {
   std::set<std::string> names;
   add_names(names, rs::metrics_columns());
   add_names(names, rs::replica_norms_columns());
