@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace dbench::results {
 
@@ -17,6 +18,23 @@ std::optional<double> read_number_cell(std::string_view field, const CellPlace& 
   }
   throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number", place.source,
                              place.line, place.column, field));
+}
+
+double read_measure_cell(std::string_view field, const CellPlace& place) {
+  if (field == "inf") {
+    return std::numeric_limits<double>::infinity();
+  }
+  if (field == "-inf") {
+    return -std::numeric_limits<double>::infinity();
+  }
+  if (field == "nan") {
+    return kEmpty;
+  }
+  const auto value = read_number_cell(field, place);
+  if (!value) {
+    throw CsvError(fmt::format("{}: line {}: column '{}' is empty", place.source, place.line, place.column));
+  }
+  return *value;
 }
 
 std::int64_t read_count_cell(std::string_view field, const CellPlace& place) {

@@ -106,6 +106,19 @@ Column<R> optional_column(std::string_view name, std::string_view doc, std::opti
           }};
 }
 
+/// The number in `field` where it may also be infinite or undefined ("inf", "-inf", "nan", as a relative
+/// error against zero is); throws CsvError naming the cell for anything else.
+double read_measure_cell(std::string_view field, const CellPlace& place);
+
+/// A number column whose values may be infinite or undefined, written as "inf" and "nan".
+template <class R>
+Column<R> measure_column(std::string_view name, std::string_view doc, double R::*member) {
+  return {name, doc, [member](const R& r) { return format_measure(r.*member); },
+          [member](R& r, std::string_view field, const CellPlace& at) {
+            r.*member = read_measure_cell(field, at);
+          }};
+}
+
 /// A whole-number column (an iteration, a worker), never empty.
 template <class R>
 Column<R> count_column(std::string_view name, std::string_view doc, std::int64_t R::*member) {

@@ -22,4 +22,8 @@ std::string format_number(double value) {
   return std::isnan(value) ? std::string() : fmt::format("{}", value);
 }
 
+std::string format_measure(double value) {
+  return fmt::format("{}", value);
+}
+
 }  // namespace dbench::results

@@ -20,4 +20,8 @@ std::optional<double> parse_number(std::string_view text);
 /// for NaN (an unknown value).
 std::string format_number(double value);
 
+/// format_number's text for a finite value, and "inf", "-inf" or "nan" for the others (a relative error
+/// against zero).
+std::string format_measure(double value);
+
 }  // namespace dbench::results

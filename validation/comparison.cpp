@@ -13,6 +13,7 @@
 #include "results/csv.hpp"
 #include "results/number.hpp"
 #include "results/run_csv.hpp"
+#include "results/validation_csv.hpp"
 
 namespace dbench::validation {
 namespace {
@@ -172,32 +173,27 @@ std::string validation_markdown(std::span<const ValidationCase> cases) {
 }
 
 std::string validation_csv(std::span<const ValidationCase> cases) {
-  std::string out =
-      "case,algorithm,graph,model,workers,measured_s,simulated_s,relative_error,measured_compute_s,"
-      "simulated_compute_s,compute_relative_error,measured_comm_s,simulated_comm_s,comm_relative_error,"
-      "accuracy_difference\n";
+  std::vector<results::ValidationRow> rows;
   for (const auto& c : cases) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", case_name(c), c.algorithm, c.graph,
-                       c.model, c.workers, c.measured.total_s, c.simulated.total_s,
-                       relative_error(c.simulated.total_s, c.measured.total_s), c.measured.compute_s,
-                       c.simulated.compute_s, relative_error(c.simulated.compute_s, c.measured.compute_s),
-                       c.measured.comm_s, c.simulated.comm_s,
-                       relative_error(c.simulated.comm_s, c.measured.comm_s), accuracy_difference(c));
+    rows.push_back(
+        {case_name(c), c.algorithm, c.graph, c.model, c.workers, c.measured.total_s, c.simulated.total_s,
+         relative_error(c.simulated.total_s, c.measured.total_s), c.measured.compute_s, c.simulated.compute_s,
+         relative_error(c.simulated.compute_s, c.measured.compute_s), c.measured.comm_s, c.simulated.comm_s,
+         relative_error(c.simulated.comm_s, c.measured.comm_s), accuracy_difference(c)});
   }
-  return out;
+  return results::validation_csv(rows);
 }
 
 std::string accuracy_csv(std::span<const ValidationCase> cases) {
-  std::string out = "iteration,case,runtime_test_accuracy,numerics_test_accuracy\n";
+  std::vector<results::AccuracyComparisonRow> rows;
   for (const auto& c : cases) {
     const std::size_t n =
         std::min({c.iterations.size(), c.runtime_accuracy.size(), c.numerics_accuracy.size()});
     for (std::size_t i = 0; i < n; ++i) {
-      out += fmt::format("{},{},{},{}\n", c.iterations[i], case_name(c), c.runtime_accuracy[i],
-                         c.numerics_accuracy[i]);
+      rows.push_back({c.iterations[i], case_name(c), c.runtime_accuracy[i], c.numerics_accuracy[i]});
     }
   }
-  return out;
+  return results::accuracy_comparison_csv(rows);
 }
 
 }  // namespace dbench::validation

@@ -2,12 +2,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "results/graphs_csv.hpp"
 #include "results/run_csv.hpp"
 #include "results/summary_csv.hpp"
+#include "results/validation_csv.hpp"
 
 namespace rs = dbench::results;
 
@@ -133,4 +135,20 @@ TEST_CASE("results::graphs_csv: graphs.csv round trips, an unconnected graph's d
   CHECK_FALSE(back[1].diameter.has_value());
   CHECK(back[1].exact_consensus);
   CHECK(rs::graphs_csv(back) == text);
+}
+
+TEST_CASE("results::validation_csv: validation.csv and accuracy.csv round trip, infinite errors included") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<rs::ValidationRow> rows = {
+      {"dpsgd/ring", "dpsgd", "ring", "mlp", 4, 0.5, 0.25, 0.5, 0.25, 0.25, 0.0, 0.0, 0.125, inf, 0.01}};
+  const std::string text = rs::validation_csv(rows);
+  CHECK(text.ends_with("\ndpsgd/ring,dpsgd,ring,mlp,4,0.5,0.25,0.5,0.25,0.25,0,0,0.125,inf,0.01\n"));
+  const auto back = rs::read_validation_csv(text, "validation.csv");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].comm_relative_error == inf);
+  CHECK(rs::validation_csv(back) == text);
+  const std::vector<rs::AccuracyComparisonRow> curves = {{50, "dpsgd/ring", 0.5, rs::kEmpty}};
+  const std::string curve_text = rs::accuracy_comparison_csv(curves);
+  CHECK(curve_text == "iteration,case,runtime_test_accuracy,numerics_test_accuracy\n50,dpsgd/ring,0.5,nan\n");
+  CHECK(std::isnan(rs::read_accuracy_comparison_csv(curve_text, "accuracy.csv")[0].numerics_test_accuracy));
 }
