@@ -12,6 +12,7 @@
 
 #include "experiments/commands.hpp"
 #include "experiments/signal_cleanup.hpp"
+#include "results/graphs_csv.hpp"
 #include "results/results_dir.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_analysis.hpp"
@@ -109,8 +110,7 @@ void run_graphs(const GraphsOptions& options) {
   const auto specs = standard_specs(options.nodes, options.seed);
   fmt::print("{:<26} {:>6} {:>10} {:>8} {:>9} {:>13} {:>9}\n", "graph", "period", "messages", "max deg",
              "diameter", "spectral gap", "exact avg");
-  std::string csv =
-      "kind,nodes,period,edges,undirected_edges,max_degree,diameter,spectral_gap,exact_consensus\n";
+  std::vector<results::GraphsRow> rows;
   std::string md = fmt::format(
       "# Communication graphs at {} nodes\n\nMessages are per round (directed edges); a time-varying "
       "family's "
@@ -127,9 +127,10 @@ void run_graphs(const GraphsOptions& options) {
     fmt::print("{:<26} {:>6} {:>10} {:>8} {:>9} {:>13.6g} {:>9}\n", name, stats.period, stats.directed_edges,
                stats.out_degree.max, diameter, stats.spectral_gap, exact);
     std::fflush(stdout);
-    csv += fmt::format("{},{},{},{},{},{},{},{:.10g},{}\n", name, stats.nodes, stats.period,
-                       stats.directed_edges, stats.undirected_edges, stats.out_degree.max, diameter,
-                       stats.spectral_gap, stats.exact_consensus);
+    rows.push_back({name, stats.nodes, stats.period, stats.directed_edges, stats.undirected_edges,
+                    stats.out_degree.max,
+                    stats.diameter ? std::optional<std::int64_t>(*stats.diameter) : std::nullopt,
+                    stats.spectral_gap, stats.exact_consensus});
     md += fmt::format("| {} | {} | {} | {} | {} | {:.6g} | {} |\n", name, stats.period, stats.directed_edges,
                       stats.out_degree.max, diameter, stats.spectral_gap, exact);
     all.push_back(to_json(name, stats));
@@ -137,7 +138,7 @@ void run_graphs(const GraphsOptions& options) {
   if (!options.out.empty()) {
     SignalCleanup cleanup;
     results::ResultsDir dir(options.out, &cleanup);
-    dir.write_text("graphs.csv", csv);
+    dir.write_text("graphs.csv", results::graphs_csv(rows));
     dir.write_text("graphs.md", md);
     dir.write_text("graphs.json", all.dump(2) + "\n");
     dir.commit();

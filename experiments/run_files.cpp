@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
+#include <cstddef>
 #include <cstdio>
 
 namespace dbench::experiments {
@@ -14,12 +14,33 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Shortest text that reads back to the same double, so byte-identical runs give byte-identical files.
-std::string num(double value) {
-  if (std::isnan(value)) {
-    return "";
+// metrics.csv's and replica_norms.csv's columns per tensor are named after the tensors of the first row.
+std::vector<std::string> tensor_names(const core::MetricsRow& row) {
+  std::vector<std::string> names;
+  for (const auto& t : row.tensors) {
+    names.push_back(t.name);
   }
-  return fmt::format("{}", value);
+  return names;
+}
+
+results::MetricsRecord metrics_record(const core::MetricsRow& row) {
+  results::MetricsRecord r{row.iteration,
+                           row.epoch,
+                           row.lr,
+                           row.train_loss,
+                           row.test_loss,
+                           row.test_accuracy,
+                           row.consensus_distance,
+                           row.norm_variance,
+                           row.replica_accuracy_mean,
+                           row.replica_accuracy_min,
+                           row.replica_accuracy_max,
+                           row.replica_loss_mean,
+                           {}};
+  for (const auto& t : row.tensors) {
+    r.tensors.push_back({t.norm_mean, t.norm_variance, t.consensus_distance});
+  }
+  return r;
 }
 
 }  // namespace
@@ -34,52 +55,33 @@ results::ResultsDir stage_results(const std::filesystem::path& target, const Exp
 RunRecorder::RunRecorder(std::int64_t total_iterations, bool progress)
     : total_(total_iterations),
       progress_(progress),
-      schedule_("iteration,graph,signal\n"),
+      schedule_(results::csv_header(results::schedule_columns())),
       started_s_(now_s()),
       terminal_(isatty(STDERR_FILENO) != 0) {}
 
 void RunRecorder::on_schedule(std::int64_t iteration, const topology::ScheduleStep& step) {
-  schedule_ += fmt::format("{},{},{}\n", iteration, step.name, num(step.signal));
+  schedule_ += results::csv_row(results::schedule_columns(),
+                                results::ScheduleRecord{iteration, step.name, step.signal});
   if (step.graph != nullptr) {
     messages_ += static_cast<std::int64_t>(step.graph->entries().size()) - step.graph->nodes();
   }
 }
 
 void RunRecorder::on_metrics(const core::MetricsRow& row) {
+  const std::vector<std::string> tensors = tensor_names(row);
   if (metrics_.empty()) {
-    metrics_ =
-        "iteration,epoch,lr,train_loss,test_loss,test_accuracy,consensus_distance,norm_variance,"
-        "replica_accuracy_mean,replica_accuracy_min,replica_accuracy_max,replica_loss_mean";
-    for (const auto& t : row.tensors) {
-      metrics_ += fmt::format(",norm_mean:{0},norm_var:{0},consensus:{0}", t.name);
-    }
-    metrics_ += '\n';
+    metrics_ = results::csv_header(results::metrics_columns(), tensors);
   }
-  metrics_ +=
-      fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}", row.iteration, num(row.epoch), num(row.lr),
-                  num(row.train_loss), num(row.test_loss), num(row.test_accuracy),
-                  num(row.consensus_distance), num(row.norm_variance), num(row.replica_accuracy_mean),
-                  num(row.replica_accuracy_min), num(row.replica_accuracy_max), num(row.replica_loss_mean));
-  for (const auto& t : row.tensors) {
-    metrics_ += fmt::format(",{},{},{}", num(t.norm_mean), num(t.norm_variance), num(t.consensus_distance));
-  }
-  metrics_ += '\n';
+  metrics_ += results::csv_row(results::metrics_columns(), metrics_record(row), tensors.size());
   if (norms_.empty()) {
-    norms_ = "iteration,replica";
-    for (const auto& t : row.tensors) {
-      norms_ += ',';
-      norms_ += t.name;
-    }
-    norms_ += '\n';
+    norms_ = results::csv_header(results::replica_norms_columns(), tensors);
   }
-  const std::size_t tensors = row.tensors.size();
-  for (std::size_t i = 0; tensors > 0 && i < row.replica_norms.size() / tensors; ++i) {
-    norms_ += fmt::format("{},{}", row.iteration, i);
-    for (std::size_t t = 0; t < tensors; ++t) {
-      norms_ += ',';
-      norms_ += num(row.replica_norms[i * tensors + t]);
-    }
-    norms_ += '\n';
+  const std::size_t count = tensors.size();
+  for (std::size_t i = 0; count > 0 && i < row.replica_norms.size() / count; ++i) {
+    results::ReplicaNormsRecord norms{row.iteration, static_cast<std::int64_t>(i), {}};
+    norms.norms.assign(row.replica_norms.begin() + static_cast<std::ptrdiff_t>(i * count),
+                       row.replica_norms.begin() + static_cast<std::ptrdiff_t>((i + 1) * count));
+    norms_ += results::csv_row(results::replica_norms_columns(), norms, count);
   }
   last_accuracy_ = row.test_accuracy;
 }
@@ -102,29 +104,6 @@ void RunRecorder::on_iteration(std::int64_t iteration) {
              terminal_ ? "\r" : "", iteration + 1, total_, 100.0 * done / static_cast<double>(total_),
              last_accuracy_, rate, eta, (last || !terminal_) ? "\n" : "");
   std::fflush(stderr);
-}
-
-std::string trace_csv(std::span<const TraceRow> rows) {
-  std::string out = "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s\n";
-  double elapsed = 0.0;
-  for (const TraceRow& row : rows) {
-    elapsed += row.total_s;
-    out += fmt::format("{},{},{},{},{},{},{}\n", row.iteration, row.graph, row.compute_s, row.comm_s,
-                       row.total_s, row.bytes_sent, elapsed);
-  }
-  return out;
-}
-
-std::string worker_trace_csv(std::span<const WorkerTraceRow> rows) {
-  const auto optional = [](const std::optional<double>& value) {
-    return value ? fmt::format("{}", *value) : std::string();
-  };
-  std::string out = "iteration,worker,compute_s,comm_s,total_s,bytes_sent,loss,lr\n";
-  for (const WorkerTraceRow& row : rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{}\n", row.iteration, row.worker, row.compute_s, row.comm_s,
-                       row.total_s, row.bytes_sent, optional(row.loss), optional(row.lr));
-  }
-  return out;
 }
 
 }  // namespace dbench::experiments

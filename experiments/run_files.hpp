@@ -4,13 +4,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
-#include <optional>
-#include <span>
 #include <string>
 
 #include "core/numerics.hpp"
 #include "experiments/config.hpp"
 #include "results/results_dir.hpp"
+#include "results/run_csv.hpp"
 
 namespace dbench::experiments {
 
@@ -52,36 +51,10 @@ class RunRecorder final : public core::NumericsObserver {
   bool terminal_;
 };
 
-/// One row of trace.csv: one iteration of the whole run. A synchronous step goes at the pace of its slowest
-/// GPU, so each engine reports the iteration as its slowest (runtime) or mean (simulator) GPU saw it.
-struct TraceRow {
-  std::int64_t iteration = 0;
-  std::string graph;        ///< as schedule.csv names it
-  double compute_s = 0.0;   ///< the local step
-  double comm_s = 0.0;      ///< communication not hidden behind compute, waiting for peers included
-  double total_s = 0.0;     ///< the iteration
-  double bytes_sent = 0.0;  ///< per GPU (mean)
-};
-
-/// One row of trace_worker.csv: one iteration of one GPU.
-struct WorkerTraceRow {
-  std::int64_t iteration = 0;
-  std::int64_t worker = 0;
-  double compute_s = 0.0;
-  double comm_s = 0.0;
-  double total_s = 0.0;
-  double bytes_sent = 0.0;
-  std::optional<double> loss;  ///< this GPU's batch loss, where the engine keeps it
-  std::optional<double> lr;    ///< the learning rate used, where the engine keeps it
-};
-
-/// trace.csv: iteration, graph, compute_s, comm_s, total_s, bytes_sent, elapsed_s (the clock at the end of
-/// the iteration, summed over the rows).
-std::string trace_csv(std::span<const TraceRow> rows);
-
-/// trace_worker.csv: iteration, worker, compute_s, comm_s, total_s, bytes_sent, loss, lr (empty where
-/// absent).
-std::string worker_trace_csv(std::span<const WorkerTraceRow> rows);
+using results::trace_csv;
+using results::TraceRow;
+using results::worker_trace_csv;
+using results::WorkerTraceRow;
 
 /// summary.json's first keys, the same from both engines: the run's name, engine, algorithm and graph.
 inline nlohmann::json summary_header(const ExperimentConfig& config, const char* engine,

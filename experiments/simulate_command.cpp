@@ -65,10 +65,6 @@ class TimedRun final : public core::NumericsObserver {
   std::vector<core::MetricsRow> rows_;
 };
 
-std::string num(double value) {
-  return std::isnan(value) ? std::string() : fmt::format("{}", value);
-}
-
 // trace.csv: the simulated iterations, on the simulated clock.
 std::string simulated_trace_csv(const sim::TimingResult& timing) {
   std::vector<TraceRow> rows;
@@ -104,13 +100,13 @@ std::string accuracy_time_csv(const std::vector<core::MetricsRow>& rows, const s
   for (std::size_t t = 0; t < timing.iterations.size(); ++t) {
     elapsed[t + 1] = elapsed[t] + timing.iterations[t].total_s;
   }
-  std::string out = "iteration,simulated_time_s,test_accuracy,test_loss,train_loss,consensus_distance\n";
+  std::vector<results::AccuracyTimeRecord> records;
   for (const auto& row : rows) {
     const auto at = std::min<std::size_t>(static_cast<std::size_t>(row.iteration), elapsed.size() - 1);
-    out += fmt::format("{},{},{},{},{},{}\n", row.iteration, elapsed[at], num(row.test_accuracy),
-                       num(row.test_loss), num(row.train_loss), num(row.consensus_distance));
+    records.push_back({row.iteration, elapsed[at], row.test_accuracy, row.test_loss, row.train_loss,
+                       row.consensus_distance});
   }
-  return out;
+  return results::accuracy_time_csv(records);
 }
 
 void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const sim::TimingSpec& spec,

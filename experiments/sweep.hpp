@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "experiments/config.hpp"
+#include "results/summary_csv.hpp"
 
 namespace dbench::experiments {
 
@@ -118,43 +119,9 @@ class GraphStatsCache {
   std::map<std::string, Family> families_;
 };
 
-/// One run's row of summary.csv, from its results directory; empty optionals are empty cells.
-struct RunSummary {
-  std::string algorithm;  ///< algorithm.kind
-  std::string graph;      ///< the policy's name, e.g. "exponential", "ada", "allreduce" for centralized
-  int workers = 0;
-  std::uint64_t seed = 0;
-  std::optional<double> final_test_accuracy;
-  std::optional<double> best_test_accuracy;
-  std::optional<double> final_test_loss;
-  std::optional<std::int64_t> iterations;
-  std::optional<double> edges;         ///< mean over iterations of the undirected edges of the graph used
-  std::optional<double> mean_degree;   ///< 2 edges / workers
-  std::optional<double> spectral_gap;  ///< mean over iterations of the gap of the graph (family) used
-  std::optional<double> norm_variance_mean;  ///< over metrics rows with iteration > 0
-  std::optional<double> norm_variance_final;
-  std::optional<double> consensus_distance_mean;
-  std::optional<double> consensus_distance_final;
-  std::optional<double> target_accuracy;
-  std::optional<std::int64_t> iterations_to_target;  ///< first metrics row with test_accuracy >= target
-  std::optional<double> simulated_time_to_target_s;
-  std::optional<double> seconds_per_iteration;
-  std::optional<double> samples_per_second;
-  std::optional<double> scaling_efficiency;
-  std::optional<double> bytes_per_gpu_per_iteration;
-  std::optional<double> bytes_per_gpu;  ///< sum of trace.csv bytes_sent
-  std::optional<double> simulated_seconds;
-  std::optional<double> wall_seconds;
-  std::string timing_model;                ///< platform.timing_model
-  std::string platform;                    ///< the simulated platform's name (summary.json's platform)
-  std::optional<std::int64_t> parameters;  ///< the timing model's parameter count (from its profile)
-  // The training design, from the config (pending runs have it too).
-  std::optional<double> epochs;  ///< train.epochs when the budget is in epochs
-  std::int64_t global_batch = 0;
-  std::optional<std::int64_t> train_samples;
-  std::int64_t samples = 0;  ///< iterations x global batch
-  double peak_lr = 0.0;
-};
+/// One run's row of summary.csv, from its results directory: results' one record of it (NaN numbers are
+/// empty cells); summary_csv fills in the run's id, label, status and axes.
+using RunSummary = results::SummaryRow;
 
 /// The identifying cells of a run that has not finished: algorithm, graph, workers and seed, no results.
 RunSummary pending_summary(const ExperimentConfig& config);

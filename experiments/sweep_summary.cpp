@@ -15,6 +15,7 @@
 #include "experiments/sweep_internal.hpp"
 #include "results/csv.hpp"
 #include "results/results_tree.hpp"
+#include "results/run_csv.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 #include "topology/generators.hpp"
@@ -25,58 +26,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A CSV file of a run directory, read by column name.
-class RunCsv {
- public:
-  explicit RunCsv(const fs::path& path)
-      : path_(path), table_(results::parse_csv(results::read_results_file(path, path), path.string())) {}
-
-  std::size_t rows() const { return table_.rows.size(); }
-
-  std::size_t column(std::string_view name) const {
-    const int at = table_.column(name);
-    if (at < 0) {
-      throw std::runtime_error(fmt::format("{}: no column '{}'", path_.string(), name));
-    }
-    return static_cast<std::size_t>(at);
-  }
-
-  const std::string& cell(std::size_t row, std::size_t column) const {
-    static const std::string kEmpty;
-    const auto& cells = table_.rows[row];
-    return column < cells.size() ? cells[column] : kEmpty;
-  }
-
-  /// The number in a cell; nullopt for an empty cell; throws naming the file for anything else.
-  std::optional<double> number(std::size_t row, std::size_t column) const {
-    const std::string& text = cell(row, column);
-    if (text.empty()) {
-      return std::nullopt;
-    }
-    char* end = nullptr;
-    const double value = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size()) {
-      throw std::runtime_error(fmt::format("{}: row {}, column '{}': '{}' is not a number", path_.string(),
-                                           row + 2, table_.header[column], text));
-    }
-    return value;
-  }
-
- private:
-  fs::path path_;
-  results::CsvTable table_;
-};
-
-std::string csv_cell(std::string_view text) {
-  return results::text_field(text);
+// A CSV file of a run directory, read through results' reader for it.
+template <class Reader>
+auto read_run_file(const fs::path& path, Reader reader) {
+  return reader(results::read_results_file(path, path), path.string());
 }
 
-std::string csv_number(const std::optional<double>& value) {
-  return value && std::isfinite(*value) ? fmt::format("{}", *value) : std::string();
+// A recorded value as summary.csv keeps it: NaN (an empty cell) where it is unknown.
+template <class T>
+double known(const std::optional<T>& value) {
+  return value ? static_cast<double>(*value) : results::kEmpty;
 }
 
-std::string csv_number(const std::optional<std::int64_t>& value) {
-  return value ? std::to_string(*value) : std::string();
+double known(double value) {
+  return value;
 }
 
 }  // namespace
@@ -166,9 +129,9 @@ void describe_design(const ExperimentConfig& config, RunSummary& s) {
   if (t.epochs > 0.0) {
     s.epochs = t.epochs;
   }
-  s.global_batch = global_batch(t);
-  s.train_samples = train_samples(t);
-  s.samples = s.global_batch * t.iterations;
+  s.global_batch = static_cast<double>(global_batch(t));
+  s.train_samples = known(train_samples(t));
+  s.samples = static_cast<double>(global_batch(t) * t.iterations);
   s.peak_lr = peak_lr(t);
 }
 
@@ -201,50 +164,43 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
   if (!summary.timing_only) {
     s.target_accuracy = target_accuracy;  // a timing-only run has no accuracy to reach it with
   }
-  s.final_test_accuracy = summary.final_test_accuracy;
-  s.best_test_accuracy = summary.best_test_accuracy;
-  s.final_test_loss = summary.final_test_loss;
-  s.iterations = summary.iterations;
+  s.final_test_accuracy = known(summary.final_test_accuracy);
+  s.best_test_accuracy = known(summary.best_test_accuracy);
+  s.final_test_loss = known(summary.final_test_loss);
+  s.iterations = static_cast<double>(summary.iterations);
   s.seconds_per_iteration = summary.seconds_per_iteration;
   s.samples_per_second = summary.samples_per_second;
-  s.scaling_efficiency = summary.scaling_efficiency;
-  s.bytes_per_gpu_per_iteration = summary.bytes_per_gpu_per_iteration;
-  s.simulated_seconds = summary.simulated_seconds;
+  s.scaling_efficiency = known(summary.scaling_efficiency);
+  s.bytes_per_gpu_per_iteration = known(summary.bytes_per_gpu_per_iteration);
+  s.simulated_seconds = known(summary.simulated_seconds);
   s.wall_seconds = summary.wall_seconds;
   s.timing_model = summary.timing_model.value_or(config.platform.timing_model);
   s.platform = summary.platform.value_or("");
-  s.parameters = summary.timing_model_parameters;
+  s.parameters = known(summary.timing_model_parameters);
 
   // Replica statistics: the mean over evaluations after the start (iteration 0 is consensus by construction).
   // A timing-only run has no replicas, hence no metrics.csv.
-  const std::optional<RunCsv> metrics_file =
-      summary.timing_only ? std::nullopt : std::optional<RunCsv>(std::in_place, run_dir / "metrics.csv");
-  if (metrics_file && metrics_file->rows() > 0) {
-    const RunCsv& metrics = *metrics_file;
-    const std::size_t iteration = metrics.column("iteration");
-    const std::size_t accuracy = metrics.column("test_accuracy");
-    const std::size_t variance = metrics.column("norm_variance");
-    const std::size_t consensus = metrics.column("consensus_distance");
+  const std::vector<results::MetricsRecord> metrics =
+      summary.timing_only ? std::vector<results::MetricsRecord>()
+                          : read_run_file(run_dir / "metrics.csv", results::read_metrics_csv).rows;
+  if (!metrics.empty()) {
     double variance_sum = 0.0;
     double consensus_sum = 0.0;
     int variance_count = 0;
     int consensus_count = 0;
-    for (std::size_t r = 0; r < metrics.rows(); ++r) {
-      const auto t = metrics.number(r, iteration);
-      if (!s.iterations_to_target) {
-        if (const auto a = metrics.number(r, accuracy); a && t && *a >= target_accuracy) {
-          s.iterations_to_target = static_cast<std::int64_t>(*t);
-        }
+    for (const results::MetricsRecord& row : metrics) {
+      if (std::isnan(s.iterations_to_target) && row.test_accuracy >= target_accuracy) {
+        s.iterations_to_target = static_cast<double>(row.iteration);
       }
-      if (!t || *t <= 0) {
+      if (row.iteration <= 0) {
         continue;
       }
-      if (const auto v = metrics.number(r, variance)) {
-        variance_sum += *v;
+      if (!std::isnan(row.norm_variance)) {
+        variance_sum += row.norm_variance;
         ++variance_count;
       }
-      if (const auto c = metrics.number(r, consensus)) {
-        consensus_sum += *c;
+      if (!std::isnan(row.consensus_distance)) {
+        consensus_sum += row.consensus_distance;
         ++consensus_count;
       }
     }
@@ -254,36 +210,33 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
     if (consensus_count > 0) {
       s.consensus_distance_mean = consensus_sum / consensus_count;
     }
-    s.norm_variance_final = metrics.number(metrics.rows() - 1, variance);
-    s.consensus_distance_final = metrics.number(metrics.rows() - 1, consensus);
+    s.norm_variance_final = known(metrics.back().norm_variance);
+    s.consensus_distance_final = known(metrics.back().consensus_distance);
   }
 
-  if (s.iterations_to_target) {
-    const RunCsv clock(run_dir / "accuracy_time.csv");
-    const std::size_t iteration = clock.column("iteration");
-    const std::size_t time = clock.column("simulated_time_s");
-    for (std::size_t r = 0; r < clock.rows(); ++r) {
-      if (clock.number(r, iteration) == static_cast<double>(*s.iterations_to_target)) {
-        s.simulated_time_to_target_s = clock.number(r, time);
+  if (!std::isnan(s.iterations_to_target)) {
+    for (const auto& row : read_run_file(run_dir / "accuracy_time.csv", results::read_accuracy_time_csv)) {
+      if (static_cast<double>(row.iteration) == s.iterations_to_target) {
+        s.simulated_time_to_target_s = known(row.simulated_time_s);
         break;
       }
     }
   }
 
-  const RunCsv trace(run_dir / "trace.csv");
-  if (trace.rows() > 0) {
-    const std::size_t bytes = trace.column("bytes_sent");
+  const std::vector<results::TraceRow> trace = read_run_file(run_dir / "trace.csv", results::read_trace_csv);
+  if (!trace.empty()) {
     double total = 0.0;
-    for (std::size_t r = 0; r < trace.rows(); ++r) {
-      total += trace.number(r, bytes).value_or(0.0);
+    for (const results::TraceRow& row : trace) {
+      total += std::isnan(row.bytes_sent) ? 0.0 : row.bytes_sent;
     }
     s.bytes_per_gpu = total;
   }
 
   // Edges and spectral gap of the graph each iteration used: all-reduce and global averaging count as the
   // complete graph (gap 1); a round of a time-varying family has its own edges and the family's gap.
-  const RunCsv schedule(run_dir / "schedule.csv");
-  if (schedule.rows() > 0) {
+  const std::vector<results::ScheduleRecord> schedule =
+      read_run_file(run_dir / "schedule.csv", results::read_schedule_csv);
+  if (!schedule.empty()) {
     std::map<std::string, const GraphStatsCache::Family*> families;
     if (config.algorithm.kind != "centralized") {
       std::vector<std::string> kinds = {config.algorithm.graph};
@@ -304,11 +257,10 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
       }
     }
     const double n = config.train.workers;
-    const std::size_t graph = schedule.column("graph");
     double edges_sum = 0.0;
     double gap_sum = 0.0;
-    for (std::size_t r = 0; r < schedule.rows(); ++r) {
-      const std::string& name = schedule.cell(r, graph);
+    for (std::size_t r = 0; r < schedule.size(); ++r) {
+      const std::string& name = schedule[r].graph;
       if (name == "allreduce" || name == "global-average") {
         edges_sum += n * (n - 1.0) / 2.0;
         gap_sum += 1.0;
@@ -335,9 +287,9 @@ RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphS
       edges_sum += static_cast<double>(family->edges[round % family->edges.size()]);
       gap_sum += family->spectral_gap;
     }
-    const auto rows = static_cast<double>(schedule.rows());
+    const auto rows = static_cast<double>(schedule.size());
     s.edges = edges_sum / rows;
-    s.mean_degree = 2.0 * *s.edges / n;
+    s.mean_degree = 2.0 * s.edges / n;
     s.spectral_gap = gap_sum / rows;
   }
   return s;
@@ -357,69 +309,23 @@ std::string_view run_status_name(RunStatus status) {
 
 std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs,
                         std::span<const RunSummary> summaries, std::span<const RunStatus> statuses) {
-  std::string out;
-  for (const auto column : summary_columns()) {
-    out += out.empty() ? "" : ",";
-    out += column;
-  }
+  std::vector<std::string> keys;
   for (const auto& axis : sweep.grid) {
-    out += ',';
-    out += csv_cell(results::summary_axis_column(axis.key));
+    keys.push_back(axis.key);
   }
-  out += "\n";
+  std::vector<results::SummaryRow> rows;
   for (std::size_t r = 0; r < runs.size(); ++r) {
-    const SweepRun& run = runs[r];
-    const RunSummary& s = summaries[r];
-    const std::vector<std::string> cells = {
-        csv_cell(run.id),
-        std::string(run_status_name(statuses[r])),
-        csv_cell(run.label),
-        csv_cell(s.algorithm),
-        csv_cell(s.graph),
-        std::to_string(s.workers),
-        std::to_string(s.seed),
-        csv_number(s.final_test_accuracy),
-        csv_number(s.best_test_accuracy),
-        csv_number(s.final_test_loss),
-        csv_number(s.iterations),
-        csv_number(s.edges),
-        csv_number(s.mean_degree),
-        csv_number(s.spectral_gap),
-        csv_number(s.norm_variance_mean),
-        csv_number(s.norm_variance_final),
-        csv_number(s.consensus_distance_mean),
-        csv_number(s.consensus_distance_final),
-        csv_number(s.target_accuracy),
-        csv_number(s.iterations_to_target),
-        csv_number(s.simulated_time_to_target_s),
-        csv_number(s.seconds_per_iteration),
-        csv_number(s.samples_per_second),
-        csv_number(s.scaling_efficiency),
-        csv_number(s.bytes_per_gpu_per_iteration),
-        csv_number(s.bytes_per_gpu),
-        csv_number(s.simulated_seconds),
-        csv_number(s.wall_seconds),
-        csv_cell(s.timing_model),
-        csv_cell(s.platform),
-        csv_number(s.parameters),
-        csv_number(s.epochs),
-        std::to_string(s.global_batch),
-        csv_number(s.train_samples),
-        std::to_string(s.samples),
-        csv_number(std::optional<double>(s.peak_lr)),
-    };
-    std::string line;
-    for (const auto& cell : cells) {
-      line += line.empty() ? "" : ",";
-      line += cell;
+    results::SummaryRow row = summaries[r];
+    row.run = runs[r].id;
+    row.label = runs[r].label;
+    row.status = std::string(run_status_name(statuses[r]));
+    row.axes.clear();
+    for (std::size_t k = 0; k < runs[r].axis_values.size(); ++k) {
+      row.axes.emplace_back(k < keys.size() ? keys[k] : std::string(), runs[r].axis_values[k]);
     }
-    for (const auto& value : run.axis_values) {
-      line += ',';
-      line += csv_cell(value);
-    }
-    out += line + "\n";
+    rows.push_back(std::move(row));
   }
-  return out;
+  return results::write_summary_csv(rows, keys);
 }
 
 }  // namespace dbench::experiments

@@ -5,7 +5,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <system_error>
 #include <utility>
@@ -16,6 +18,7 @@
 #include "report/report_sweep.hpp"
 #include "results/results_dir.hpp"
 #include "results/results_tree.hpp"
+#include "results/run_csv.hpp"
 #include "results/summary_csv.hpp"
 #include "results/summary_json.hpp"
 
@@ -54,12 +57,16 @@ Document run_report(const results::ResultsTree& tree, Plots& plots) {
   Series a{"averaged model", zip(c.iteration, c.accuracy, 100.0), "linespoints", std::string(kPalette[5])};
   accuracy.series.push_back(a);
   {
-    const RunTable t(tree, "metrics.csv");
-    if (const auto replica = t.optional_column("replica_accuracy_mean")) {
+    // The replicas' own accuracy, where the run recorded it (files written before it was have no such
+    // column).
+    const auto metrics =
+        results::read_metrics_csv(tree.read("metrics.csv"), tree.shown("metrics.csv").string());
+    if (std::any_of(metrics.rows.begin(), metrics.rows.end(), [](const results::MetricsRecord& row) {
+          return !std::isnan(row.replica_accuracy_mean);
+        })) {
       Series r{"replicas (mean)", {}, "linespoints", std::string(kPalette[1]), true};
-      const std::size_t iteration = t.column("iteration");
-      for (std::size_t row = 0; row < t.rows(); ++row) {
-        r.points.emplace_back(t.number(row, iteration), 100.0 * t.number(row, *replica));
+      for (const results::MetricsRecord& row : metrics.rows) {
+        r.points.emplace_back(static_cast<double>(row.iteration), 100.0 * row.replica_accuracy_mean);
       }
       accuracy.series.push_back(std::move(r));
     }

@@ -4,13 +4,13 @@
 
 #include <fmt/core.h>
 
-#include <cstdlib>
 #include <map>
 #include <string>
 
 #include "analysis/statistics.hpp"
 #include "report/report.hpp"
 #include "results/results_tree.hpp"
+#include "results/run_csv.hpp"
 
 namespace dbench::report {
 namespace fs = std::filesystem;
@@ -24,19 +24,13 @@ namespace {
 std::map<double, double> evaluation_times(const ResultsTree& tree, const fs::path& run_dir) {
   std::map<double, double> times;
   if (const fs::path file = run_dir / "accuracy_time.csv"; tree.exists(file)) {
-    const RunTable t(tree, file);
-    const std::size_t it = t.column("iteration");
-    const std::size_t time = t.column("simulated_time_s");
-    for (std::size_t r = 0; r < t.rows(); ++r) {
-      times[t.number(r, it)] = t.number(r, time);
+    for (const auto& row : results::read_accuracy_time_csv(tree.read(file), tree.shown(file).string())) {
+      times[static_cast<double>(row.iteration)] = row.simulated_time_s;
     }
   } else if (const fs::path trace = run_dir / "trace.csv"; tree.exists(trace)) {
-    const RunTable t(tree, trace);
-    const std::size_t it = t.column("iteration");
-    const std::size_t elapsed = t.column("elapsed_s");
     times[0.0] = 0.0;
-    for (std::size_t r = 0; r < t.rows(); ++r) {
-      times[t.number(r, it) + 1.0] = t.number(r, elapsed);
+    for (const auto& row : results::read_trace_csv(tree.read(trace), tree.shown(trace).string())) {
+      times[static_cast<double>(row.iteration) + 1.0] = row.elapsed_s;
     }
   }
   return times;
@@ -44,50 +38,17 @@ std::map<double, double> evaluation_times(const ResultsTree& tree, const fs::pat
 
 }  // namespace
 
-RunTable::RunTable(const ResultsTree& tree, const fs::path& relative)
-    : file_(tree.shown(relative)), table_(results::parse_csv(tree.read(relative), file_.string())) {}
-
-std::size_t RunTable::column(std::string_view name) const {
-  const int c = table_.column(name);
-  if (c < 0) {
-    throw ReportError(fmt::format("{} lacks the column '{}'", file_.string(), name));
-  }
-  return static_cast<std::size_t>(c);
-}
-
-std::optional<std::size_t> RunTable::optional_column(std::string_view name) const {
-  const int c = table_.column(name);
-  return c < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(c));
-}
-
-double RunTable::number(std::size_t row, std::size_t column) const {
-  const std::string& text = table_.rows[row][column];
-  if (text.empty()) {
-    return kUndefined;
-  }
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end != text.c_str() + text.size()) {
-    throw ReportError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a number",
-                                  file_.string(), row + 2, table_.header[column], text));
-  }
-  return value;
-}
-
 Curve read_curve(const ResultsTree& tree, const fs::path& run_dir) {
-  const RunTable t(tree, run_dir / "metrics.csv");
-  const std::size_t it = t.column("iteration");
-  const std::size_t accuracy = t.column("test_accuracy");
-  const std::size_t variance = t.column("norm_variance");
-  const std::size_t consensus = t.column("consensus_distance");
+  const fs::path file = run_dir / "metrics.csv";
+  const auto metrics = results::read_metrics_csv(tree.read(file), tree.shown(file).string());
   const auto times = evaluation_times(tree, run_dir);
   Curve c;
-  for (std::size_t r = 0; r < t.rows(); ++r) {
-    const double iteration = t.number(r, it);
+  for (const results::MetricsRecord& row : metrics.rows) {
+    const auto iteration = static_cast<double>(row.iteration);
     c.iteration.push_back(iteration);
-    c.accuracy.push_back(t.number(r, accuracy));
-    c.norm_variance.push_back(t.number(r, variance));
-    c.consensus_distance.push_back(t.number(r, consensus));
+    c.accuracy.push_back(row.test_accuracy);
+    c.norm_variance.push_back(row.norm_variance);
+    c.consensus_distance.push_back(row.consensus_distance);
     const auto time = times.find(iteration);
     c.time_s.push_back(time == times.end() ? kUndefined : time->second);
   }

@@ -20,6 +20,7 @@
 #include "report/report_timing.hpp"
 #include "report/sweep_appendix.hpp"
 #include "results/results_tree.hpp"
+#include "results/run_csv.hpp"
 
 namespace dbench::report {
 namespace fs = std::filesystem;
@@ -273,20 +274,14 @@ class SweepReport {
     Series signal{"spread ratio D_H / D_1 Ada measured", {}, "points", "#D55E00"};
     try {
       const fs::path file = fs::path("runs") / run->run / "schedule.csv";
-      const RunTable t(tree_, file);
-      const std::size_t it = t.column("iteration");
-      const std::size_t graph = t.column("graph");
-      const std::optional<std::size_t> measured = t.optional_column("signal");
       double last_average = -1.0;
-      for (std::size_t r = 0; r < t.rows(); ++r) {
-        const double iteration = t.number(r, it);
-        if (t.text(r, graph) == "global-average") {
+      for (const auto& row : results::read_schedule_csv(tree_.read(file), tree_.shown(file).string())) {
+        const auto iteration = static_cast<double>(row.iteration);
+        if (row.graph == "global-average") {
           period.points.emplace_back(iteration, iteration - last_average);
           last_average = iteration;
         }
-        if (measured) {
-          signal.points.emplace_back(iteration, t.number(r, *measured));
-        }
+        signal.points.emplace_back(iteration, row.signal);
       }
     } catch (const std::runtime_error& e) {
       left_out_.push_back({run->run, e.what()});

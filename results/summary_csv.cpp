@@ -8,109 +8,22 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <system_error>
 
 namespace dbench::results {
 
-std::span<const std::string_view> required_summary_columns() {
-  static constexpr std::array<std::string_view, 36> kColumns = {
-      "run",
-      "status",
-      "label",
-      "algorithm",
-      "graph",
-      "workers",
-      "seed",
-      "final_test_accuracy",
-      "best_test_accuracy",
-      "final_test_loss",
-      "iterations",
-      "edges",
-      "mean_degree",
-      "spectral_gap",
-      "norm_variance_mean",
-      "norm_variance_final",
-      "consensus_distance_mean",
-      "consensus_distance_final",
-      "target_accuracy",
-      "iterations_to_target",
-      "simulated_time_to_target_s",
-      "seconds_per_iteration",
-      "samples_per_second",
-      "scaling_efficiency",
-      "bytes_per_gpu_per_iteration",
-      "bytes_per_gpu",
-      "simulated_seconds",
-      "wall_seconds",
-      "timing_model",
-      "platform",
-      "parameters",
-      "epochs",
-      "global_batch",
-      "train_samples",
-      "samples",
-      "peak_lr",
-  };
-  return kColumns;
-}
-
 namespace {
 
 constexpr double kUnbounded = std::numeric_limits<double>::max();
 
-// The numeric columns of the contract, where each lands in a SummaryRow and the range its values must lie in
-// (a fraction, a count, a non-negative measure): a value outside it is damage, not data.
-struct NumberColumn {
-  std::string_view name;
-  double SummaryRow::*member;
-  double min = 0.0;
-  double max = kUnbounded;
-};
-
-constexpr std::array<NumberColumn, 28> kNumberColumns = {{
-    {"seed", &SummaryRow::seed},
-    {"final_test_accuracy", &SummaryRow::final_test_accuracy, 0.0, 1.0},
-    {"best_test_accuracy", &SummaryRow::best_test_accuracy, 0.0, 1.0},
-    {"final_test_loss", &SummaryRow::final_test_loss},
-    {"iterations", &SummaryRow::iterations},
-    {"edges", &SummaryRow::edges},
-    {"mean_degree", &SummaryRow::mean_degree},
-    {"spectral_gap", &SummaryRow::spectral_gap, 0.0, 1.0},
-    {"norm_variance_mean", &SummaryRow::norm_variance_mean},
-    {"norm_variance_final", &SummaryRow::norm_variance_final},
-    {"consensus_distance_mean", &SummaryRow::consensus_distance_mean},
-    {"consensus_distance_final", &SummaryRow::consensus_distance_final},
-    {"target_accuracy", &SummaryRow::target_accuracy, 0.0, 1.0},
-    {"iterations_to_target", &SummaryRow::iterations_to_target},
-    {"simulated_time_to_target_s", &SummaryRow::simulated_time_to_target_s},
-    {"seconds_per_iteration", &SummaryRow::seconds_per_iteration},
-    {"samples_per_second", &SummaryRow::samples_per_second},
-    {"scaling_efficiency", &SummaryRow::scaling_efficiency},
-    {"bytes_per_gpu_per_iteration", &SummaryRow::bytes_per_gpu_per_iteration},
-    {"bytes_per_gpu", &SummaryRow::bytes_per_gpu},
-    {"simulated_seconds", &SummaryRow::simulated_seconds},
-    {"wall_seconds", &SummaryRow::wall_seconds},
-    {"parameters", &SummaryRow::parameters},
-    {"epochs", &SummaryRow::epochs},
-    {"global_batch", &SummaryRow::global_batch},
-    {"train_samples", &SummaryRow::train_samples},
-    {"samples", &SummaryRow::samples},
-    {"peak_lr", &SummaryRow::peak_lr},
-}};
-
-// A grid axis named like a contract column ("algorithm", "seed") is written under this prefix, so that no
-// two columns share a name.
-constexpr std::string_view kAxisPrefix = "grid.";
-
-bool contract_column(std::string_view name) {
-  const auto columns = required_summary_columns();
-  return std::find(columns.begin(), columns.end(), name) != columns.end();
-}
-
-double parse_number(const std::string& field, std::string_view source, std::size_t line,
-                    std::string_view column) {
+// A summary.csv number: empty (or "nan", as older sweeps wrote an unknown value, spaces around allowed) or a
+// finite number read by the one parser.
+double read_summary_number(const std::string& field, std::string_view source, std::size_t line,
+                           std::string_view column) {
   std::string_view text(field);
   while (!text.empty() && text.front() == ' ') {
     text.remove_prefix(1);
@@ -121,24 +34,155 @@ double parse_number(const std::string& field, std::string_view source, std::size
   if (text.empty() || text == "nan" || text == "NaN") {
     return kEmpty;
   }
-  double value = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+  const std::optional<double> value = parse_number(text);
+  if (!value) {
     throw CsvError(fmt::format("{}: line {}: column '{}' holds '{}', which is not a finite number", source,
                                line, column, field));
   }
-  return value;
+  return *value;
 }
 
-// parse_number, within [min, max].
+// read_summary_number, within [min, max].
 double parse_in_range(const std::string& field, std::string_view source, std::size_t line,
                       std::string_view column, double min, double max) {
-  const double value = parse_number(field, source, line, column);
+  const double value = read_summary_number(field, source, line, column);
   if (value < min || value > max) {
     throw CsvError(fmt::format("{}: line {}: column '{}' holds {}, outside [{}, {}]", source, line, column,
                                field, min, max == kUnbounded ? std::string("inf") : fmt::format("{}", max)));
   }
   return value;
+}
+
+using R = SummaryRow;
+
+// A number of the contract: written where finite, read within [min, max] (a fraction, a count, a non-negative
+// measure: a value outside its range is damage, not data).
+Column<R> number(std::string_view name, std::string_view doc, double R::*member, double min = 0.0,
+                 double max = kUnbounded) {
+  return {name, doc,
+          [member](const R& r) {
+            return std::isfinite(r.*member) ? fmt::format("{}", r.*member) : std::string();
+          },
+          [member, name, min, max](R& r, std::string_view field, const CellPlace& at) {
+            r.*member = parse_in_range(std::string(field), at.source, at.line, name, min, max);
+          }};
+}
+
+Column<R> status_column() {
+  return {"status", "done | failed | pending", [](const R& r) { return text_field(r.status); },
+          [](R& r, std::string_view field, const CellPlace& at) {
+            r.status = read_text_field(field);
+            if (r.status != "done" && r.status != "failed" && r.status != "pending") {
+              throw CsvError(fmt::format("{}: line {}: status '{}' is not done, failed or pending", at.source,
+                                         at.line, r.status));
+            }
+          }};
+}
+
+// An int holds the workers of any graph DBench builds; a count beyond it is damage, not a scale.
+Column<R> workers_column() {
+  return {"workers", "workers (GPUs) of the run", [](const R& r) { return std::to_string(r.workers); },
+          [](R& r, std::string_view field, const CellPlace& at) {
+            const double workers = parse_in_range(std::string(field), at.source, at.line, "workers", 1.0,
+                                                  std::numeric_limits<int>::max());
+            if (std::isnan(workers) ? r.done() : workers != std::floor(workers)) {
+              throw CsvError(
+                  fmt::format("{}: line {}: a done run needs a positive whole number of workers, not '{}'",
+                              at.source, at.line, field));
+            }
+            r.workers = std::isnan(workers) ? 0 : static_cast<int>(workers);
+          }};
+}
+
+// The seed as the config holds it: every digit of a 64-bit integer.
+Column<R> seed_column() {
+  return {
+      "seed", "the run's seed", [](const R& r) { return r.seed ? std::to_string(*r.seed) : std::string(); },
+      [](R& r, std::string_view field, const CellPlace& at) {
+        const double value = parse_in_range(std::string(field), at.source, at.line, "seed", 0.0, kUnbounded);
+        r.seed.reset();
+        if (!std::isnan(value)) {
+          std::uint64_t exact = 0;
+          const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), exact);
+          r.seed = error == std::errc() && end == field.data() + field.size()
+                       ? exact
+                       : static_cast<std::uint64_t>(value);
+        }
+      }};
+}
+
+}  // namespace
+
+const ColumnTable<SummaryRow>& summary_columns() {
+  static const ColumnTable<R> kTable{{
+      text_column<R>("run", "folder name under runs/", &R::run),
+      status_column(),
+      text_column<R>("label", "the group a run belongs to; seeds are averaged per label", &R::label),
+      text_column<R>("algorithm", "centralized | dpsgd", &R::algorithm),
+      text_column<R>("graph", "graph kind or policy", &R::graph),
+      workers_column(),
+      seed_column(),
+      number("final_test_accuracy", "test accuracy of the averaged model at the end", &R::final_test_accuracy,
+             0.0, 1.0),
+      number("best_test_accuracy", "best test accuracy over the evaluations", &R::best_test_accuracy, 0.0,
+             1.0),
+      number("final_test_loss", "test loss at the end", &R::final_test_loss),
+      number("iterations", "iterations run", &R::iterations),
+      number("edges", "mean undirected edges of the graphs used", &R::edges),
+      number("mean_degree", "2 edges / workers", &R::mean_degree),
+      number("spectral_gap", "mean spectral gap of the graphs used", &R::spectral_gap, 0.0, 1.0),
+      number("norm_variance_mean", "cross-replica variance of tensor norms, mean over evaluations",
+             &R::norm_variance_mean),
+      number("norm_variance_final", "cross-replica variance of tensor norms at the end",
+             &R::norm_variance_final),
+      number("consensus_distance_mean", "consensus distance, mean over evaluations",
+             &R::consensus_distance_mean),
+      number("consensus_distance_final", "consensus distance at the end", &R::consensus_distance_final),
+      number("target_accuracy", "the sweep's target accuracy", &R::target_accuracy, 0.0, 1.0),
+      number("iterations_to_target", "first evaluation at or above the target", &R::iterations_to_target),
+      number("simulated_time_to_target_s", "simulated clock at that evaluation",
+             &R::simulated_time_to_target_s),
+      number("seconds_per_iteration", "simulated or measured seconds per iteration",
+             &R::seconds_per_iteration),
+      number("samples_per_second", "training throughput", &R::samples_per_second),
+      number("scaling_efficiency", "throughput against workers x one GPU's", &R::scaling_efficiency),
+      number("bytes_per_gpu_per_iteration", "bytes each GPU sends per iteration",
+             &R::bytes_per_gpu_per_iteration),
+      number("bytes_per_gpu", "bytes each GPU sent over the run", &R::bytes_per_gpu),
+      number("simulated_seconds", "the simulated run's length", &R::simulated_seconds),
+      number("wall_seconds", "the run's wall-clock time", &R::wall_seconds),
+      text_column<R>("timing_model", "the model whose time is simulated", &R::timing_model),
+      text_column<R>("platform", "the simulated platform's name", &R::platform),
+      number("parameters", "the timing model's parameter count", &R::parameters),
+      number("epochs", "train.epochs when the budget is in epochs", &R::epochs),
+      number("global_batch", "workers x batch_per_worker", &R::global_batch),
+      number("train_samples", "the training set's size", &R::train_samples),
+      number("samples", "samples trained on: iterations x global batch", &R::samples),
+      number("peak_lr", "the learning rate after linear scaling", &R::peak_lr),
+  }};
+  return kTable;
+}
+
+std::span<const std::string_view> required_summary_columns() {
+  static const std::vector<std::string_view> kNames = [] {
+    std::vector<std::string_view> names;
+    for (const auto& column : summary_columns().columns) {
+      names.push_back(column.name);
+    }
+    return names;
+  }();
+  return kNames;
+}
+
+namespace {
+
+// A grid axis named like a contract column ("algorithm", "seed") is written under this prefix, so that no
+// two columns share a name.
+constexpr std::string_view kAxisPrefix = "grid.";
+
+bool contract_column(std::string_view name) {
+  const auto columns = required_summary_columns();
+  return std::find(columns.begin(), columns.end(), name) != columns.end();
 }
 
 }  // namespace
@@ -161,37 +205,15 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
       throw CsvError(fmt::format("{} lacks the column '{}'", source, name));
     }
   }
-  const auto text_column = [&](std::string_view name) {
-    return static_cast<std::size_t>(table.column(name));
-  };
+  const ColumnTable<R>& columns = summary_columns();
   std::set<std::string_view> contract(required_summary_columns().begin(), required_summary_columns().end());
   std::vector<SummaryRow> runs;
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     const auto& row = table.rows[r];
-    const std::size_t line = r + 2;
     SummaryRow run;
-    run.run = read_text_field(row[text_column("run")]);
-    run.status = read_text_field(row[text_column("status")]);
-    run.label = read_text_field(row[text_column("label")]);
-    run.algorithm = read_text_field(row[text_column("algorithm")]);
-    run.graph = read_text_field(row[text_column("graph")]);
-    run.timing_model = read_text_field(row[text_column("timing_model")]);
-    run.platform = read_text_field(row[text_column("platform")]);
-    if (run.status != "done" && run.status != "failed" && run.status != "pending") {
-      throw CsvError(
-          fmt::format("{}: line {}: status '{}' is not done, failed or pending", source, line, run.status));
-    }
-    // An int holds the workers of any graph DBench builds; a count beyond it is damage, not a scale.
-    const double workers = parse_in_range(row[text_column("workers")], source, line, "workers", 1.0,
-                                          std::numeric_limits<int>::max());
-    if (std::isnan(workers) ? run.done() : workers != std::floor(workers)) {
-      throw CsvError(fmt::format("{}: line {}: a done run needs a positive whole number of workers, not '{}'",
-                                 source, line, row[text_column("workers")]));
-    }
-    run.workers = std::isnan(workers) ? 0 : static_cast<int>(workers);
-    for (const auto& column : kNumberColumns) {
-      run.*column.member =
-          parse_in_range(row[text_column(column.name)], source, line, column.name, column.min, column.max);
+    for (const Column<R>& column : columns.columns) {
+      const auto at = static_cast<std::size_t>(table.column(column.name));
+      column.read(run, row[at], CellPlace{source, r + 2, column.name});
     }
     for (std::size_t c = 0; c < table.header.size(); ++c) {
       if (!contract.contains(table.header[c])) {
@@ -201,6 +223,36 @@ std::vector<SummaryRow> parse_summary_csv(std::string_view text, std::string_vie
     runs.push_back(std::move(run));
   }
   return runs;
+}
+
+}  // namespace dbench::results
+
+namespace dbench::results {
+
+std::string write_summary_csv(std::span<const SummaryRow> rows, std::span<const std::string> axis_keys) {
+  std::string out;
+  for (const auto& column : summary_columns().columns) {
+    out += out.empty() ? "" : ",";
+    out += text_field(column.name);
+  }
+  for (const std::string& key : axis_keys) {
+    out += ',';
+    out += text_field(summary_axis_column(key));
+  }
+  out += '\n';
+  for (const SummaryRow& row : rows) {
+    std::string line;
+    for (const auto& column : summary_columns().columns) {
+      line += line.empty() ? "" : ",";
+      line += column.write(row);
+    }
+    for (const auto& [key, value] : row.axes) {
+      line += ',';
+      line += text_field(value);
+    }
+    out += line + '\n';
+  }
+  return out;
 }
 
 }  // namespace dbench::results

@@ -3,19 +3,20 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "results/columns.hpp"
 #include "results/csv.hpp"
+#include "results/number.hpp"
 
 namespace dbench::results {
-
-/// Quiet NaN, the value of a number that a summary.csv row leaves empty.
-inline constexpr double kEmpty = std::numeric_limits<double>::quiet_NaN();
 
 /// One row of a sweep's summary.csv. Numbers are NaN where the field is empty (e.g. a pending run, or a
 /// target that was never reached).
@@ -26,7 +27,7 @@ struct SummaryRow {
   std::string algorithm;  ///< centralized | dpsgd
   std::string graph;      ///< graph kind or policy
   int workers = 0;
-  double seed = kEmpty;
+  std::optional<std::uint64_t> seed;  ///< the run's seed, every digit of it
   double final_test_accuracy = kEmpty;
   double best_test_accuracy = kEmpty;
   double final_test_loss = kEmpty;
@@ -69,7 +70,10 @@ struct SummaryRow {
   bool adaptive() const { return graph == "ada"; }
 };
 
-/// The columns every summary.csv starts with, in order (the sweep's contract).
+/// summary.csv's contract: the columns every summary.csv starts with, in order, before the grid axes.
+const ColumnTable<SummaryRow>& summary_columns();
+
+/// The columns every summary.csv starts with, in order (summary_columns()' names).
 std::span<const std::string_view> required_summary_columns();
 
 /// The column of summary.csv that holds grid axis `key`: the key itself, or "grid.KEY" for an axis named like
@@ -78,6 +82,10 @@ std::string summary_axis_column(std::string_view key);
 
 /// The grid axis that summary.csv's column `column` holds (summary_axis_column's inverse).
 std::string summary_axis_key(std::string_view column);
+
+/// A sweep's summary.csv: the contract's columns then one per grid axis (`axis_keys`, named by
+/// summary_axis_column), one line per row, whose `axes` hold its values in `axis_keys`' order.
+std::string write_summary_csv(std::span<const SummaryRow> rows, std::span<const std::string> axis_keys);
 
 /// Parses a sweep's summary.csv: text cells as results::text_field wrote them, and every number in its
 /// column's range (accuracies and the spectral gap in [0, 1], workers a whole number in [1, 2^31 - 1], the

@@ -11,6 +11,9 @@
 #include <string>
 
 #include "results/csv.hpp"
+#include "results/number.hpp"
+#include "results/run_csv.hpp"
+#include "results/validation_csv.hpp"
 
 namespace dbench::validation {
 namespace {
@@ -35,33 +38,42 @@ std::vector<double> csv_column(std::string_view csv, std::string_view column) {
   std::vector<double> values;
   for (const auto& row : table.rows) {
     const std::string& field = row[static_cast<std::size_t>(index)];
-    values.push_back(field.empty() ? std::numeric_limits<double>::quiet_NaN() : std::stod(field));
+    if (field.empty()) {
+      values.push_back(std::numeric_limits<double>::quiet_NaN());
+    } else if (const auto value = results::parse_number(field)) {
+      values.push_back(*value);
+    } else {
+      throw std::invalid_argument(
+          fmt::format("csv: column '{}' holds '{}', which is not a number", column, field));
+    }
   }
   return values;
 }
 
 PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip) {
-  const auto iterations = csv_column(trace_csv, "iteration");
-  const auto compute = csv_column(trace_csv, "compute_s");
-  const auto comm = csv_column(trace_csv, "comm_s");
-  const auto total = csv_column(trace_csv, "total_s");
+  std::vector<results::IterationTimes> rows;
+  try {
+    rows = results::read_iteration_times(trace_csv, "trace");
+  } catch (const results::CsvError& e) {
+    throw std::invalid_argument(e.what());
+  }
   // Per iteration: sums over its rows and the row count.
   std::map<double, std::array<double, 4>> per_iteration;
-  for (std::size_t r = 0; r < iterations.size(); ++r) {
-    if (iterations[r] < static_cast<double>(warmup) ||
-        std::find(skip.begin(), skip.end(), iterations[r]) != skip.end()) {
+  for (const results::IterationTimes& row : rows) {
+    if (row.iteration < static_cast<double>(warmup) ||
+        std::find(skip.begin(), skip.end(), row.iteration) != skip.end()) {
       continue;
     }
-    auto& sums = per_iteration[iterations[r]];
-    sums[0] += compute[r];
-    sums[1] += comm[r];
-    sums[2] += total[r];
+    auto& sums = per_iteration[row.iteration];
+    sums[0] += row.compute_s;
+    sums[1] += row.comm_s;
+    sums[2] += row.total_s;
     sums[3] += 1.0;
   }
   if (per_iteration.empty()) {
     throw std::invalid_argument(fmt::format(
         "trace: {} rows, no iteration left after {} warm-up iterations and {} evaluation iterations",
-        iterations.size(), warmup, skip.size()));
+        rows.size(), warmup, skip.size()));
   }
   PartTimes parts;
   const auto count = static_cast<double>(per_iteration.size());
@@ -161,32 +173,27 @@ std::string validation_markdown(std::span<const ValidationCase> cases) {
 }
 
 std::string validation_csv(std::span<const ValidationCase> cases) {
-  std::string out =
-      "case,algorithm,graph,model,workers,measured_s,simulated_s,relative_error,measured_compute_s,"
-      "simulated_compute_s,compute_relative_error,measured_comm_s,simulated_comm_s,comm_relative_error,"
-      "accuracy_difference\n";
+  std::vector<results::ValidationRow> rows;
   for (const auto& c : cases) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", case_name(c), c.algorithm, c.graph,
-                       c.model, c.workers, c.measured.total_s, c.simulated.total_s,
-                       relative_error(c.simulated.total_s, c.measured.total_s), c.measured.compute_s,
-                       c.simulated.compute_s, relative_error(c.simulated.compute_s, c.measured.compute_s),
-                       c.measured.comm_s, c.simulated.comm_s,
-                       relative_error(c.simulated.comm_s, c.measured.comm_s), accuracy_difference(c));
+    rows.push_back(
+        {case_name(c), c.algorithm, c.graph, c.model, c.workers, c.measured.total_s, c.simulated.total_s,
+         relative_error(c.simulated.total_s, c.measured.total_s), c.measured.compute_s, c.simulated.compute_s,
+         relative_error(c.simulated.compute_s, c.measured.compute_s), c.measured.comm_s, c.simulated.comm_s,
+         relative_error(c.simulated.comm_s, c.measured.comm_s), accuracy_difference(c)});
   }
-  return out;
+  return results::validation_csv(rows);
 }
 
 std::string accuracy_csv(std::span<const ValidationCase> cases) {
-  std::string out = "iteration,case,runtime_test_accuracy,numerics_test_accuracy\n";
+  std::vector<results::AccuracyComparisonRow> rows;
   for (const auto& c : cases) {
     const std::size_t n =
         std::min({c.iterations.size(), c.runtime_accuracy.size(), c.numerics_accuracy.size()});
     for (std::size_t i = 0; i < n; ++i) {
-      out += fmt::format("{},{},{},{}\n", c.iterations[i], case_name(c), c.runtime_accuracy[i],
-                         c.numerics_accuracy[i]);
+      rows.push_back({c.iterations[i], case_name(c), c.runtime_accuracy[i], c.numerics_accuracy[i]});
     }
   }
-  return out;
+  return results::accuracy_comparison_csv(rows);
 }
 
 }  // namespace dbench::validation
