@@ -4,7 +4,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace dbench::sim {
 namespace {
 
 namespace sg4 = simgrid::s4u;
+namespace kernel = simgrid::kernel;
 
 // Model assumptions, before the user's own --cfg:
 // * CM02: plain max-min sharing with the platform's achieved bandwidths (line rates times their efficiencies)
@@ -105,7 +108,16 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     sg4::NetZone* parent, unsigned long id) {
   const PlatformSpec& p = platform_;
   auto* zone = sg4::create_full_zone(fmt::format("node{}", id));
-  zone->set_parent(parent);
+  // Built apart from the platform and attached once the fabric stands (attach_nodes()): SimGrid checks each
+  // new link's and host's name against every attached zone, which would make one zone per node quadratic in
+  // the nodes. The node gets its parent's models (what set_parent would give it) to create its resources.
+  kernel::routing::NetZoneImpl* impl = zone->get_impl();
+  const kernel::routing::NetZoneImpl* models = parent->get_impl();
+  impl->set_network_model(models->get_network_model());
+  impl->set_cpu_pm_model(models->get_cpu_pm_model());
+  impl->set_cpu_vm_model(models->get_cpu_vm_model());
+  impl->set_disk_model(models->get_disk_model());
+  impl->set_host_model(models->get_host_model());
   auto* gateway = zone->create_router(fmt::format("node{}-gw", id));
   const int links = nic_links(p);
   std::vector<sg4::Link*> nics;
@@ -138,8 +150,17 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     gpus.emplace_back(host, port);
     hosts_[static_cast<std::size_t>(gpu)] = host;
   }
-  zone->seal();
+  detached_.emplace_back(zone, parent);
   return {zone->get_netpoint(), gateway};
+}
+
+void SimulatedMachine::attach_nodes() {
+  // In the order made: a cluster fabric routes to a node by the id it gets here, which is then its position.
+  for (const auto& [zone, parent] : detached_) {
+    zone->set_parent(parent);
+    zone->seal();
+  }
+  detached_.clear();
 }
 
 void SimulatedMachine::build_fabric() {
@@ -149,6 +170,14 @@ void SimulatedMachine::build_fabric() {
     return make_node(zone, id);
   };
   const sg4::ClusterCallbacks callbacks(leaf);
+  // SimGrid's torus names its links after the id a node gets when attached, right after the node is made: a
+  // torus still pays the name checks over every node attached before.
+  const auto attached_leaf = [this](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
+    const auto node = make_node(zone, id);
+    attach_nodes();
+    return node;
+  };
+  const sg4::ClusterCallbacks torus_callbacks(attached_leaf);
   const auto nodes = static_cast<unsigned>(nodes_);
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
   const Fabric fabric = nodes == 1 ? Fabric::star : p.fabric;
@@ -156,10 +185,16 @@ void SimulatedMachine::build_fabric() {
   switch (fabric) {
     case Fabric::star: {
       root = sg4::create_star_zone("fabric");
+      std::vector<std::tuple<NetPoint*, NetPoint*, sg4::SplitDuplexLink*>> ports;
       for (unsigned k = 0; k < nodes; ++k) {
         auto [zone, gateway] = make_node(root, k);
         auto* port = root->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
         set_latency(port, p.switch_latency_s);
+        ports.emplace_back(zone, gateway, port);
+      }
+      // A star's route names a node's gateway, which SimGrid finds only in an attached node.
+      attach_nodes();
+      for (const auto& [zone, gateway, port] : ports) {
         root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
       }
       break;
@@ -199,10 +234,11 @@ void SimulatedMachine::build_fabric() {
       if (rows > 1) {
         dims.insert(dims.begin(), static_cast<unsigned long>(rows));
       }
-      root = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, link_Bps, 0.0, policy);
+      root = sg4::create_torus_zone("fabric", nullptr, dims, torus_callbacks, link_Bps, 0.0, policy);
       break;
     }
   }
+  attach_nodes();
   root->seal();
 }
 
