@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,16 +107,7 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     sg4::NetZone* parent, unsigned long id) {
   const PlatformSpec& p = platform_;
   auto* zone = sg4::create_full_zone(fmt::format("node{}", id));
-  // Built apart from the platform and attached once the fabric stands (attach_nodes()): SimGrid checks each
-  // new link's and host's name against every attached zone, which would make one zone per node quadratic in
-  // the nodes. The node gets its parent's models (what set_parent would give it) to create its resources.
-  kernel::routing::NetZoneImpl* impl = zone->get_impl();
-  const kernel::routing::NetZoneImpl* models = parent->get_impl();
-  impl->set_network_model(models->get_network_model());
-  impl->set_cpu_pm_model(models->get_cpu_pm_model());
-  impl->set_cpu_vm_model(models->get_cpu_vm_model());
-  impl->set_disk_model(models->get_disk_model());
-  impl->set_host_model(models->get_host_model());
+  zone->set_parent(parent);
   auto* gateway = zone->create_router(fmt::format("node{}-gw", id));
   const int links = nic_links(p);
   std::vector<sg4::Link*> nics;
@@ -150,17 +140,13 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     gpus.emplace_back(host, port);
     hosts_[static_cast<std::size_t>(gpu)] = host;
   }
-  detached_.emplace_back(zone, parent);
-  return {zone->get_netpoint(), gateway};
-}
-
-void SimulatedMachine::attach_nodes() {
-  // In the order made: a cluster fabric routes to a node by the id it gets here, which is then its position.
-  for (const auto& [zone, parent] : detached_) {
-    zone->set_parent(parent);
-    zone->seal();
+  // Sealing a zone seals the hosts SimGrid finds from the root, which the fabric does not reach yet (see
+  // build_fabric()): the node seals its own.
+  for (const auto& [host, port] : gpus) {
+    host->seal();
   }
-  detached_.clear();
+  zone->seal();
+  return {zone->get_netpoint(), gateway};
 }
 
 void SimulatedMachine::build_fabric() {
@@ -170,32 +156,32 @@ void SimulatedMachine::build_fabric() {
     return make_node(zone, id);
   };
   const sg4::ClusterCallbacks callbacks(leaf);
-  // SimGrid's torus names its links after the id a node gets when attached, right after the node is made: a
-  // torus still pays the name checks over every node attached before.
-  const auto attached_leaf = [this](sg4::NetZone* zone, const std::vector<unsigned long>&, unsigned long id) {
-    const auto node = make_node(zone, id);
-    attach_nodes();
-    return node;
-  };
-  const sg4::ClusterCallbacks torus_callbacks(attached_leaf);
   const auto nodes = static_cast<unsigned>(nodes_);
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
   const Fabric fabric = nodes == 1 ? Fabric::star : p.fabric;
-  sg4::NetZone* root = nullptr;
+  // SimGrid checks each new link's and host's name, and gathers a zone's hosts when sealing it, over every
+  // zone the root reaches: with one zone per node, building the machine would be quadratic in the nodes. The
+  // fabric is built under `staging`, given the root's models but reaching the root only once the fabric
+  // stands. Routes between GPUs stay within the fabric, so the two zones above it add nothing to them.
+  sg4::NetZone* top = sg4::create_empty_zone("machine");  // the first zone made: SimGrid's root
+  sg4::NetZone* staging = sg4::create_empty_zone("staging");
+  kernel::routing::NetZoneImpl* impl = staging->get_impl();
+  const kernel::routing::NetZoneImpl* models = top->get_impl();
+  impl->set_network_model(models->get_network_model());
+  impl->set_cpu_pm_model(models->get_cpu_pm_model());
+  impl->set_cpu_vm_model(models->get_cpu_vm_model());
+  impl->set_disk_model(models->get_disk_model());
+  impl->set_host_model(models->get_host_model());
+  sg4::NetZone* network = nullptr;
   switch (fabric) {
     case Fabric::star: {
-      root = sg4::create_star_zone("fabric");
-      std::vector<std::tuple<NetPoint*, NetPoint*, sg4::SplitDuplexLink*>> ports;
+      network = sg4::create_star_zone("fabric");
+      network->set_parent(staging);
       for (unsigned k = 0; k < nodes; ++k) {
-        auto [zone, gateway] = make_node(root, k);
-        auto* port = root->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
+        auto [zone, gateway] = make_node(network, k);
+        auto* port = network->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
         set_latency(port, p.switch_latency_s);
-        ports.emplace_back(zone, gateway, port);
-      }
-      // A star's route names a node's gateway, which SimGrid finds only in an attached node.
-      attach_nodes();
-      for (const auto& [zone, gateway, port] : ports) {
-        root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
+        network->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
       }
       break;
     }
@@ -206,7 +192,7 @@ void SimulatedMachine::build_fabric() {
       const unsigned leaves = (nodes + k - 1) / k;
       const sg4::FatTreeParams params = leaves == 1 ? sg4::FatTreeParams(1, {k}, {1}, {1})
                                                     : sg4::FatTreeParams(2, {k, leaves}, {1, k}, {1, 1});
-      root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, link_Bps, 0.0, policy);
+      network = sg4::create_fatTree_zone("fabric", staging, params, callbacks, link_Bps, 0.0, policy);
       break;
     }
     case Fabric::dragonfly: {
@@ -223,8 +209,8 @@ void SimulatedMachine::build_fabric() {
         chassis = (routers_needed + routers * routers - 1) / (routers * routers);
         groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
       }
-      root = sg4::create_dragonfly_zone(
-          "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
+      network = sg4::create_dragonfly_zone(
+          "fabric", staging, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
           callbacks, link_Bps, 0.0, policy);
       break;
     }
@@ -234,12 +220,12 @@ void SimulatedMachine::build_fabric() {
       if (rows > 1) {
         dims.insert(dims.begin(), static_cast<unsigned long>(rows));
       }
-      root = sg4::create_torus_zone("fabric", nullptr, dims, torus_callbacks, link_Bps, 0.0, policy);
+      network = sg4::create_torus_zone("fabric", staging, dims, callbacks, link_Bps, 0.0, policy);
       break;
     }
   }
-  attach_nodes();
-  root->seal();
+  staging->set_parent(top);
+  top->seal();
 }
 
 void SimulatedMachine::set_latency(const sg4::SplitDuplexLink* link, double seconds) {

@@ -41,8 +41,6 @@ class SimulatedMachine {
 
   std::pair<NetPoint*, NetPoint*> make_node(simgrid::s4u::NetZone* parent, unsigned long id);
   void build_fabric();
-  /// Gives each node zone made by make_node() its parent and seals it.
-  void attach_nodes();
   /// A split-duplex link's latency, on both of the directed links routes are made of.
   void set_latency(const simgrid::s4u::SplitDuplexLink* link, double seconds);
 
@@ -51,8 +49,6 @@ class SimulatedMachine {
   int nodes_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
   std::vector<simgrid::s4u::Host*> hosts_;
-  /// Node zones built but not yet attached, with their parents (see make_node()).
-  std::vector<std::pair<simgrid::s4u::NetZone*, simgrid::s4u::NetZone*>> detached_;
   /// Every link's latency, kept out of SimGrid (see the class comment).
   std::unordered_map<const simgrid::s4u::Link*, double> latency_;
 };
