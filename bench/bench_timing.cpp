@@ -3,15 +3,22 @@
 // measured in the same run: full fidelity (every message, one actor per GPU) for one period of the schedule.
 //
 //   bench_timing [--preset P] [--gpus N] [--iterations I] [--jitter CV] [--no-full]
+//   bench_timing --scaling [--preset P] [--iterations I] [--max-gpus N] [--stop-after S]
 //
 // Targets: <= 10 s wall and 1 GB per command at up to 4,096 GPUs, <= 60 s beyond; the fast path within 1 % of
 // full fidelity (without jitter; with it the GPUs drift apart, see the README's per-GPU clocks).
+//
+// --scaling: auto all-reduce and the one-peer exponential graph at 16,384 GPUs and each doubling up to
+// --max-gpus (default 131,072; dgx-h100 unless --preset), each against the size before it: at most 2.3 times
+// the CPU time (the wall time of an otherwise idle machine) per doubling, and the largest within 10 minutes
+// and 8 GB. A size whose slowest command took over --stop-after seconds (default 300) is the last one run.
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -21,6 +28,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/model_profile.hpp"
@@ -38,12 +46,15 @@ namespace sim = dbench::sim;
 namespace topology = dbench::topology;
 
 struct Options {
-  std::string preset = "frontier";
+  std::string preset;              // empty: frontier, or dgx-h100 for --scaling
   std::string model = "resnet50";  // platform.timing_model: a built-in or zoo name, or a profile file
   int gpus = 1008;
   int iterations = 1000;
   bool full = true;
   double jitter = 0.0;  // platform.compute_jitter_cv of every case
+  bool scaling = false;
+  int max_gpus = 131072;
+  double stop_after_s = 300.0;
 };
 
 struct Case {
@@ -124,21 +135,130 @@ Options parse(int argc, char** argv) {
       o.jitter = std::stod(next());
     } else if (a == "--no-full") {
       o.full = false;
+    } else if (a == "--scaling") {
+      o.scaling = true;
+    } else if (a == "--max-gpus") {
+      o.max_gpus = std::stoi(next());
+    } else if (a == "--stop-after") {
+      o.stop_after_s = std::stod(next());
     } else {
       fmt::print(
           stderr,
           "usage: bench_timing [--preset P] [--model NAME|PROFILE] [--gpus N] [--iterations I] [--jitter CV] "
-          "[--no-full]\n");
+          "[--no-full]\n"
+          "       bench_timing --scaling [--preset P] [--model NAME|PROFILE] [--iterations I] [--max-gpus N] "
+          "[--stop-after S]\n");
       std::exit(2);
     }
   }
+  if (o.preset.empty()) {
+    o.preset = o.scaling ? "dgx-h100" : "frontier";
+  }
   return o;
+}
+
+// The --set overrides every case shares: size, length, platform and timed model.
+std::vector<std::string> common_sets(const Options& o, int gpus) {
+  std::vector<std::string> args;
+  for (const auto& s :
+       {fmt::format("train.workers={}", gpus), fmt::format("train.iterations={}", o.iterations),
+        fmt::format("platform.preset={}", o.preset), fmt::format("platform.timing_model={}", o.model),
+        // The full-fidelity reference times the MLP profile without hidden layers; so does dbench simulate.
+        std::string("train.mlp_hidden=[]"), fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
+    args.push_back("--set");
+    args.push_back(s);
+  }
+  return args;
+}
+
+// Wall time and peak memory from 16,384 GPUs up, each size against the one before it (half as many GPUs).
+int scaling(const Options& o) {
+  constexpr double kGrowthLimit = 2.3;
+  constexpr double kLargestWallLimit_s = 600.0;
+  constexpr double kLargestPeakLimit_MB = 8192.0;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"auto all-reduce", {"algorithm.kind=centralized", "platform.allreduce=auto"}},
+      {"one-peer exponential", {"algorithm.graph=one-peer-exponential"}},
+  };
+  fmt::print("dbench simulate --timing-only from 16384 GPUs up on {}, {} at batch 32, {} iterations\n",
+             o.preset, o.model, o.iterations);
+  fmt::print(
+      "reference: the same command at half as many GPUs; target <= {} x the time per doubling (cpu s: the "
+      "wall time on an otherwise idle machine)\n\n",
+      kGrowthLimit);
+  fmt::print("{:<22} {:>7} {:>8} {:>8} {:>9} {:>10} | {:>11} {:>10} {:>11}\n", "communication", "GPUs",
+             "wall s", "cpu s", "peak MB", "s/iter", "wall growth", "cpu growth", "peak growth");
+  const fs::path out = fs::temp_directory_path() / fmt::format("dbench-bench-timing-{}", getpid());
+  bool ok = true;
+  std::vector<Measured> before(cases.size());
+  int largest = 0;
+  for (int gpus = 16384; gpus <= o.max_gpus && gpus <= (1 << 29); gpus *= 2) {
+    double slowest_s = 0.0;
+    for (std::size_t c = 0; c < cases.size(); ++c) {
+      std::vector<std::string> args;
+      for (const auto& s : cases[c].second) {
+        args.push_back("--set");
+        args.push_back(s);
+      }
+      const std::vector<std::string> common = common_sets(o, gpus);
+      args.insert(args.end(), common.begin(), common.end());
+      const Measured m = run_dbench(args, out);
+      slowest_s = std::max(slowest_s, m.wall_s);
+      if (m.status != 0) {
+        fmt::print("{:<22} {:>7} dbench failed with status {}\n", cases[c].first, gpus, m.status);
+        ok = false;
+        before[c] = Measured{};
+        continue;
+      }
+      std::string wall_growth = "-";
+      std::string cpu_growth = "-";
+      std::string peak_growth = "-";
+      if (before[c].status == 0) {
+        const double cpu_ratio = m.cpu_s / before[c].cpu_s;
+        ok = ok && cpu_ratio <= kGrowthLimit;
+        wall_growth = fmt::format("{:.2f}", m.wall_s / before[c].wall_s);
+        cpu_growth = fmt::format("{:.2f}", cpu_ratio);
+        peak_growth = fmt::format("{:.2f}", m.peak_MB / before[c].peak_MB);
+      }
+      fmt::print("{:<22} {:>7} {:>8.2f} {:>8.2f} {:>9.0f} {:>10.6f} | {:>11} {:>10} {:>11}\n", cases[c].first,
+                 gpus, m.wall_s, m.cpu_s, m.peak_MB, m.seconds_per_iteration, wall_growth, cpu_growth,
+                 peak_growth);
+      std::fflush(stdout);
+      before[c] = m;
+    }
+    largest = gpus;
+    if (slowest_s > o.stop_after_s && gpus < o.max_gpus) {
+      fmt::print("(larger sizes not run: a command at {} GPUs took over {:.0f} s)\n", gpus, o.stop_after_s);
+      break;
+    }
+  }
+  fs::remove_all(out);
+  if (largest == o.max_gpus) {
+    for (const Measured& m : before) {
+      ok = ok && m.status == 0 && m.wall_s <= kLargestWallLimit_s && m.peak_MB <= kLargestPeakLimit_MB;
+    }
+  }
+  fmt::print(
+      "\nwall s, cpu s (user + system), peak MB: the whole dbench command\n"
+      "wall, cpu and peak growth: over the same command at half as many GPUs\n");
+  if (!ok) {
+    fmt::print("SOME CASES MISS A TARGET\n");
+  } else if (largest == o.max_gpus) {
+    fmt::print("every doubling within {} x; {} GPUs within {:.0f} s and {:.0f} GB\n", kGrowthLimit, largest,
+               kLargestWallLimit_s, kLargestPeakLimit_MB / 1024);
+  } else {
+    fmt::print("every doubling run within {} x (up to {} GPUs; larger not run)\n", kGrowthLimit, largest);
+  }
+  return ok ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.scaling) {
+    return scaling(o);
+  }
   const std::vector<Case> cases = {
       {"ring all-reduce",
        {"algorithm.kind=centralized", "platform.allreduce=ring"},
@@ -183,14 +303,8 @@ int main(int argc, char** argv) {
       args.push_back("--set");
       args.push_back(s);
     }
-    for (const auto& s :
-         {fmt::format("train.workers={}", o.gpus), fmt::format("train.iterations={}", o.iterations),
-          fmt::format("platform.preset={}", o.preset), fmt::format("platform.timing_model={}", o.model),
-          // The reference below times the MLP profile without hidden layers; so does dbench simulate here.
-          std::string("train.mlp_hidden=[]"), fmt::format("platform.compute_jitter_cv={}", o.jitter)}) {
-      args.push_back("--set");
-      args.push_back(s);
-    }
+    const std::vector<std::string> common = common_sets(o, o.gpus);
+    args.insert(args.end(), common.begin(), common.end());
     const Measured fast = run_dbench(args, out);
     if (fast.status != 0) {
       fmt::print("{:<24} dbench failed with status {}\n", c.label, fast.status);

@@ -573,15 +573,16 @@ ExperimentConfig load_config(std::string_view toml_text, std::span<const std::st
   if (problems.empty()) {
     check_cross_keys(config, problems, &root);
   }
-  if (problems.empty() && validation == Validation::full) {
-    check_setup_keys(config, problems, &root);
+  if (problems.empty() && validation != Validation::keys_only) {
+    check_setup_keys(config, problems, &root, validation == Validation::full);
   }
   problems.throw_if_any();
   return config;
 }
 
-ExperimentConfig load_config_file(const std::filesystem::path& path, std::span<const std::string> overrides) {
-  return load_config(read_config_text(path, "config"), overrides, path.string());
+ExperimentConfig load_config_file(const std::filesystem::path& path, std::span<const std::string> overrides,
+                                  Validation validation) {
+  return load_config(read_config_text(path, "config"), overrides, path.string(), validation);
 }
 
 std::string read_config_text(const std::filesystem::path& path, std::string_view what) {
@@ -600,7 +601,7 @@ void validate(const ExperimentConfig& config, std::string_view source_name) {
     check_cross_keys(config, problems, nullptr);
   }
   if (problems.empty()) {
-    check_setup_keys(config, problems, nullptr);
+    check_setup_keys(config, problems, nullptr, true);
   }
   problems.throw_if_any();
 }

@@ -269,8 +269,9 @@ struct ExperimentConfig {
 
 /// How much of a config load_config checks.
 enum class Validation {
-  full,       ///< every key, cross-key rule and what setup code would refuse (graph, platform, shards)
-  keys_only,  ///< every key and cross-key rule; for a sweep's base, which its grid completes
+  full,         ///< every key, cross-key rule and what setup code would refuse (graph, platform, shards)
+  keys_only,    ///< every key and cross-key rule; for a sweep's base, which its grid completes
+  timing_only,  ///< as full, less the data set's checks: a timing-only run reads no data
 };
 
 /// Parses, overrides and validates a TOML config; throws ConfigError naming `source_name` and the key.
@@ -285,7 +286,8 @@ ExperimentConfig load_config(std::string_view toml_text, std::span<const std::st
 
 /// Reads and loads a config file; its path is the source name of every error.
 ExperimentConfig load_config_file(const std::filesystem::path& path,
-                                  std::span<const std::string> overrides = {});
+                                  std::span<const std::string> overrides = {},
+                                  Validation validation = Validation::full);
 
 /// Largest file the loader reads (configs, sweep files, calibration files): far above any real one.
 inline constexpr std::size_t kMaxConfigBytes = models::kMaxInputFileBytes;

@@ -107,9 +107,10 @@ void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml:
 
 // What the setup code of simulate, train and sweep would refuse (graph, policy, platform, shards), under the
 // key at fault; run last, on a config whose keys are each valid.
-void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root) {
+void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root,
+                      bool reads_data) {
   try {
-    check_setup(c);
+    check_setup(c, reads_data);
   } catch (const ConfigKeyError& e) {
     problems.add(e.key(), node_at(root, e.key()), e.reason());
   }

@@ -31,8 +31,10 @@ void check_budget(const ExperimentConfig& c, Problems& problems, const toml::tab
 void check_cross_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root);
 
 /// What the setup code of simulate, train and sweep would refuse (graph, policy, platform, shards), under the
-/// key at fault; run last, on a config whose keys are each valid.
-void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root);
+/// key at fault; run last, on a config whose keys are each valid. `reads_data`: the run trains, so its data
+/// set's shards are checked too.
+void check_setup_keys(const ExperimentConfig& c, Problems& problems, const toml::table* root,
+                      bool reads_data);
 
 /// Rejects keys and sections of `root` that are not among `keys` (the schema's), suggesting the likely
 /// intended key.

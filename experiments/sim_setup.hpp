@@ -47,6 +47,7 @@ std::unique_ptr<topology::GraphPolicy> make_policy(
 /// Builds what `dbench simulate` and `train` build from a config before they run, running nothing: the policy
 /// (cost-aware Ada's rungs unpicked), the timing inputs (calibration file included) and the data shards;
 /// throws ConfigKeyError naming the key at fault. The config loader calls it, so one validation serves all.
-void check_setup(const ExperimentConfig& config);
+/// `reads_data`: false for a timing-only run, which reads no data set (its shards go unchecked).
+void check_setup(const ExperimentConfig& config, bool reads_data = true);
 
 }  // namespace dbench::experiments

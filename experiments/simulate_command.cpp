@@ -145,9 +145,10 @@ void run_simulate(const SimulateOptions& options) {
   // A stop signal removes the staged results before it ends the process.
   SignalCleanup cleanup;
   // Without a file the embedded defaults run (with any --set on top).
+  const Validation validation = options.timing_only ? Validation::timing_only : Validation::full;
   const ExperimentConfig config = options.config.empty()
-                                      ? load_config("", options.overrides, "<defaults>")
-                                      : load_config_file(options.config, options.overrides);
+                                      ? load_config("", options.overrides, "<defaults>", validation)
+                                      : load_config_file(options.config, options.overrides, validation);
   // The platform is checked before anything runs: a bad [platform] fails before minutes of training.
   sim::TimingSpec timing_spec = experiments::make_timing_spec(config);
   timing_spec.options.fidelity = sim::parse_fidelity(options.fidelity);

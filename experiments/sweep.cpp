@@ -225,7 +225,8 @@ std::vector<SweepRun> expand_sweep(const SweepConfig& sweep) {
       run.overrides.push_back(origin.text);
     }
     try {
-      run.config = load_config(base_text, run.overrides, base_source);
+      run.config = load_config(base_text, run.overrides, base_source,
+                               sweep.timing_only ? Validation::timing_only : Validation::full);
     } catch (const ConfigError& e) {
       throw ConfigError(explain_config_error(e.what(), base_source, sweep, run, origins));
     }

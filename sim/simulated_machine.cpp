@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <simgrid/kernel/routing/NetZoneImpl.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@ namespace dbench::sim {
 namespace {
 
 namespace sg4 = simgrid::s4u;
+namespace kernel = simgrid::kernel;
 
 // Model assumptions, before the user's own --cfg:
 // * CM02: plain max-min sharing with the platform's achieved bandwidths (line rates times their efficiencies)
@@ -138,6 +140,11 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
     gpus.emplace_back(host, port);
     hosts_[static_cast<std::size_t>(gpu)] = host;
   }
+  // Sealing a zone seals the hosts SimGrid finds from the root, which the fabric does not reach yet (see
+  // build_fabric()): the node seals its own.
+  for (const auto& [host, port] : gpus) {
+    host->seal();
+  }
   zone->seal();
   return {zone->get_netpoint(), gateway};
 }
@@ -152,15 +159,29 @@ void SimulatedMachine::build_fabric() {
   const auto nodes = static_cast<unsigned>(nodes_);
   const auto policy = sg4::Link::SharingPolicy::SPLITDUPLEX;
   const Fabric fabric = nodes == 1 ? Fabric::star : p.fabric;
-  sg4::NetZone* root = nullptr;
+  // SimGrid checks each new link's and host's name, and gathers a zone's hosts when sealing it, over every
+  // zone the root reaches: with one zone per node, building the machine would be quadratic in the nodes. The
+  // fabric is built under `staging`, given the root's models but reaching the root only once the fabric
+  // stands. Routes between GPUs stay within the fabric, so the two zones above it add nothing to them.
+  sg4::NetZone* top = sg4::create_empty_zone("machine");  // the first zone made: SimGrid's root
+  sg4::NetZone* staging = sg4::create_empty_zone("staging");
+  kernel::routing::NetZoneImpl* impl = staging->get_impl();
+  const kernel::routing::NetZoneImpl* models = top->get_impl();
+  impl->set_network_model(models->get_network_model());
+  impl->set_cpu_pm_model(models->get_cpu_pm_model());
+  impl->set_cpu_vm_model(models->get_cpu_vm_model());
+  impl->set_disk_model(models->get_disk_model());
+  impl->set_host_model(models->get_host_model());
+  sg4::NetZone* network = nullptr;
   switch (fabric) {
     case Fabric::star: {
-      root = sg4::create_star_zone("fabric");
+      network = sg4::create_star_zone("fabric");
+      network->set_parent(staging);
       for (unsigned k = 0; k < nodes; ++k) {
-        auto [zone, gateway] = make_node(root, k);
-        auto* port = root->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
+        auto [zone, gateway] = make_node(network, k);
+        auto* port = network->create_split_duplex_link(fmt::format("switch-port{}", k), link_Bps);
         set_latency(port, p.switch_latency_s);
-        root->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
+        network->add_route(zone, nullptr, gateway, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
       }
       break;
     }
@@ -171,7 +192,7 @@ void SimulatedMachine::build_fabric() {
       const unsigned leaves = (nodes + k - 1) / k;
       const sg4::FatTreeParams params = leaves == 1 ? sg4::FatTreeParams(1, {k}, {1}, {1})
                                                     : sg4::FatTreeParams(2, {k, leaves}, {1, k}, {1, 1});
-      root = sg4::create_fatTree_zone("fabric", nullptr, params, callbacks, link_Bps, 0.0, policy);
+      network = sg4::create_fatTree_zone("fabric", staging, params, callbacks, link_Bps, 0.0, policy);
       break;
     }
     case Fabric::dragonfly: {
@@ -188,8 +209,8 @@ void SimulatedMachine::build_fabric() {
         chassis = (routers_needed + routers * routers - 1) / (routers * routers);
         groups = (routers_needed + routers * chassis - 1) / (routers * chassis);
       }
-      root = sg4::create_dragonfly_zone(
-          "fabric", nullptr, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
+      network = sg4::create_dragonfly_zone(
+          "fabric", staging, sg4::DragonflyParams({groups, 1}, {chassis, 1}, {routers, 1}, per_router),
           callbacks, link_Bps, 0.0, policy);
       break;
     }
@@ -199,11 +220,12 @@ void SimulatedMachine::build_fabric() {
       if (rows > 1) {
         dims.insert(dims.begin(), static_cast<unsigned long>(rows));
       }
-      root = sg4::create_torus_zone("fabric", nullptr, dims, callbacks, link_Bps, 0.0, policy);
+      network = sg4::create_torus_zone("fabric", staging, dims, callbacks, link_Bps, 0.0, policy);
       break;
     }
   }
-  root->seal();
+  staging->set_parent(top);
+  top->seal();
 }
 
 void SimulatedMachine::set_latency(const sg4::SplitDuplexLink* link, double seconds) {

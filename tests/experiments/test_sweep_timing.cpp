@@ -229,3 +229,51 @@ algorithm = ["exponential", "centralized"]
   CAPTURE(fmt::format("{}", fmt::join(staged, ", ")));
   CHECK(staged.empty());
 }
+
+TEST_CASE(
+    "experiments::config: a timing-only run reads no data, so its shards go unchecked; training keeps them") {
+  const std::string too_many = "[train]\nworkers = 65536\n[algorithm]\nkind = \"centralized\"\n";
+  const std::string big_batch = "[train]\nworkers = 64\nbatch_per_worker = 1000\n";
+  for (const auto& text : {too_many, big_batch}) {
+    CAPTURE(text);
+    CHECK_THROWS_AS(ex::load_config(text, {}, "test.toml"), ex::ConfigError);
+    CHECK_NOTHROW(ex::load_config(text, {}, "test.toml", ex::Validation::timing_only));
+  }
+  CHECK_THROWS_WITH_AS(ex::load_config(too_many, {}, "test.toml"),
+                       doctest::Contains("train.workers: 65536 replicas cannot share fashion-mnist's 60000"),
+                       ex::ConfigError);
+  // What a timing-only run does use is still checked: the platform.
+  CHECK_THROWS_WITH_AS(ex::load_config("[platform]\ngpus_per_node = 8\n[train]\nworkers = 12\n", {},
+                                       "test.toml", ex::Validation::timing_only),
+                       doctest::Contains("platform.gpus_per_node: 12 GPUs do not fill whole nodes of 8 GPUs"),
+                       ex::ConfigError);
+}
+
+TEST_CASE(
+    "experiments::sweep: a timing-only sweep and simulate --timing-only time more replicas than samples") {
+  const TempDir temp;
+  const std::string sweep_text =
+      "[set]\n\"train.dataset\" = \"synthetic\"\n\"train.synthetic_samples\" = 4\n"
+      "[grid]\n\"train.workers\" = [8]\n";
+  CHECK(
+      ex::expand_sweep(ex::parse_sweep("timing_only = true\n" + sweep_text, "ok.toml", temp.path())).size() ==
+      1);
+  CHECK_THROWS_WITH_AS(ex::expand_sweep(ex::parse_sweep(sweep_text, "trained.toml", temp.path())),
+                       doctest::Contains("8 replicas cannot share synthetic's 4 training samples"),
+                       ex::ConfigError);
+
+  const std::string sets =
+      "--set train.dataset=synthetic --set train.synthetic_samples=4 --set train.workers=8 "
+      "--set train.iterations=2 --set platform.preset=frontier --set platform.timing_model=resnet20";
+  const auto timed = run_dbench(
+      fmt::format("simulate --timing-only --quiet --out \"{}\" {}", (temp.path() / "timed").string(), sets));
+  CAPTURE(timed.output);
+  CHECK(timed.status == 0);
+  CHECK(fs::is_regular_file(temp.path() / "timed" / "summary.json"));
+  const auto trained =
+      run_dbench(fmt::format("simulate --quiet --out \"{}\" {}", (temp.path() / "trained").string(), sets));
+  CAPTURE(trained.output);
+  CHECK(trained.status != 0);
+  CHECK(trained.output.find("train.workers: 8 replicas cannot share synthetic's 4 training samples") !=
+        std::string::npos);
+}
