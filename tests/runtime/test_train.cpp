@@ -216,21 +216,27 @@ TEST_CASE("runtime::train: with LARS, 4 local workers end with the simulator's p
   }
 }
 
+/// Runs `dbench train CONFIG --local WORKERS -q OPTIONS --out DIR/out`; returns its summary.json and its
+/// final test accuracy, after checking the run succeeded.
+std::pair<std::string, double> train_and_summarize(const fs::path& dir, const fs::path& config, int workers,
+                                                   const std::string& options) {
+  const auto run = run_dbench("train " + config.string() + " --local " + std::to_string(workers) + " -q " +
+                              options + " --out " + (dir / "out").string());
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const std::string text = dbench::testing::read_file(dir / "out" / "summary.json");
+  const auto at = text.find("\"final_test_accuracy\": ");
+  REQUIRE(at != std::string::npos);
+  return {text, std::stod(text.substr(at + 23))};
+}
+
 TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
   TempDir dir;
   const fs::path config = write_config(
       dir.path(),
       "name = \"acc8\"\nseed = 1\n[train]\nworkers = 8\nbatch_per_worker = 32\niterations = 600\nlr = 0.1\n"
       "momentum = 0.9\neval_every = 200\n[algorithm]\nkind = \"dpsgd\"\ngraph = \"exponential\"\n");
-  const auto run =
-      run_dbench("train " + config.string() + " --local 8 -q --out " + (dir.path() / "out").string());
-  INFO(run.output);
-  REQUIRE(run.status == 0);
-  std::ifstream summary(dir.path() / "out" / "summary.json");
-  std::string text((std::istreambuf_iterator<char>(summary)), {});
-  const auto at = text.find("\"final_test_accuracy\": ");
-  REQUIRE(at != std::string::npos);
-  const double accuracy = std::stod(text.substr(at + 23));
+  const double accuracy = train_and_summarize(dir.path(), config, 8, "").second;
   CAPTURE(accuracy);
   CHECK(accuracy >= 0.80);
 }
@@ -316,16 +322,9 @@ TEST_CASE(
 TEST_CASE("runtime::train: --overlap trains with the exchange beside the local step and records its trace") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
-  const auto run = run_dbench("train " + config.string() + " --local 4 -q --overlap --out " +
-                              (dir.path() / "out").string());
-  INFO(run.output);
-  REQUIRE(run.status == 0);
-  std::ifstream summary(dir.path() / "out" / "summary.json");
-  const std::string text((std::istreambuf_iterator<char>(summary)), {});
+  const auto [text, accuracy] = train_and_summarize(dir.path(), config, 4, "--overlap");
   CHECK(text.find("\"overlap\": true") != std::string::npos);
-  const auto at = text.find("\"final_test_accuracy\": ");
-  REQUIRE(at != std::string::npos);
-  CHECK(std::stod(text.substr(at + 23)) > 0.6);
+  CHECK(accuracy > 0.6);
   // trace.csv has the simulator's columns, one row per iteration; trace_worker.csv a row per worker too.
   for (const auto& [file, header, want] :
        {std::tuple{"trace.csv", "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s", 150},
@@ -400,16 +399,9 @@ TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
 TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers") {
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
-  const auto run = run_dbench("train " + config.string() + " --local 4 -q --device cpu --out " +
-                              (dir.path() / "out").string());
-  INFO(run.output);
-  REQUIRE(run.status == 0);
-  std::ifstream summary(dir.path() / "out" / "summary.json");
-  const std::string text((std::istreambuf_iterator<char>(summary)), {});
+  const auto [text, accuracy] = train_and_summarize(dir.path(), config, 4, "--device cpu");
   CHECK(text.find("\"device\": \"cpu\"") != std::string::npos);
-  const auto at = text.find("\"final_test_accuracy\": ");
-  REQUIRE(at != std::string::npos);
-  CHECK(std::stod(text.substr(at + 23)) > 0.6);
+  CHECK(accuracy > 0.6);
   for (const char* file :
        {"metrics.csv", "schedule.csv", "trace.csv", "trace_worker.csv", "replica_norms.csv"}) {
     CHECK(fs::exists(dir.path() / "out" / file));
