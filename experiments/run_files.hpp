@@ -3,13 +3,13 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/numerics.hpp"
 #include "experiments/config.hpp"
 #include "results/results_dir.hpp"
 #include "results/run_csv.hpp"
+#include "results/summary_json.hpp"
 
 namespace dbench::experiments {
 
@@ -57,35 +57,33 @@ using results::worker_trace_csv;
 using results::WorkerTraceRow;
 
 /// summary.json's first keys, the same from both engines: the run's name, engine, algorithm and graph.
-inline nlohmann::json summary_header(const ExperimentConfig& config, const char* engine,
-                                     const std::string& graph) {
-  nlohmann::json summary;
-  summary["name"] = config.name;
-  summary["engine"] = engine;
-  summary["algorithm"] = config.algorithm.kind;
-  summary["graph"] = graph;
+inline results::SummaryJson summary_header(const ExperimentConfig& config, const char* engine,
+                                           const std::string& graph) {
+  results::SummaryJson summary;
+  summary.name = config.name;
+  summary.engine = engine;
+  summary.algorithm = config.algorithm.kind;
+  summary.graph = graph;
   return summary;
 }
 
 /// summary.json's keys of a finished training run, the same from both engines (`Result`: core::NumericsResult
 /// or runtime::TrainResult).
 template <class Result>
-void add_training_summary(nlohmann::json& summary, const ExperimentConfig& config, const Result& result,
+void add_training_summary(results::SummaryJson& summary, const ExperimentConfig& config, const Result& result,
                           std::int64_t gossip_messages) {
-  summary["model"] = config.train.model;
-  summary["dataset"] = config.train.dataset;
+  summary.model = config.train.model;
+  summary.dataset = config.train.dataset;
   // The training set's size as the budget counts it: every view of every image.
-  if (const auto samples = train_samples(config.train)) {
-    summary["train_samples"] = *samples;
-  }
-  summary["augment_copies"] = config.train.augment_copies;
-  summary["workers"] = result.workers;
-  summary["iterations"] = result.iterations;
-  summary["parameters_per_worker"] = result.parameters;
-  summary["final_test_accuracy"] = result.final_test_accuracy;
-  summary["final_test_loss"] = result.final_test_loss;
-  summary["best_test_accuracy"] = result.best_test_accuracy;
-  summary["gossip_messages"] = gossip_messages;
+  summary.train_samples = train_samples(config.train);
+  summary.augment_copies = config.train.augment_copies;
+  summary.workers = result.workers;
+  summary.iterations = result.iterations;
+  summary.parameters_per_worker = result.parameters;
+  summary.final_test_accuracy = result.final_test_accuracy;
+  summary.final_test_loss = result.final_test_loss;
+  summary.best_test_accuracy = result.best_test_accuracy;
+  summary.gossip_messages = gossip_messages;
 }
 
 }  // namespace dbench::experiments

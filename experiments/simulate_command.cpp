@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -109,34 +109,35 @@ std::string accuracy_time_csv(const std::vector<core::MetricsRow>& rows, const s
   return results::accuracy_time_csv(records);
 }
 
-void add_timing(nlohmann::json& summary, const sim::TimingResult& timing, const sim::TimingSpec& spec,
+void add_timing(results::SummaryJson& summary, const sim::TimingResult& timing, const sim::TimingSpec& spec,
                 const ExperimentConfig& config, const std::string& fidelity) {
   const sim::PlatformSpec& platform = spec.platform;
-  summary["seconds_per_iteration"] = timing.seconds_per_iteration;
-  summary["samples_per_second"] = timing.samples_per_second;
-  summary["scaling_efficiency"] = timing.scaling_efficiency;
-  summary["single_gpu_seconds_per_iteration"] = timing.single_gpu_seconds_per_iteration;
-  summary["bytes_per_gpu_per_iteration"] = timing.bytes_per_gpu_per_iteration;
-  summary["simulated_seconds"] = timing.seconds_per_iteration * static_cast<double>(timing.iterations.size());
-  summary["platform"] = platform.name;
-  summary["fabric"] = sim::fabric_name(platform.fabric);
-  summary["timing_model"] = config.platform.timing_model;
+  summary.seconds_per_iteration = timing.seconds_per_iteration;
+  summary.samples_per_second = timing.samples_per_second;
+  summary.scaling_efficiency = timing.scaling_efficiency;
+  summary.single_gpu_seconds_per_iteration = timing.single_gpu_seconds_per_iteration;
+  summary.bytes_per_gpu_per_iteration = timing.bytes_per_gpu_per_iteration;
+  summary.simulated_seconds = timing.seconds_per_iteration * static_cast<double>(timing.iterations.size());
+  summary.platform = platform.name;
+  summary.fabric = sim::fabric_name(platform.fabric);
+  summary.timing_model = config.platform.timing_model;
   // The timed model's size, from its profile, so that a sweep's report plots against it without the model.
-  summary["timing_model_parameters"] = spec.profile.parameter_count();
-  summary["timing_batch_per_gpu"] = config.platform.timing_batch_per_gpu;
-  summary["allreduce"] = config.platform.allreduce;
+  summary.timing_model_parameters = spec.profile.parameter_count();
+  summary.timing_batch_per_gpu = config.platform.timing_batch_per_gpu;
+  summary.allreduce = config.platform.allreduce;
   // What each all-reduce ran, by its size in bytes per GPU (the gradient, a bucket, the parameters):
   // "algorithm/protocol", with auto the choice made per size.
-  nlohmann::json algorithms = nlohmann::json::object();
+  std::map<std::string, std::string> algorithms;
   for (const auto& [bytes, choice] : timing.allreduce_algorithms) {
     algorithms[std::to_string(bytes)] = choice.name();
   }
-  summary["allreduce_algorithms"] = algorithms;
+  summary.allreduce_algorithms = std::move(algorithms);
   // The GPUs platform.stragglers slowed (a seeded choice), so a per-GPU trace can be read against them.
-  summary["straggler_gpus"] = timing.straggler_gpus;
-  summary["fidelity"] = fidelity;
-  summary["timing_simulations"] = timing.simulations;
-  summary["timing_wall_seconds"] = timing.wall_seconds;
+  summary.straggler_gpus =
+      std::vector<std::int64_t>(timing.straggler_gpus.begin(), timing.straggler_gpus.end());
+  summary.fidelity = fidelity;
+  summary.timing_simulations = timing.simulations;
+  summary.timing_wall_seconds = timing.wall_seconds;
 }
 
 void run_simulate(const SimulateOptions& options) {
@@ -163,9 +164,9 @@ void run_simulate(const SimulateOptions& options) {
   results::ResultsDir dir = stage_results(out, config, &cleanup);
   auto policy = make_policy(config);
 
-  nlohmann::json summary = summary_header(config, "sim", policy->name());
-  summary["workers"] = config.train.workers;
-  summary["iterations"] = config.train.iterations;
+  results::SummaryJson summary = summary_header(config, "sim", policy->name());
+  summary.workers = config.train.workers;
+  summary.iterations = config.train.iterations;
 
   if (options.timing_only) {
     if (!options.quiet) {
@@ -186,12 +187,10 @@ void run_simulate(const SimulateOptions& options) {
     if (options.per_gpu_trace) {
       dir.write_text("trace_worker.csv", simulated_worker_trace_csv(timing));
     }
-    summary["timing_only"] = true;
-    summary["final_test_accuracy"] = nullptr;
+    summary.timing_only = true;
     add_timing(summary, timing, timing_spec, config, options.fidelity);
-    summary["wall_seconds"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    dir.write_text("summary.json", summary.dump(2) + "\n");
+    summary.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    dir.write_text("summary.json", results::write_summary_json(summary));
     dir.commit();
     fmt::print(
         "{:.4f} s per iteration, {:.0f} samples/s, scaling efficiency {:.3f} ({:.2f} s of timing)\nresults: "
@@ -234,10 +233,9 @@ void run_simulate(const SimulateOptions& options) {
   }
   add_training_summary(summary, config, result, recorder.gossip_messages());
   add_timing(summary, timing, timing_spec, config, options.fidelity);
-  summary["wall_seconds"] = result.wall_seconds;
-  summary["numerics_wall_seconds_per_iteration"] =
-      result.wall_seconds / static_cast<double>(result.iterations);
-  dir.write_text("summary.json", summary.dump(2) + "\n");
+  summary.wall_seconds = result.wall_seconds;
+  summary.numerics_wall_seconds_per_iteration = result.wall_seconds / static_cast<double>(result.iterations);
+  dir.write_text("summary.json", results::write_summary_json(summary));
   dir.commit();
   fmt::print(
       "final test accuracy {:.4f} after {} iterations ({:.1f} s); simulated {:.4f} s per iteration on {}\n"

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -266,15 +265,15 @@ void train_on(int rank, int local_rank, const std::function<runtime::Communicato
   dir->write_text("replica_norms.csv", recorder.replica_norms_csv());
   dir->write_text("trace.csv", recorder.trace());
   dir->write_text("trace_worker.csv", recorder.worker_trace());
-  nlohmann::json summary = summary_header(config, "runtime", policy->name());
+  results::SummaryJson summary = summary_header(config, "runtime", policy->name());
   add_training_summary(summary, config, result, recorder.gossip_messages());
-  summary["resumed_from_iteration"] = result.start_iteration;
-  summary["overlap"] = options.overlap;
-  summary["device"] = options.device.empty() ? "cpu-worker" : options.device;
-  summary["seconds_per_iteration"] = result.seconds_per_iteration;
-  summary["samples_per_second"] = result.samples_per_second;
-  summary["wall_seconds"] = result.wall_seconds;
-  dir->write_text("summary.json", summary.dump(2) + "\n");
+  summary.resumed_from_iteration = result.start_iteration;
+  summary.overlap = options.overlap;
+  summary.device = options.device.empty() ? "cpu-worker" : options.device;
+  summary.seconds_per_iteration = result.seconds_per_iteration;
+  summary.samples_per_second = result.samples_per_second;
+  summary.wall_seconds = result.wall_seconds;
+  dir->write_text("summary.json", results::write_summary_json(summary));
   dir->commit();
   fmt::print("final test accuracy {:.4f} after {} iterations ({:.1f} s, {:.4f} s/iteration)\nresults: {}\n",
              result.final_test_accuracy, result.iterations, result.wall_seconds, result.seconds_per_iteration,

@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -33,9 +35,8 @@ Document run_report(const results::ResultsTree& tree, Plots& plots) {
   const results::SummaryJson summary =
       results::parse_summary_json(tree.read("summary.json"), tree.shown("summary.json").string());
   // Keys that only some runs carry (the model, the simulated platform).
-  const auto text = [&](const char* key) {
-    const auto it = summary.fields.find(key);
-    return it != summary.fields.end() && it->is_string() ? it->get<std::string>() : std::string(kNone);
+  const auto text = [](const std::optional<std::string>& value) {
+    return value.value_or(std::string(kNone));
   };
   const bool simulated = summary.engine == "sim";
   Document doc(
@@ -44,10 +45,11 @@ Document run_report(const results::ResultsTree& tree, Plots& plots) {
       "{} in {}: {} ({}, {}) on {} workers, {} iterations; final test accuracy {} (best {}), {} s per "
       "iteration "
       "({}), {} samples/s.",
-      simulated ? "Simulated run" : "Run", dir.string(), text("model"), summary.algorithm, summary.graph,
-      summary.workers, summary.iterations, percent(summary.final_test_accuracy.value_or(results::kEmpty)),
+      simulated ? "Simulated run" : "Run", dir.string(), text(summary.model), summary.algorithm,
+      summary.graph, summary.workers, summary.iterations,
+      percent(summary.final_test_accuracy.value_or(results::kEmpty)),
       percent(summary.best_test_accuracy.value_or(results::kEmpty)), number(summary.seconds_per_iteration),
-      simulated ? fmt::format("simulated on {}", text("platform")) : std::string("measured"),
+      simulated ? fmt::format("simulated on {}", text(summary.platform)) : std::string("measured"),
       number(summary.samples_per_second)));
 
   const Curve c = read_curve(tree, "");
@@ -110,7 +112,8 @@ Document run_report(const results::ResultsTree& tree, Plots& plots) {
   }
   doc.heading("Summary");
   Table t{{"key", "value"}, {}};
-  for (const auto& [key, v] : summary.fields.items()) {
+  const nlohmann::json written = results::summary_json_object(summary);
+  for (const auto& [key, v] : written.items()) {
     if (v.is_number_float()) {
       t.rows.push_back({key, number(v.get<double>(), 6)});
     } else if (v.is_primitive()) {

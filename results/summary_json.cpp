@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 
-#include <cmath>
 #include <system_error>
 
 #include "results/results_tree.hpp"
@@ -10,168 +9,143 @@
 namespace dbench::results {
 namespace {
 
-// The JSON type of `value` in words, for "key 'x' is a string, not a number".
-std::string type_words(const nlohmann::json& value) {
-  if (value.is_null()) {
-    return "null";
-  }
-  if (value.is_number() || value.is_boolean()) {
-    return value.dump();
-  }
-  return fmt::format("{} {}", value.is_object() || value.is_array() ? "an" : "a", value.type_name());
+using R = SummaryJson;
+using Json = std::optional<nlohmann::json>;
+
+constexpr std::string_view kNoAccuracy = "a timing-only run measures no accuracy";
+
+// The accuracy and loss keys: checked unless the run is timing-only, where they must be null or absent.
+// `written_when_timing_only`: the key is written as null by a timing-only run (rather than left out).
+JsonKey<R> accuracy_key(std::string_view name, std::string_view doc, std::optional<double> R::*member,
+                        bool fraction, bool written_when_timing_only) {
+  return {name, doc, fraction ? "a fraction in [0, 1] (null when timing_only)" : "a number or null",
+          [member, written_when_timing_only](const R& r) -> Json {
+            if (r.timing_only) {
+              return written_when_timing_only ? Json(nullptr) : std::nullopt;
+            }
+            return r.*member ? Json(*(r.*member)) : Json(nullptr);
+          },
+          [name, member, fraction](R& r, const JsonKeys& keys) {
+            if (r.timing_only) {
+              // A timing-only run trains nothing: an accuracy here would be a file from another kind of run.
+              keys.null_or_absent(name, kNoAccuracy);
+            } else {
+              r.*member = fraction ? std::optional(keys.fraction(name)) : keys.number_or_null(name);
+            }
+          }};
 }
 
-// Reads the keys of one summary object, each error naming the file and the key.
-class Keys {
- public:
-  Keys(const nlohmann::json& object, std::string_view source) : object_(object), source_(source) {}
-
-  const nlohmann::json& required(const char* key) const {
-    const auto it = object_.find(key);
-    if (it == object_.end()) {
-      throw SummaryJsonError(fmt::format("{}: no key '{}'", source_, key));
-    }
-    return *it;
-  }
-
-  std::string text(const char* key) const {
-    const auto& value = required(key);
-    if (!value.is_string()) {
-      throw wrong(key, value, "a string");
-    }
-    return value.get<std::string>();
-  }
-
-  std::int64_t whole(const char* key, std::int64_t minimum) const {
-    const auto& value = required(key);
-    if (!value.is_number_integer()) {
-      throw wrong(key, value, "a whole number");
-    }
-    const auto number = value.get<std::int64_t>();
-    if (number < minimum) {
-      throw wrong(key, value, fmt::format("a whole number >= {}", minimum));
-    }
-    return number;
-  }
-
-  double finite(const char* key) const {
-    const auto& value = required(key);
-    if (!value.is_number() || !std::isfinite(value.get<double>())) {
-      throw wrong(key, value, "a finite number");
-    }
-    return value.get<double>();
-  }
-
-  double fraction(const char* key) const {
-    const double value = finite(key);
-    if (!(value >= 0.0 && value <= 1.0)) {
-      throw wrong(key, required(key), "a fraction in [0, 1]");
-    }
-    return value;
-  }
-
-  /// A number, or null for a value that was not finite (nlohmann::json writes NaN and infinities as null).
-  std::optional<double> number_or_null(const char* key) const {
-    const auto& value = required(key);
-    return optional_number(key, value);
-  }
-
-  /// A string, or empty when the key is absent: a key only one engine writes.
-  std::optional<std::string> optional_text(const char* key) const {
-    return object_.contains(key) ? std::optional(text(key)) : std::nullopt;
-  }
-
-  /// A whole number >= `minimum`, or empty when the key is absent: a key only one engine writes.
-  std::optional<std::int64_t> optional_whole(const char* key, std::int64_t minimum) const {
-    return object_.contains(key) ? std::optional(whole(key, minimum)) : std::nullopt;
-  }
-
-  /// Whether the key is true; false when it is absent. Anything but a boolean is an error.
-  bool flag(const char* key) const {
-    const auto it = object_.find(key);
-    if (it == object_.end()) {
-      return false;
-    }
-    if (!it->is_boolean()) {
-      throw wrong(key, *it, "true or false");
-    }
-    return it->get<bool>();
-  }
-
-  /// Checks that the key is absent or null: a value a timing-only run cannot have measured.
-  void null_or_absent(const char* key, std::string_view why) const {
-    const auto it = object_.find(key);
-    if (it != object_.end() && !it->is_null()) {
-      throw wrong(key, *it, fmt::format("null ({})", why));
-    }
-  }
-
-  /// As number_or_null, and empty when the key is absent: a key only one engine writes.
-  std::optional<double> optional(const char* key) const {
-    const auto it = object_.find(key);
-    return it == object_.end() ? std::nullopt : optional_number(key, *it);
-  }
-
- private:
-  std::optional<double> optional_number(const char* key, const nlohmann::json& value) const {
-    if (value.is_null()) {
-      return std::nullopt;
-    }
-    if (!value.is_number()) {
-      throw wrong(key, value, "a number or null");
-    }
-    return value.get<double>();
-  }
-
-  SummaryJsonError wrong(const char* key, const nlohmann::json& value, std::string_view expected) const {
-    return SummaryJsonError(
-        fmt::format("{}: key '{}' is {}, not {}", source_, key, type_words(value), expected));
-  }
-
-  const nlohmann::json& object_;
-  std::string_view source_;
-};
+JsonKeyTable<R> make_table() {
+  JsonKeyTable<R> table = {
+      text_key<R>("name", "the run's name", &R::name),
+      text_key<R>("engine", "sim (dbench simulate) or runtime (dbench train)", &R::engine),
+      text_key<R>("algorithm", "algorithm.kind", &R::algorithm),
+      text_key<R>("graph", "the graph policy's name", &R::graph),
+      whole_key<R>("workers", "workers (simulated GPUs or processes)", &R::workers, 1),
+      whole_key<R>("iterations", "iterations run", &R::iterations, 0),
+      {"timing_only", "true for dbench simulate --timing-only (no training); absent otherwise",
+       "true, where written", [](const R& r) { return r.timing_only ? Json(true) : std::nullopt; },
+       [](R& r, const JsonKeys& keys) { r.timing_only = keys.flag("timing_only"); }},
+      accuracy_key("final_test_accuracy", "the averaged model's test accuracy at the end",
+                   &R::final_test_accuracy, true, true),
+      accuracy_key("best_test_accuracy", "the best test accuracy of any evaluation", &R::best_test_accuracy,
+                   true, false),
+      accuracy_key("final_test_loss", "the averaged model's test loss at the end (null: not finite)",
+                   &R::final_test_loss, false, false),
+      finite_key<R>("seconds_per_iteration", "seconds per iteration (simulated, or measured)",
+                    &R::seconds_per_iteration),
+      finite_key<R>("samples_per_second", "training samples per second over all workers",
+                    &R::samples_per_second),
+      finite_key<R>("wall_seconds", "how long the run took", &R::wall_seconds),
+      optional_number_key<R>("scaling_efficiency", "samples_per_second / (workers x one GPU's)",
+                             &R::scaling_efficiency),
+      optional_number_key<R>("bytes_per_gpu_per_iteration", "bytes each GPU sends per iteration",
+                             &R::bytes_per_gpu_per_iteration),
+      optional_number_key<R>("simulated_seconds", "simulated seconds of the whole schedule",
+                             &R::simulated_seconds),
+      optional_text_key<R>("platform", "the simulated platform's name", &R::platform),
+      optional_text_key<R>("timing_model", "platform.timing_model", &R::timing_model),
+      optional_whole_key<R>("timing_model_parameters", "parameters of the timed model",
+                            &R::timing_model_parameters, 1),
+      optional_text_key<R>("model", "train.model", &R::model),
+      optional_text_key<R>("dataset", "train.dataset", &R::dataset),
+      optional_whole_key<R>("train_samples", "every view of every training image", &R::train_samples, 0),
+      optional_whole_key<R>("augment_copies", "train.augment_copies", &R::augment_copies, 0),
+      optional_whole_key<R>("parameters_per_worker", "parameters of one replica", &R::parameters_per_worker,
+                            0),
+      optional_whole_key<R>("gossip_messages", "messages sent, summed over the iterations",
+                            &R::gossip_messages, 0),
+      optional_whole_key<R>("resumed_from_iteration",
+                            "the checkpoint's iteration a run resumed from (0: none)",
+                            &R::resumed_from_iteration, 0),
+      optional_flag_key<R>("overlap", "whether gossip overlapped the next step", &R::overlap),
+      optional_text_key<R>("device", "the workers' device (cpu-worker: none)", &R::device),
+      optional_number_key<R>("single_gpu_seconds_per_iteration", "one GPU's compute per iteration",
+                             &R::single_gpu_seconds_per_iteration),
+      optional_text_key<R>("fabric", "the platform's fabric", &R::fabric),
+      optional_whole_key<R>("timing_batch_per_gpu", "platform.timing_batch_per_gpu", &R::timing_batch_per_gpu,
+                            0),
+      optional_text_key<R>("allreduce", "platform.allreduce", &R::allreduce),
+      {"allreduce_algorithms", "per all-reduce size in bytes per GPU: the algorithm/protocol it ran",
+       "an object of strings, where written",
+       [](const R& r) -> Json {
+         if (!r.allreduce_algorithms) {
+           return std::nullopt;
+         }
+         nlohmann::json object = nlohmann::json::object();
+         for (const auto& [bytes, choice] : *r.allreduce_algorithms) {
+           object[bytes] = choice;
+         }
+         return object;
+       },
+       [](R& r, const JsonKeys& keys) {
+         if (keys.has("allreduce_algorithms")) {
+           r.allreduce_algorithms = keys.text_map("allreduce_algorithms");
+         }
+       }},
+      {"straggler_gpus", "the GPUs platform.stragglers slowed", "an array of whole numbers, where written",
+       [](const R& r) -> Json {
+         if (!r.straggler_gpus) {
+           return std::nullopt;
+         }
+         nlohmann::json array = nlohmann::json::array();
+         for (const std::int64_t gpu : *r.straggler_gpus) {
+           array.push_back(gpu);
+         }
+         return array;
+       },
+       [](R& r, const JsonKeys& keys) {
+         if (keys.has("straggler_gpus")) {
+           r.straggler_gpus = keys.whole_list("straggler_gpus");
+         }
+       }},
+      optional_text_key<R>("fidelity", "the timing fidelity", &R::fidelity),
+      optional_whole_key<R>("timing_simulations", "SimGrid runs the timing took", &R::timing_simulations, 0),
+      optional_number_key<R>("timing_wall_seconds", "how long the timing took", &R::timing_wall_seconds),
+      optional_number_key<R>("numerics_wall_seconds_per_iteration",
+                             "wall seconds of the numerics per iteration",
+                             &R::numerics_wall_seconds_per_iteration),
+  };
+  return table;
+}
 
 }  // namespace
 
+const JsonKeyTable<SummaryJson>& summary_json_keys() {
+  static const JsonKeyTable<SummaryJson> table = make_table();
+  return table;
+}
+
+nlohmann::json summary_json_object(const SummaryJson& summary) {
+  return json_object(summary_json_keys(), summary);
+}
+
+std::string write_summary_json(const SummaryJson& summary) {
+  return write_json(summary_json_keys(), summary);
+}
+
 SummaryJson parse_summary_json(std::string_view text, std::string_view source) {
-  SummaryJson s;
-  try {
-    s.fields = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw SummaryJsonError(fmt::format("{}: not valid JSON: {}", source, e.what()));
-  }
-  if (!s.fields.is_object()) {
-    throw SummaryJsonError(fmt::format("{}: not a JSON object but {}", source, type_words(s.fields)));
-  }
-  const Keys keys(s.fields, source);
-  s.name = keys.text("name");
-  s.engine = keys.text("engine");
-  s.algorithm = keys.text("algorithm");
-  s.graph = keys.text("graph");
-  s.workers = keys.whole("workers", 1);
-  s.iterations = keys.whole("iterations", 0);
-  s.timing_only = keys.flag("timing_only");
-  if (s.timing_only) {
-    // A timing-only run trains nothing: an accuracy here would be a file from another kind of run.
-    for (const char* key : {"final_test_accuracy", "best_test_accuracy", "final_test_loss"}) {
-      keys.null_or_absent(key, "a timing-only run measures no accuracy");
-    }
-  } else {
-    s.final_test_accuracy = keys.fraction("final_test_accuracy");
-    s.best_test_accuracy = keys.fraction("best_test_accuracy");
-    s.final_test_loss = keys.number_or_null("final_test_loss");
-  }
-  s.seconds_per_iteration = keys.finite("seconds_per_iteration");
-  s.samples_per_second = keys.finite("samples_per_second");
-  s.wall_seconds = keys.finite("wall_seconds");
-  s.scaling_efficiency = keys.optional("scaling_efficiency");
-  s.bytes_per_gpu_per_iteration = keys.optional("bytes_per_gpu_per_iteration");
-  s.simulated_seconds = keys.optional("simulated_seconds");
-  s.platform = keys.optional_text("platform");
-  s.timing_model = keys.optional_text("timing_model");
-  s.timing_model_parameters = keys.optional_whole("timing_model_parameters", 1);
-  return s;
+  return read_json(summary_json_keys(), text, source);
 }
 
 SummaryJson read_summary_json(const std::filesystem::path& path) {

@@ -41,7 +41,7 @@ TEST_CASE("results::summary_json: a complete summary reads into typed fields") {
   CHECK(*s.final_test_loss == 0.6);
   CHECK(*s.scaling_efficiency == 0.9);
   CHECK_FALSE(s.simulated_seconds.has_value());
-  CHECK(s.fields.at("name") == "ring_w8_s1");
+  CHECK(s.name == "ring_w8_s1");
 
   // A loss that was not finite is written as null.
   auto diverged = complete();
