@@ -119,18 +119,14 @@ class GraphStatsCache {
   std::map<std::string, Family> families_;
 };
 
-/// One run's row of summary.csv, from its results directory: results' one record of it (NaN numbers are
-/// empty cells); summary_csv fills in the run's id, label, status and axes.
-using RunSummary = results::SummaryRow;
-
 /// The identifying cells of a run that has not finished: algorithm, graph, workers and seed, no results.
-RunSummary pending_summary(const ExperimentConfig& config);
+results::SummaryRow pending_summary(const ExperimentConfig& config);
 
 /// Reads a finished run's directory (config.toml, summary.json, metrics.csv, schedule.csv, trace.csv,
 /// accuracy_time.csv; a timing-only run has no metrics.csv nor accuracy_time.csv) into its summary row;
 /// throws std::runtime_error (SummaryJsonError for summary.json) naming the file at fault.
-RunSummary summarize_run(const std::filesystem::path& run_dir, double target_accuracy,
-                         GraphStatsCache& cache);
+results::SummaryRow summarize_run(const std::filesystem::path& run_dir, double target_accuracy,
+                                  GraphStatsCache& cache);
 
 /// Status of a grid run in summary.csv.
 enum class RunStatus { done, failed, pending };
@@ -141,6 +137,6 @@ std::string_view run_status_name(RunStatus status);
 /// summary.csv of a sweep: the header (summary_columns() then the axis keys) and one row per run in grid
 /// order; `summaries` and `statuses` are parallel to `runs`.
 std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs,
-                        std::span<const RunSummary> summaries, std::span<const RunStatus> statuses);
+                        std::span<const results::SummaryRow> summaries, std::span<const RunStatus> statuses);
 
 }  // namespace dbench::experiments

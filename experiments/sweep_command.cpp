@@ -142,7 +142,7 @@ void run_sweep(const SweepOptions& options) {
   std::size_t finished_before = 0;
   GraphStatsCache cache;
   // Summaries of the runs finished before, read once here and reused for summary.csv at the end.
-  std::vector<std::optional<RunSummary>> earlier(runs.size());
+  std::vector<std::optional<results::SummaryRow>> earlier(runs.size());
   for (const std::size_t r : selected) {
     RunCheck check = check_run(out / "runs" / runs[r].id, runs[r].config, sweep.timing_only);
     if (check.finished) {
@@ -235,7 +235,7 @@ void run_sweep(const SweepOptions& options) {
   }
 
   // summary.csv lists every run of the grid, whichever shard ran it.
-  std::vector<RunSummary> summaries;
+  std::vector<results::SummaryRow> summaries;
   std::vector<RunStatus> statuses;
   std::vector<std::string> failed;
   std::size_t done = 0;

@@ -125,7 +125,7 @@ const GraphStatsCache::Family& GraphStatsCache::family(const ExperimentConfig& c
 namespace {
 
 // The design columns: what the budget is and means at this run's scale.
-void describe_design(const ExperimentConfig& config, RunSummary& s) {
+void describe_design(const ExperimentConfig& config, results::SummaryRow& s) {
   const TrainConfig& t = config.train;
   if (t.epochs > 0.0) {
     s.epochs = t.epochs;
@@ -138,8 +138,8 @@ void describe_design(const ExperimentConfig& config, RunSummary& s) {
 
 }  // namespace
 
-RunSummary pending_summary(const ExperimentConfig& config) {
-  RunSummary summary;
+results::SummaryRow pending_summary(const ExperimentConfig& config) {
+  results::SummaryRow summary;
   describe_design(config, summary);
   summary.algorithm = config.algorithm.kind;
   summary.workers = config.train.workers;
@@ -152,10 +152,10 @@ RunSummary pending_summary(const ExperimentConfig& config) {
   return summary;
 }
 
-RunSummary summarize_run(const fs::path& run_dir, double target_accuracy, GraphStatsCache& cache) {
+results::SummaryRow summarize_run(const fs::path& run_dir, double target_accuracy, GraphStatsCache& cache) {
   // The run was checked when it was made; a timing-only run's config may name more replicas than samples.
   const ExperimentConfig config = load_config_file(run_dir / "config.toml", {}, Validation::keys_only);
-  RunSummary s;
+  results::SummaryRow s;
   describe_design(config, s);
   s.algorithm = config.algorithm.kind;
   s.workers = config.train.workers;
@@ -310,7 +310,7 @@ std::string_view run_status_name(RunStatus status) {
 }
 
 std::string summary_csv(const SweepConfig& sweep, std::span<const SweepRun> runs,
-                        std::span<const RunSummary> summaries, std::span<const RunStatus> statuses) {
+                        std::span<const results::SummaryRow> summaries, std::span<const RunStatus> statuses) {
   std::vector<std::string> keys;
   for (const auto& axis : sweep.grid) {
     keys.push_back(axis.key);

@@ -246,7 +246,7 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
           doctest::Approx(ring ? 2.0 / 3.0 * (1.0 - std::cos(2.0 * kPi / n)) : 1.0).epsilon(1e-9));
 
     // The library function gives the same row without the command line.
-    const ex::RunSummary direct = ex::summarize_run(run_dir, 0.3, cache);
+    const dbench::results::SummaryRow direct = ex::summarize_run(run_dir, 0.3, cache);
     CHECK(direct.edges == number(row.at("edges")));
     CHECK(direct.final_test_accuracy == number(row.at("final_test_accuracy")));
   }
