@@ -68,17 +68,9 @@ sim::PlatformSpec dgx1_v100() {
 // per direction per GPU), 50 Gb/s Ethernet per server (6.25 GB/s), a non-blocking switch. Ethernet
 // latencies (assumed): 5 us per NIC, 1 us per switch hop.
 sim::PlatformSpec big_basin_p100() {
-  sim::PlatformSpec p;
-  p.name = "big-basin-p100";
-  p.gpus_per_node = 8;
-  p.intra_node_bandwidth_Bps = 80e9;
-  p.intra_node_latency_s = 1e-6;
-  p.nics_per_node = 1;
-  p.nic_bandwidth_Bps = 6.25e9;
-  p.nic_latency_s = 5e-6;
-  p.fabric = sim::Fabric::star;
-  p.switch_bandwidth_Bps = 6.25e9;
-  p.switch_latency_s = 1e-6;
+  sim::PlatformSpec p =
+      sim::make_platform({.gpus = 8, .port = {80e9, 1e-6}, .nics = 1, .nic = {6.25e9, 5e-6}},
+                         {.fabric = sim::Fabric::star, .link = {6.25e9, 1e-6}}, "big-basin-p100");
   p.iteration_overhead_s = 5e-3;
   // One P100's fp32 ResNet-50 rate, about 220 images/s (assumed: TensorFlow's published benchmarks on
   // DGX-1 P100); calibrate before trusting the absolute throughput. The row checks an efficiency, in which

@@ -2,26 +2,39 @@
 #include "results/validation_csv.hpp"
 
 namespace dbench::results {
+namespace {
+
+// A measure column of one member of one of a row's ValidationTimes.
+Column<ValidationRow> times_column(std::string_view name, std::string_view doc,
+                                   ValidationTimes ValidationRow::*part, double ValidationTimes::*member) {
+  return {name, doc, [part, member](const ValidationRow& r) { return format_measure(r.*part.*member); },
+          [part, member](ValidationRow& r, std::string_view field, const CellPlace& at) {
+            r.*part.*member = read_measure_cell(field, at);
+          }};
+}
+
+}  // namespace
 
 const ColumnTable<ValidationRow>& validation_columns() {
   using R = ValidationRow;
+  using T = ValidationTimes;
   static const ColumnTable<R> kTable{{
       text_column<R>("case", "algorithm/graph", &R::case_name),
       text_column<R>("algorithm", "centralized | dpsgd", &R::algorithm),
       text_column<R>("graph", "the graph or all-reduce", &R::graph),
       text_column<R>("model", "the model trained", &R::model),
       count_column<R>("workers", "workers of both runs", &R::workers),
-      measure_column<R>("measured_s", "measured seconds per iteration", &R::measured_s),
-      measure_column<R>("simulated_s", "simulated seconds per iteration", &R::simulated_s),
-      measure_column<R>("relative_error", "|simulated - measured| / measured", &R::relative_error),
-      measure_column<R>("measured_compute_s", "measured compute per iteration", &R::measured_compute_s),
-      measure_column<R>("simulated_compute_s", "simulated compute per iteration", &R::simulated_compute_s),
-      measure_column<R>("compute_relative_error", "relative error of compute", &R::compute_relative_error),
-      measure_column<R>("measured_comm_s", "measured exposed communication per iteration",
-                        &R::measured_comm_s),
-      measure_column<R>("simulated_comm_s", "simulated exposed communication per iteration",
-                        &R::simulated_comm_s),
-      measure_column<R>("comm_relative_error", "relative error of communication", &R::comm_relative_error),
+      times_column("measured_s", "measured seconds per iteration", &R::iteration, &T::measured_s),
+      times_column("simulated_s", "simulated seconds per iteration", &R::iteration, &T::simulated_s),
+      times_column("relative_error", "|simulated - measured| / measured", &R::iteration, &T::relative_error),
+      times_column("measured_compute_s", "measured compute per iteration", &R::compute, &T::measured_s),
+      times_column("simulated_compute_s", "simulated compute per iteration", &R::compute, &T::simulated_s),
+      times_column("compute_relative_error", "relative error of compute", &R::compute, &T::relative_error),
+      times_column("measured_comm_s", "measured exposed communication per iteration", &R::comm,
+                   &T::measured_s),
+      times_column("simulated_comm_s", "simulated exposed communication per iteration", &R::comm,
+                   &T::simulated_s),
+      times_column("comm_relative_error", "relative error of communication", &R::comm, &T::relative_error),
       measure_column<R>("accuracy_difference", "largest |runtime - numerics| test accuracy",
                         &R::accuracy_difference),
   }};

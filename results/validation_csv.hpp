@@ -12,23 +12,25 @@
 
 namespace dbench::results {
 
+/// One part of an iteration in validation.csv (the whole iteration, compute, exposed communication): its
+/// measured and simulated seconds per iteration and |simulated - measured| / measured, infinite where only
+/// the measured time is 0.
+struct ValidationTimes {
+  double measured_s = 0.0;
+  double simulated_s = 0.0;
+  double relative_error = 0.0;
+};
+
 /// One row of validation.csv: one case, measured on the runtime and simulated on the calibrated platform.
-/// Relative errors are infinite where only the measured time is 0.
 struct ValidationRow {
   std::string case_name;  ///< algorithm/graph
   std::string algorithm;
   std::string graph;
   std::string model;
   std::int64_t workers = 0;
-  double measured_s = 0.0;
-  double simulated_s = 0.0;
-  double relative_error = 0.0;
-  double measured_compute_s = 0.0;
-  double simulated_compute_s = 0.0;
-  double compute_relative_error = 0.0;
-  double measured_comm_s = 0.0;
-  double simulated_comm_s = 0.0;
-  double comm_relative_error = 0.0;
+  ValidationTimes iteration;         ///< columns measured_s, simulated_s, relative_error
+  ValidationTimes compute;           ///< columns measured_compute_s, simulated_compute_s, ...
+  ValidationTimes comm;              ///< columns measured_comm_s, simulated_comm_s, ...
   double accuracy_difference = 0.0;  ///< largest |runtime - numerics| test accuracy
 };
 

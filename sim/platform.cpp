@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 namespace dbench::sim {
 namespace {
@@ -31,6 +32,20 @@ std::string join(std::span<const std::string_view> words) {
   return out;
 }
 
+// A preset's shared protocol costs (kCollectiveLatency_s, kBulkStepLatency_s), its fixed per-iteration
+// overhead, and the GPU rate that reproduces its published ResNet-50 throughput of `samples_per_s` per GPU
+// at batch 256, which it also records as the reference.
+PlatformSpec with_resnet50_rate(PlatformSpec p, double iteration_overhead_s, double samples_per_s) {
+  p.collective_latency_s = kCollectiveLatency_s;
+  p.bulk_step_latency_s = kBulkStepLatency_s;
+  p.iteration_overhead_s = iteration_overhead_s;
+  p.reference_resnet50_samples_per_s = samples_per_s;
+  p.reference_resnet50_batch = 256;
+  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
+                                           p.reference_resnet50_batch, p.iteration_overhead_s);
+  return p;
+}
+
 // OLCF Frontier (ORNL), from the OLCF Frontier User Guide, "System Overview" and "Node Types":
 // * 4 AMD MI250X per node, 2 GCDs each: 8 GPUs as the software sees them.
 // * GCD-to-GCD Infinity Fabric 50-100 GB/s per direction: the lower 50 GB/s as each GPU's port.
@@ -44,26 +59,10 @@ std::string join(std::span<const std::string_view> words) {
 // * Compute: MLPerf has no MI250X ResNet-50 entry; assumed ~1,100 samples/s per GCD (half an MI250X, which
 //   trains about as fast as an A100 at ~2,200 samples/s with mixed precision). Calibrate before trusting it.
 PlatformSpec frontier() {
-  PlatformSpec p;
-  p.name = "frontier";
-  p.gpus_per_node = 8;
-  p.intra_node_bandwidth_Bps = 50e9;
-  p.intra_node_latency_s = 1e-6;
-  p.nics_per_node = 4;
-  p.nic_bandwidth_Bps = 25e9;
-  p.nic_latency_s = 0.5e-6;
-  p.fabric = Fabric::dragonfly;
-  p.switch_bandwidth_Bps = 100e9;
-  p.switch_latency_s = 0.3e-6;
-  p.nodes_per_switch = 4;
-  p.collective_latency_s = kCollectiveLatency_s;
-  p.bulk_step_latency_s = kBulkStepLatency_s;
-  p.iteration_overhead_s = 5e-3;
-  p.reference_resnet50_samples_per_s = 1100.0;
-  p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
-                                           p.reference_resnet50_batch, p.iteration_overhead_s);
-  return p;
+  const PlatformSpec p = make_platform(
+      {.gpus = 8, .port = {50e9, 1e-6}, .nics = 4, .nic = {25e9, 0.5e-6}},
+      {.fabric = Fabric::dragonfly, .link = {100e9, 0.3e-6}, .nodes_per_switch = 4}, "frontier");
+  return with_resnet50_rate(p, 5e-3, 1100.0);
 }
 
 // OLCF Summit (ORNL), from the OLCF Summit User Guide, "System Overview":
@@ -81,27 +80,11 @@ PlatformSpec frontier() {
 // * Compute: NVIDIA DeepLearningExamples, ResNet-50 v1.5 training on a DGX-1 V100 16 GB with mixed
 //   precision, batch 256 per GPU: ~1,200 samples/s per GPU.
 PlatformSpec summit() {
-  PlatformSpec p;
-  p.name = "summit";
-  p.gpus_per_node = 6;
-  p.intra_node_bandwidth_Bps = 50e9;
-  p.intra_node_latency_s = 1e-6;
-  p.nics_per_node = 2;
-  p.nic_bandwidth_Bps = 12.5e9;
-  p.nic_latency_s = 0.5e-6;
-  p.fabric = Fabric::fat_tree;
-  p.switch_bandwidth_Bps = 25e9;
-  p.switch_latency_s = 0.1e-6;
-  p.nodes_per_switch = 18;
+  PlatformSpec p =
+      make_platform({.gpus = 6, .port = {50e9, 1e-6}, .nics = 2, .nic = {12.5e9, 0.5e-6}},
+                    {.fabric = Fabric::fat_tree, .link = {25e9, 0.1e-6}, .nodes_per_switch = 18}, "summit");
   p.network_efficiency = 23.0 / 25.0;
-  p.collective_latency_s = kCollectiveLatency_s;
-  p.bulk_step_latency_s = kBulkStepLatency_s;
-  p.iteration_overhead_s = 5e-3;
-  p.reference_resnet50_samples_per_s = 1200.0;
-  p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
-                                           p.reference_resnet50_batch, p.iteration_overhead_s);
-  return p;
+  return with_resnet50_rate(p, 5e-3, 1200.0);
 }
 
 // NVIDIA DGX H100 / H200 SuperPOD, from the DGX H100 datasheet and the DGX SuperPOD reference architecture:
@@ -122,29 +105,13 @@ PlatformSpec summit() {
 // * Compute: ~3,000 samples/s per H100 for ResNet-50 training with mixed precision at batch 256 (NVIDIA's
 //   published per-GPU PyTorch figures; MLPerf-tuned submissions reach roughly twice that).
 PlatformSpec dgx_h100() {
-  PlatformSpec p;
-  p.name = "dgx-h100";
-  p.gpus_per_node = 8;
-  p.intra_node_bandwidth_Bps = 450e9;
-  p.intra_node_latency_s = 1e-6;
-  p.nics_per_node = 8;
-  p.nic_bandwidth_Bps = 50e9;
-  p.nic_latency_s = 0.5e-6;
-  p.fabric = Fabric::fat_tree;
-  p.switch_bandwidth_Bps = 400e9;
-  p.switch_latency_s = 0.1e-6;
-  p.nodes_per_switch = 32;
+  PlatformSpec p = make_platform(
+      {.gpus = 8, .port = {450e9, 1e-6}, .nics = 8, .nic = {50e9, 0.5e-6}},
+      {.fabric = Fabric::fat_tree, .link = {400e9, 0.1e-6}, .nodes_per_switch = 32}, "dgx-h100");
   p.intra_node_efficiency = 370.0 / 450.0;
   p.nvls_efficiency = 275.0 * 9.0 / 8.0 / 450.0;
   p.collnet_efficiency = 46.0 / 50.0;
-  p.collective_latency_s = kCollectiveLatency_s;
-  p.bulk_step_latency_s = kBulkStepLatency_s;
-  p.iteration_overhead_s = 3e-3;
-  p.reference_resnet50_samples_per_s = 3000.0;
-  p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
-                                           p.reference_resnet50_batch, p.iteration_overhead_s);
-  return p;
+  return with_resnet50_rate(p, 3e-3, 3000.0);
 }
 
 // A commodity GPU cluster: off-the-shelf 8-GPU servers on 100 Gb/s Ethernet, where the network, not the
@@ -162,28 +129,12 @@ PlatformSpec dgx_h100() {
 //   DeepLearningExamples, PyTorch ResNet-50 v1.5; T2 of the published timings). That is the SXM board's
 //   figure; the 250-300 W PCIe board may be up to ~10 % slower under sustained load.
 PlatformSpec commodity() {
-  PlatformSpec p;
-  p.name = "commodity";
-  p.gpus_per_node = 8;
-  p.intra_node_bandwidth_Bps = 31.5e9;
-  p.intra_node_latency_s = 2e-6;
+  PlatformSpec p = make_platform(
+      {.gpus = 8, .port = {31.5e9, 2e-6}, .nics = 1, .nic = {12.5e9, 1.5e-6}},
+      {.fabric = Fabric::fat_tree, .link = {12.5e9, 0.6e-6}, .nodes_per_switch = 16}, "commodity");
   p.intra_node_efficiency = 0.8;
-  p.nics_per_node = 1;
-  p.nic_bandwidth_Bps = 12.5e9;
-  p.nic_latency_s = 1.5e-6;
   p.network_efficiency = 0.9;
-  p.fabric = Fabric::fat_tree;
-  p.switch_bandwidth_Bps = 12.5e9;
-  p.switch_latency_s = 0.6e-6;
-  p.nodes_per_switch = 16;
-  p.collective_latency_s = kCollectiveLatency_s;
-  p.bulk_step_latency_s = kBulkStepLatency_s;
-  p.iteration_overhead_s = 3e-3;
-  p.reference_resnet50_samples_per_s = 2470.0;
-  p.reference_resnet50_batch = 256;
-  p.gpu_flops_per_s = rate_from_throughput(kResnet50TrainFlopsPerSample, p.reference_resnet50_samples_per_s,
-                                           p.reference_resnet50_batch, p.iteration_overhead_s);
-  return p;
+  return with_resnet50_rate(p, 3e-3, 2470.0);
 }
 
 // A factor or probability in [min, max]; `none` names the value that changes nothing.
@@ -271,6 +222,22 @@ Fabric parse_fabric(std::string_view name) {
 
 std::span<const std::string_view> known_presets() noexcept {
   return kPresets;
+}
+
+PlatformSpec make_platform(const NodeSpec& node, const FabricSpec& fabric, std::string name) {
+  PlatformSpec p;
+  p.name = std::move(name);
+  p.gpus_per_node = node.gpus;
+  p.intra_node_bandwidth_Bps = node.port.bandwidth_Bps;
+  p.intra_node_latency_s = node.port.latency_s;
+  p.nics_per_node = node.nics;
+  p.nic_bandwidth_Bps = node.nic.bandwidth_Bps;
+  p.nic_latency_s = node.nic.latency_s;
+  p.fabric = fabric.fabric;
+  p.switch_bandwidth_Bps = fabric.link.bandwidth_Bps;
+  p.switch_latency_s = fabric.link.latency_s;
+  p.nodes_per_switch = fabric.nodes_per_switch;
+  return p;
 }
 
 PlatformSpec platform_preset(std::string_view name) {

@@ -117,6 +117,33 @@ struct PlatformSpec {
   int reference_resnet50_batch = 0;
 };
 
+/// One link of a machine: its bandwidth per direction and its latency, written {bandwidth_Bps, latency_s}.
+struct LinkSpec {
+  double bandwidth_Bps = 0.0;
+  double latency_s = 0.0;
+};
+
+/// One node of a machine: `gpus` GPUs, each with a `port` into the node switch
+/// (PlatformSpec::intra_node_bandwidth_Bps and intra_node_latency_s), and `nics` NICs, each a `nic` link
+/// into the fabric (nic_bandwidth_Bps and nic_latency_s).
+struct NodeSpec {
+  int gpus = 1;   ///< PlatformSpec::gpus_per_node
+  LinkSpec port;  ///< one GPU's port into the node switch
+  int nics = 1;   ///< PlatformSpec::nics_per_node
+  LinkSpec nic;   ///< one NIC
+};
+
+/// The fabric between the nodes of a machine: its shape, every fabric `link` (switch_bandwidth_Bps and
+/// switch_latency_s) and, for a fat-tree or dragonfly, nodes_per_switch.
+struct FabricSpec {
+  Fabric fabric = Fabric::fat_tree;
+  LinkSpec link;
+  int nodes_per_switch = 16;
+};
+
+/// A machine of `node`s on `fabric`, named `name`; every other field keeps PlatformSpec's default.
+PlatformSpec make_platform(const NodeSpec& node, const FabricSpec& fabric, std::string name = "custom");
+
 /// The preset names: frontier, summit, dgx-h100, commodity (custom is built from the config alone).
 std::span<const std::string_view> known_presets() noexcept;
 /// A preset machine; throws PlatformError("platform.preset", ...) on an unknown name.

@@ -207,25 +207,27 @@ TEST_CASE("experiments::hostile limits: a number option out of its range prints 
 TEST_CASE("experiments::hostile limits: --models and --algorithms are checked before any worker starts") {
   const TempDir temp;
   const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
-  const fs::path calibration = temp.path() / "calibration";
-  const auto calibrate =
-      run_limited(fmt::format("calibrate --models mlp,nope --local 2 --out \"{}\"", calibration.string()));
-  CAPTURE(calibrate.output);
-  CHECK(calibrate.status == 1);
-  CHECK(one_line(calibrate.output));
-  CHECK(contains(calibrate.output, "--models: 'nope' cannot be calibrated: "));
-  CHECK(contains(calibrate.output, "train.model: must be one of"));
-  CHECK_FALSE(fs::exists(calibration));
-
-  const fs::path validation = temp.path() / "validation";
-  const auto validate = run_limited(
-      fmt::format("validate {} --algorithms ring,nope --local 2 --out \"{}\"", config, validation.string()));
-  CAPTURE(validate.output);
-  CHECK(validate.status == 1);
-  CHECK(one_line(validate.output));
-  CHECK(contains(validate.output, "--algorithms: 'nope' cannot be validated: "));
-  CHECK(contains(validate.output, "algorithm.graph: unknown kind 'nope'"));
-  CHECK_FALSE(fs::exists(validation));
+  struct Refused {
+    std::string arguments;  // without --out
+    fs::path out;
+    std::string option;  // the first part of the message
+    std::string reason;  // the message of the refused value's own check
+  };
+  const std::vector<Refused> cases = {
+      {"calibrate --models mlp,nope --local 2", temp.path() / "calibration",
+       "--models: 'nope' cannot be calibrated: ", "train.model: must be one of"},
+      {fmt::format("validate {} --algorithms ring,nope --local 2", config), temp.path() / "validation",
+       "--algorithms: 'nope' cannot be validated: ", "algorithm.graph: unknown kind 'nope'"},
+  };
+  for (const auto& refused : cases) {
+    const auto result = run_limited(fmt::format("{} --out \"{}\"", refused.arguments, refused.out.string()));
+    CAPTURE(result.output);
+    CHECK(result.status == 1);
+    CHECK(one_line(result.output));
+    CHECK(contains(result.output, refused.option));
+    CHECK(contains(result.output, refused.reason));
+    CHECK_FALSE(fs::exists(refused.out));
+  }
 }
 
 TEST_CASE("experiments::hostile limits: a damaged calibration.json is named with the file and the key") {

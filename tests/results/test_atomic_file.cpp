@@ -25,6 +25,13 @@ int entries(const fs::path& dir) {
   return count;
 }
 
+/// Writes `content` to a new file `target` and makes `link` a symbolic link to it; returns `link`.
+fs::path link_to_new_file(const fs::path& target, const std::string& content, const fs::path& link) {
+  dbench::testing::write_file(target, content);
+  fs::create_symlink(target, link);
+  return link;
+}
+
 }  // namespace
 
 TEST_CASE("results::atomic_file: writes a new file and replaces an old one, leaving no temporary") {
@@ -57,9 +64,7 @@ TEST_CASE("results::atomic_file: a write that cannot land names the file and kee
 TEST_CASE("results::atomic_file: only a regular file is replaced; a link, FIFO or folder stays as it was") {
   TempDir dir;
   const fs::path elsewhere = dir.path() / "elsewhere.csv";
-  dbench::testing::write_file(elsewhere, "theirs");
-  const fs::path link = dir.path() / "link.csv";
-  fs::create_symlink(elsewhere, link);
+  const fs::path link = link_to_new_file(elsewhere, "theirs", dir.path() / "link.csv");
   CHECK_THROWS_WITH_AS(dbench::results::write_file_atomically(link, "new"),
                        doctest::Contains("it is a symbolic link, which is left as it is"),
                        std::runtime_error);
@@ -76,9 +81,7 @@ TEST_CASE("results::atomic_file: only a regular file is replaced; a link, FIFO o
 TEST_CASE("results::atomic_file: a user's file is written through its link and into a FIFO's reader") {
   TempDir dir;
   const fs::path target = dir.path() / "graph.dot";
-  dbench::testing::write_file(target, "old");
-  const fs::path link = dir.path() / "link.dot";
-  fs::create_symlink(target, link);
+  const fs::path link = link_to_new_file(target, "old", dir.path() / "link.dot");
   dbench::results::write_user_file(link, "new");
   CHECK(read_file(target) == "new");
   CHECK(fs::is_symlink(fs::symlink_status(link)));

@@ -139,13 +139,20 @@ TEST_CASE("results::graphs_csv: graphs.csv round trips, an unconnected graph's d
 
 TEST_CASE("results::validation_csv: validation.csv and accuracy.csv round trip, infinite errors included") {
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<rs::ValidationRow> rows = {
-      {"dpsgd/ring", "dpsgd", "ring", "mlp", 4, 0.5, 0.25, 0.5, 0.25, 0.25, 0.0, 0.0, 0.125, inf, 0.01}};
+  const std::vector<rs::ValidationRow> rows = {{"dpsgd/ring",
+                                                "dpsgd",
+                                                "ring",
+                                                "mlp",
+                                                4,
+                                                {0.5, 0.25, 0.5},
+                                                {0.25, 0.25, 0.0},
+                                                {0.0, 0.125, inf},
+                                                0.01}};
   const std::string text = rs::validation_csv(rows);
   CHECK(text.ends_with("\ndpsgd/ring,dpsgd,ring,mlp,4,0.5,0.25,0.5,0.25,0.25,0,0,0.125,inf,0.01\n"));
   const auto back = rs::read_validation_csv(text, "validation.csv");
   REQUIRE(back.size() == 1);
-  CHECK(back[0].comm_relative_error == inf);
+  CHECK(back[0].comm.relative_error == inf);
   CHECK(rs::validation_csv(back) == text);
   const std::vector<rs::AccuracyComparisonRow> curves = {{50, "dpsgd/ring", 0.5, rs::kEmpty}};
   const std::string curve_text = rs::accuracy_comparison_csv(curves);

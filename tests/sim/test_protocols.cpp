@@ -41,14 +41,10 @@ double star_alpha(const sim::PlatformSpec& p) {
 
 // One node of 8 GPUs on a switch that reduces at half the port's line rate.
 sim::PlatformSpec nvls_node() {
-  sim::PlatformSpec p;
-  p.gpus_per_node = 8;
-  p.intra_node_bandwidth_Bps = 100e9;
-  p.intra_node_latency_s = 1e-6;
+  sim::PlatformSpec p =
+      sim::make_platform({.gpus = 8, .port = {100e9, 1e-6}, .nic = {10e9, 0.0}}, {.link = {10e9, 0.0}});
   p.intra_node_efficiency = 0.8;
   p.nvls_efficiency = 0.5;
-  p.nic_bandwidth_Bps = 10e9;
-  p.switch_bandwidth_Bps = 10e9;
   p.collective_latency_s = 4e-6;
   p.bulk_step_latency_s = 3e-6;
   p.gpu_flops_per_s = 1e13;

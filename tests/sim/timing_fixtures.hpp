@@ -14,16 +14,8 @@ namespace dbench::sim::testing {
 // only the NIC (10 GB/s) limits bandwidth, so the alpha-beta model is exact; a one-peer gossip round or a
 // ring step shares no link, so its time does not depend on when each message leaves.
 inline PlatformSpec homogeneous_star() {
-  PlatformSpec p;
-  p.gpus_per_node = 1;
-  p.intra_node_bandwidth_Bps = 1e12;
-  p.intra_node_latency_s = 1e-6;
-  p.nics_per_node = 1;
-  p.nic_bandwidth_Bps = 10e9;
-  p.nic_latency_s = 2e-6;
-  p.fabric = Fabric::star;
-  p.switch_bandwidth_Bps = 1e12;
-  p.switch_latency_s = 0.5e-6;
+  PlatformSpec p = make_platform({.gpus = 1, .port = {1e12, 1e-6}, .nics = 1, .nic = {10e9, 2e-6}},
+                                 {.fabric = Fabric::star, .link = {1e12, 0.5e-6}});
   p.gpu_flops_per_s = 1e13;
   return p;
 }
