@@ -301,9 +301,10 @@ void run_validate(const ValidateOptions& o) {
     }
     c.measured_run = median_run.filename().string();
     c.simulated = validation::mean_parts(read_file(dir / "simulate" / "trace.csv"), o.warmup, evaluations);
-    c.iterations = validation::csv_column(runtime_metrics, "iteration");
-    c.runtime_accuracy = validation::csv_column(runtime_metrics, "test_accuracy");
-    c.numerics_accuracy = validation::csv_column(numerics_metrics, "test_accuracy");
+    const validation::Evaluations runtime = validation::read_evaluations(runtime_metrics);
+    c.iterations = runtime.iterations;
+    c.runtime_accuracy = runtime.test_accuracy;
+    c.numerics_accuracy = validation::read_evaluations(numerics_metrics).test_accuracy;
     cases.push_back(std::move(c));
   }
   const auto json = validation::validation_json(cases);

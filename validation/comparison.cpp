@@ -24,30 +24,19 @@ std::string case_name(const ValidationCase& c) {
 
 }  // namespace
 
-std::vector<double> csv_column(std::string_view csv, std::string_view column) {
-  results::CsvTable table;
+Evaluations read_evaluations(std::string_view metrics_csv) {
+  results::CsvRecords<results::MetricsRecord> records;
   try {
-    table = results::parse_csv(csv, "csv");
+    records = results::read_metrics_csv(metrics_csv, "metrics.csv");
   } catch (const results::CsvError& e) {
     throw std::invalid_argument(e.what());
   }
-  const int index = table.column(column);
-  if (index < 0) {
-    throw std::invalid_argument(fmt::format("csv: no column '{}'", column));
+  Evaluations evaluations;
+  for (const results::MetricsRecord& row : records.rows) {
+    evaluations.iterations.push_back(static_cast<double>(row.iteration));
+    evaluations.test_accuracy.push_back(row.test_accuracy);
   }
-  std::vector<double> values;
-  for (const auto& row : table.rows) {
-    const std::string& field = row[static_cast<std::size_t>(index)];
-    if (field.empty()) {
-      values.push_back(std::numeric_limits<double>::quiet_NaN());
-    } else if (const auto value = results::parse_number(field)) {
-      values.push_back(*value);
-    } else {
-      throw std::invalid_argument(
-          fmt::format("csv: column '{}' holds '{}', which is not a number", column, field));
-    }
-  }
-  return values;
+  return evaluations;
 }
 
 PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip) {
@@ -87,7 +76,7 @@ PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<
 
 std::vector<double> evaluation_iterations(std::string_view metrics_csv) {
   std::vector<double> measured;
-  for (const double k : csv_column(metrics_csv, "iteration")) {
+  for (const double k : read_evaluations(metrics_csv).iterations) {
     if (k > 0.0) {
       measured.push_back(k - 1.0);
     }

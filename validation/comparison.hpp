@@ -31,9 +31,15 @@ PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<
 /// iteration k - 1, which measured them.
 std::vector<double> evaluation_iterations(std::string_view metrics_csv);
 
-/// One column of a CSV text (read by results::parse_csv) by header name, as numbers (NaN for an empty or
-/// missing field); throws std::invalid_argument naming a missing column or saying why the text is not CSV.
-std::vector<double> csv_column(std::string_view csv, std::string_view column);
+/// A run's evaluations, from its metrics.csv (read by results' metrics table): per row the iteration and the
+/// averaged model's test accuracy (NaN where empty).
+struct Evaluations {
+  std::vector<double> iterations;
+  std::vector<double> test_accuracy;
+};
+
+/// Reads metrics.csv's evaluations; throws std::invalid_argument saying why the text is not a metrics.csv.
+Evaluations read_evaluations(std::string_view metrics_csv);
 
 /// One validated case: the same config run by both engines.
 struct ValidationCase {

@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "support/csv_column.hpp"
 #include "validation/comparison.hpp"
 
 namespace {
 
 using namespace dbench::validation;
+using dbench::testing::csv_column;
 
 ValidationCase make_case(const std::string& graph, double measured, double simulated) {
   ValidationCase c;
@@ -43,11 +45,18 @@ TEST_CASE("validation::mean_parts: per iteration the mean over workers, then ove
   CHECK_THROWS_AS(mean_parts(trace, 4), std::invalid_argument);
   CHECK_THROWS_AS(mean_parts("iteration,total_s\n0,1\n", 0), std::invalid_argument);
   CHECK(csv_column(trace, "iteration") == std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3});
-  CHECK(evaluation_iterations("iteration,test_accuracy\n0,0.1\n50,0.5\n100,0.7\n") ==
-        std::vector<double>{49, 99});
+  const std::string metrics =
+      "iteration,test_accuracy,consensus_distance,norm_variance\n0,0.1,0,0\n50,0.5,0,0\n100,,0,0\n";
+  CHECK(evaluation_iterations(metrics) == std::vector<double>{49, 99});
+  const Evaluations rows = read_evaluations(metrics);
+  CHECK(rows.iterations == std::vector<double>{0, 50, 100});
+  REQUIRE(rows.test_accuracy.size() == 3);
+  CHECK(rows.test_accuracy[1] == 0.5);
+  CHECK(std::isnan(rows.test_accuracy[2]));
+  CHECK_THROWS_AS(read_evaluations("iteration,test_accuracy\n0,0.1\n"), std::invalid_argument);
 }
 
-TEST_CASE("validation::csv_column: read with the results' CSV reader: quoted fields, empty and short rows") {
+TEST_CASE("tests::csv_column: read with the results' CSV reader: quoted fields, empty and short rows") {
   CHECK(csv_column("case,total_s\n\"dpsgd,ring\",2.5\n", "total_s") == std::vector<double>{2.5});
   const auto short_row = csv_column("iteration,total_s\r\n0,1\r\n1\r\n", "total_s");
   REQUIRE(short_row.size() == 2);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/timing_setup.hpp"
+#include "support/csv_column.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 #include "validation/comparison.hpp"
@@ -107,7 +108,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
       "\" --set platform.timing_model=mlp --out \"" + ring_run.string() + "\"");
   INFO(simulate.output);
   REQUIRE(simulate.status == 0);
-  const auto comm = dbench::validation::csv_column(read(ring_run / "trace.csv"), "comm_s");
+  const auto comm = dbench::testing::csv_column(read(ring_run / "trace.csv"), "comm_s");
   REQUIRE_FALSE(comm.empty());
   CHECK(comm.front() == doctest::Approx(ring[0] - step[0]).epsilon(1e-6));
   CHECK(fits.at("exchange").at("fit").at("residuals").size() == 4);  // three sizes and the model's
@@ -141,9 +142,9 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   }
   CHECK(json.at("max_relative_error").get<double>() == doctest::Approx(worst));
   const std::string csv = read(out / "validation.csv");
-  CHECK(dbench::validation::csv_column(csv, "simulated_s").size() == 2);
+  CHECK(dbench::testing::csv_column(csv, "simulated_s").size() == 2);
   CHECK(read(out / "validation.md").find("| dpsgd/one-peer-exponential | mlp | 4 |") != std::string::npos);
-  CHECK(dbench::validation::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
+  CHECK(dbench::testing::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
