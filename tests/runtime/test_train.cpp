@@ -216,27 +216,31 @@ TEST_CASE("runtime::train: with LARS, 4 local workers end with the simulator's p
   }
 }
 
-/// Runs `dbench train CONFIG --local WORKERS -q OPTIONS --out DIR/out`; returns its summary.json and its
-/// final test accuracy, after checking the run succeeded.
-std::pair<std::string, double> train_and_summarize(const fs::path& dir, const fs::path& config, int workers,
+/// Writes the config `text` into `dir` and runs `dbench train` on it (`--local WORKERS -q OPTIONS --out
+/// DIR/out`); returns its summary.json and its final test accuracy, after checking the run succeeded.
+std::pair<std::string, double> train_and_summarize(const fs::path& dir, const std::string& text, int workers,
                                                    const std::string& options) {
+  const fs::path config = write_config(dir, text);
   const auto run = run_dbench("train " + config.string() + " --local " + std::to_string(workers) + " -q " +
                               options + " --out " + (dir / "out").string());
   INFO(run.output);
   REQUIRE(run.status == 0);
-  const std::string text = dbench::testing::read_file(dir / "out" / "summary.json");
-  const auto at = text.find("\"final_test_accuracy\": ");
+  const std::string summary = dbench::testing::read_file(dir / "out" / "summary.json");
+  const auto at = summary.find("\"final_test_accuracy\": ");
   REQUIRE(at != std::string::npos);
-  return {text, std::stod(text.substr(at + 23))};
+  return {summary, std::stod(summary.substr(at + 23))};
 }
 
 TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
   TempDir dir;
-  const fs::path config = write_config(
-      dir.path(),
-      "name = \"acc8\"\nseed = 1\n[train]\nworkers = 8\nbatch_per_worker = 32\niterations = 600\nlr = 0.1\n"
-      "momentum = 0.9\neval_every = 200\n[algorithm]\nkind = \"dpsgd\"\ngraph = \"exponential\"\n");
-  const double accuracy = train_and_summarize(dir.path(), config, 8, "").second;
+  const double accuracy =
+      train_and_summarize(
+          dir.path(),
+          "name = \"acc8\"\nseed = 1\n[train]\nworkers = 8\nbatch_per_worker = 32\niterations = 600\nlr = "
+          "0.1\n"
+          "momentum = 0.9\neval_every = 200\n[algorithm]\nkind = \"dpsgd\"\ngraph = \"exponential\"\n",
+          8, "")
+          .second;
   CAPTURE(accuracy);
   CHECK(accuracy >= 0.80);
 }
@@ -321,8 +325,8 @@ TEST_CASE(
 
 TEST_CASE("runtime::train: --overlap trains with the exchange beside the local step and records its trace") {
   TempDir dir;
-  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
-  const auto [text, accuracy] = train_and_summarize(dir.path(), config, 4, "--overlap");
+  const auto [text, accuracy] =
+      train_and_summarize(dir.path(), config_text("dpsgd", "exponential", 4, 150), 4, "--overlap");
   CHECK(text.find("\"overlap\": true") != std::string::npos);
   CHECK(accuracy > 0.6);
   // trace.csv has the simulator's columns, one row per iteration; trace_worker.csv a row per worker too.
@@ -398,8 +402,8 @@ TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
 
 TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers") {
   TempDir dir;
-  const fs::path config = write_config(dir.path(), config_text("dpsgd", "exponential", 4, 150));
-  const auto [text, accuracy] = train_and_summarize(dir.path(), config, 4, "--device cpu");
+  const auto [text, accuracy] =
+      train_and_summarize(dir.path(), config_text("dpsgd", "exponential", 4, 150), 4, "--device cpu");
   CHECK(text.find("\"device\": \"cpu\"") != std::string::npos);
   CHECK(accuracy > 0.6);
   for (const char* file :
