@@ -231,6 +231,15 @@ std::pair<std::string, double> train_and_summarize(const fs::path& dir, const st
   return {summary, std::stod(summary.substr(at + 23))};
 }
 
+/// 4 CPU workers on the exponential graph for 150 iterations with `options`: the run trains (above 60 %) and
+/// its summary.json holds `marker`.
+void check_trains_exponential(const fs::path& dir, const std::string& options, const std::string& marker) {
+  const auto [text, accuracy] =
+      train_and_summarize(dir, config_text("dpsgd", "exponential", 4, 150), 4, options);
+  CHECK(text.find(marker) != std::string::npos);
+  CHECK(accuracy > 0.6);
+}
+
 TEST_CASE("runtime::train: 8 CPU workers reach 80% on Fashion-MNIST with D-PSGD on the exponential graph") {
   TempDir dir;
   const double accuracy =
@@ -325,10 +334,7 @@ TEST_CASE(
 
 TEST_CASE("runtime::train: --overlap trains with the exchange beside the local step and records its trace") {
   TempDir dir;
-  const auto [text, accuracy] =
-      train_and_summarize(dir.path(), config_text("dpsgd", "exponential", 4, 150), 4, "--overlap");
-  CHECK(text.find("\"overlap\": true") != std::string::npos);
-  CHECK(accuracy > 0.6);
+  check_trains_exponential(dir.path(), "--overlap", "\"overlap\": true");
   // trace.csv has the simulator's columns, one row per iteration; trace_worker.csv a row per worker too.
   for (const auto& [file, header, want] :
        {std::tuple{"trace.csv", "iteration,graph,compute_s,comm_s,total_s,bytes_sent,elapsed_s", 150},
@@ -402,10 +408,7 @@ TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
 
 TEST_CASE("runtime::train: --device cpu trains the LibTorch model on MPI workers") {
   TempDir dir;
-  const auto [text, accuracy] =
-      train_and_summarize(dir.path(), config_text("dpsgd", "exponential", 4, 150), 4, "--device cpu");
-  CHECK(text.find("\"device\": \"cpu\"") != std::string::npos);
-  CHECK(accuracy > 0.6);
+  check_trains_exponential(dir.path(), "--device cpu", "\"device\": \"cpu\"");
   for (const char* file :
        {"metrics.csv", "schedule.csv", "trace.csv", "trace_worker.csv", "replica_norms.csv"}) {
     CHECK(fs::exists(dir.path() / "out" / file));
