@@ -12,16 +12,14 @@
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
+using dbench::testing::one_line;
+
 namespace {
 
 using dbench::testing::read_file;
 
 namespace fs = std::filesystem;
 using dbench::testing::run_dbench;
-
-bool one_line(const std::string& text) {
-  return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
-}
 
 fs::path temp_dir(const std::string& name) {
   return fs::temp_directory_path() / ("dbench-test-" + name + "-" + std::to_string(::getpid()));

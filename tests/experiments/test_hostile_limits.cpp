@@ -21,16 +21,12 @@
 
 namespace fs = std::filesystem;
 using dbench::experiments::testing::sweep_command;
-using dbench::testing::read_file;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
-using dbench::testing::write_file;
+
+using dbench::testing::one_line;
 
 namespace {
-
-bool one_line(const std::string& text) {
-  return !text.empty() && text.find('\n') == text.size() - 1;
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -124,9 +120,9 @@ class HeldLock {
 TEST_CASE("experiments::hostile limits: a second sweep into a folder that a sweep is running in is refused") {
   const TempDir temp;
   const fs::path sweep = temp.path() / "mine.toml";
-  write_file(sweep, kSweep);
+  dbench::testing::write_file(sweep, kSweep);
   const fs::path out = temp.path() / "out";
-  write_file(out / ".dbench-sweep", "");
+  dbench::testing::write_file(out / ".dbench-sweep", "");
   const std::string pid = std::to_string(::getpid());
   {
     const HeldLock running(out / ".dbench-sweep.lock", LOCK_EX);
@@ -159,7 +155,7 @@ TEST_CASE("experiments::hostile limits: a second sweep into a folder that a swee
   const auto after = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
   CAPTURE(after.output);
   CHECK(after.status == 0);
-  CHECK(read_file(out / ".dbench-sweep.lock").empty());
+  CHECK(dbench::testing::read_file(out / ".dbench-sweep.lock").empty());
 }
 
 TEST_CASE("experiments::hostile limits: summary.csv has one column per name and keeps formulas as text") {
@@ -168,12 +164,12 @@ TEST_CASE("experiments::hostile limits: summary.csv has one column per name and 
   std::string text = kSweep;
   text.replace(text.find("algorithm = [\"ring\", \"centralized\"]"), std::string::npos,
                "algorithm = [\"ring\"]\nseed = [1]\ndescription = [\"=1+1\", \"@SUM(A1)\"]\n");
-  write_file(sweep, text);
+  dbench::testing::write_file(sweep, text);
   const fs::path out = temp.path() / "out";
   const auto swept = run_dbench(sweep_command(sweep, out, "--quiet --no-report"));
   CAPTURE(swept.output);
   REQUIRE(swept.status == 0);
-  const std::string summary = read_file(out / "summary.csv");
+  const std::string summary = dbench::testing::read_file(out / "summary.csv");
   const auto table = dbench::results::parse_csv(summary, "summary.csv");
   const std::set<std::string> names(table.header.begin(), table.header.end());
   CHECK(names.size() == table.header.size());
@@ -240,7 +236,7 @@ TEST_CASE("experiments::hostile limits: a damaged calibration.json is named with
            {"[1, 2]", file.string() + ": expected a JSON object, got array"},
            {"{\"device\": 5}", file.string() + ": key 'device' is a number, not a string"}}) {
     CAPTURE(text);
-    write_file(file, text);
+    dbench::testing::write_file(file, text);
     const auto result = run_dbench(fmt::format("validate {} --calibration \"{}\" --local 2 --out \"{}\"",
                                                config, calibration.string(), (temp.path() / "out").string()));
     CAPTURE(result.output);
@@ -255,9 +251,9 @@ TEST_CASE("experiments::hostile limits: a JSON number beyond a double names the 
   const TempDir temp;
   const std::string config = fmt::format("\"{}/experiments/configs/quickstart.toml\"", DBENCH_SOURCE_DIR);
   const fs::path profile = temp.path() / "profile.json";
-  write_file(profile, R"({"name": "x", "tensors": [{"name": "w", "elements": 1e400}]})");
+  dbench::testing::write_file(profile, R"({"name": "x", "tensors": [{"name": "w", "elements": 1e400}]})");
   const fs::path calibration = temp.path() / "calibration.json";
-  write_file(calibration, R"({"nic_latency_s": 1e400})");
+  dbench::testing::write_file(calibration, R"({"nic_latency_s": 1e400})");
   for (const auto& [set, file] : std::vector<std::pair<std::string, fs::path>>{
            {"platform.timing_model", profile}, {"platform.preset", calibration}}) {
     CAPTURE(set);

@@ -25,16 +25,14 @@ using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
 using dbench::testing::write_file;
 
+using dbench::testing::one_line;
+
 namespace {
 
 constexpr const char* kRing = "graph --kind ring --nodes 8";
 
 std::string quoted(const fs::path& path) {
   return fmt::format("\"{}\"", path.string());
-}
-
-bool one_line(const std::string& text) {
-  return !text.empty() && text.find('\n') == text.size() - 1;
 }
 
 /// Every file under `dir` with its content (links by their target, other kinds by their type).

@@ -12,16 +12,14 @@
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
+using dbench::testing::one_line;
+
 namespace {
 
 namespace de = dbench::experiments;
 namespace fs = std::filesystem;
 using dbench::testing::run_dbench;
 using dbench::testing::TempDir;
-
-bool one_line(const std::string& text) {
-  return std::count(text.begin(), text.end(), '\n') == 1 && text.back() == '\n';
-}
 
 }  // namespace
 

@@ -14,7 +14,6 @@ namespace fs = std::filesystem;
 using dbench::results::FileReadError;
 using dbench::results::read_file;
 using dbench::results::ReadFailure;
-using dbench::testing::TempDir;
 
 namespace {
 
@@ -33,7 +32,7 @@ std::optional<ReadFailure> failure_of(const fs::path& path, std::size_t max_byte
 }  // namespace
 
 TEST_CASE("results::read_file: reads a regular file whole, up to and including the limit") {
-  TempDir dir;
+  dbench::testing::TempDir dir;
   const fs::path file = dir.path() / "a.txt";
   std::ofstream(file, std::ios::binary) << "hello\n";
   CHECK(read_file(file, 6) == "hello\n");
@@ -43,7 +42,7 @@ TEST_CASE("results::read_file: reads a regular file whole, up to and including t
 }
 
 TEST_CASE("results::read_file: refuses missing files, directories, FIFOs, devices and files past the limit") {
-  TempDir dir;
+  dbench::testing::TempDir dir;
   CHECK(failure_of(dir.path() / "none", 10) == ReadFailure::kMissing);
   CHECK(failure_of(dir.path(), 10) == ReadFailure::kDirectory);
   const fs::path fifo = dir.path() / "fifo";

@@ -32,6 +32,11 @@ inline CommandResult run_command(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+/// Whether a command printed exactly one line: the one-line error DBench promises for bad input.
+inline bool one_line(const std::string& text) {
+  return !text.empty() && text.find('\n') == text.size() - 1;
+}
+
 /// Runs `dbench <arguments>` through the shell.
 inline CommandResult run_dbench(const std::string& arguments) {
   return run_command(std::string("\"") + DBENCH_EXE + "\" " + arguments);
