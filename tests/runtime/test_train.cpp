@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -375,6 +376,22 @@ TEST_CASE("runtime::train: workers train LeNet with the simulator's replica mode
   CHECK(header.find("norm_mean:conv1.weight") != std::string::npos);
 }
 
+/// Runs `config` on each named engine into DIR/<name>, every run succeeding: "sim" (dbench simulate), "cpu"
+/// (4 CPU workers) or "torch" (4 LibTorch workers on the CPU).
+void run_engines(const fs::path& config, const fs::path& dir, std::initializer_list<std::string> engines) {
+  for (const std::string& name : engines) {
+    const std::string out = " --out " + (dir / name).string();
+    const std::string command = name == "sim" ? "simulate " + config.string() + " -q --threads 1" + out
+                                : name == "cpu"
+                                    ? "train " + config.string() + " --local 4 -q" + out
+                                    : "train " + config.string() + " --local 4 -q --device cpu" + out;
+    CAPTURE(name);
+    const auto run = run_dbench(command);
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+  }
+}
+
 TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
   // LibTorch's worker computes the norms with LibTorch and the ratio with core::lars_trust_ratio(): its
   // losses and consensus distance follow the simulator's within LibTorch's rounding.
@@ -382,16 +399,7 @@ TEST_CASE("runtime::train: --device cpu with LARS agrees with the simulator") {
   const fs::path config =
       write_config(dir.path(), config_text("dpsgd", "ring", 4, 100, "",
                                            "optimizer = \"lars\"\nlars_eta = 0.02\nweight_decay = 1e-3\n"));
-  const std::string out = (dir.path() / "").string();
-  for (const auto& [name, command] :
-       {std::pair{"sim", "simulate " + config.string() + " -q --threads 1 --out " + out + "sim"},
-        std::pair{"torch",
-                  "train " + config.string() + " --local 4 -q --device cpu --out " + out + "torch"}}) {
-    CAPTURE(name);
-    const auto run = run_dbench(command);
-    INFO(run.output);
-    REQUIRE(run.status == 0);
-  }
+  run_engines(config, dir.path(), {"sim", "torch"});
   for (const char* column : {"test_loss", "consensus_distance"}) {
     CAPTURE(column);
     const auto sim = metrics_column(dir.path() / "sim" / "metrics.csv", column);
@@ -423,17 +431,7 @@ TEST_CASE(
   // when the replicas are measured, so Ada sees the same signal and takes the same decisions on each.
   TempDir dir;
   const fs::path config = write_config(dir.path(), config_text("dpsgd", "ada", 4, 120));
-  const std::string out = (dir.path() / "").string();
-  for (const auto& [name, command] :
-       {std::pair{"sim", "simulate " + config.string() + " -q --threads 1 --out " + out + "sim"},
-        std::pair{"cpu", "train " + config.string() + " --local 4 -q --out " + out + "cpu"},
-        std::pair{"torch",
-                  "train " + config.string() + " --local 4 -q --device cpu --out " + out + "torch"}}) {
-    CAPTURE(name);
-    const auto run = run_dbench(command);
-    INFO(run.output);
-    REQUIRE(run.status == 0);
-  }
+  run_engines(config, dir.path(), {"sim", "cpu", "torch"});
   const Schedule schedule = read_schedule(dir.path() / "sim" / "schedule.csv");
   CHECK(std::count(schedule.steps.begin(), schedule.steps.end(), '\n') == 121);
   CHECK(schedule.steps.find("global-average") != std::string::npos);
