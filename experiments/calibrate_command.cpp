@@ -10,6 +10,7 @@
 #include <array>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -24,6 +25,7 @@
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "experiments/train_recorder.hpp"
+#include "results/atomic_file.hpp"
 #include "results/results_dir.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
@@ -36,6 +38,8 @@
 #include "validation/compute_kernels.hpp"
 #include "validation/fits.hpp"
 #include "validation/link_kernels.hpp"
+#include "validation/placement.hpp"
+#include "validation/speed_watch.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
 #include "runtime/mpi_communicator.hpp"
@@ -56,6 +60,12 @@ struct CalibrateOptions {
   std::vector<int> batches{8, 16, 32, 64};
   std::vector<double> sizes{256, 4096, 16384, 65536, 131072, 262144, 524288, 1048576};
   int repeats = 20;
+  /// Largest change of the reference kernel's time from the first reading that counts as the same machine.
+  double drift_tolerance = 0.10;
+  /// Re-measurements of a measurement the machine's speed drifted during, before refusing.
+  int retries = 2;
+  /// Non-empty: only time the reference kernel on the workers and write its seconds per call there.
+  std::string speed_check;
   /// Empty: the CPU workers' models (dbench train without --device); else "cpu", "cuda" or "cuda:N".
   std::string device;
   bool quiet = false;
@@ -107,27 +117,33 @@ ExperimentConfig load_with(const CalibrateOptions& o, std::vector<std::string> e
   return o.config.empty() ? load_config("", overrides, "<defaults>") : load_config_file(o.config, overrides);
 }
 
-/// Seconds per iteration of dbench train's own loop on the workers of `comm` for `config`, measured as
-/// validate measures a run (validation::mean_parts over trace_worker.csv, evaluations left out).
-double training_loop_seconds(const ExperimentConfig& config, const models::Dataset& train,
-                             const models::Dataset& test, runtime::Communicator& comm) {
+/// Seconds per iteration of dbench train's own loop on the workers of `comm` for `config`, and its parts,
+/// measured as validate measures a run (validation::mean_parts over trace_worker.csv, evaluations left out).
+validation::PartTimes training_loop_parts(const ExperimentConfig& config, const models::Dataset& train,
+                                          const models::Dataset& test, runtime::Communicator& comm) {
   constexpr std::int64_t kWarmup = 5;
   const core::NumericsSpec spec = numerics_spec(config, train);
   const auto policy = make_policy(config);
   TrainRecorder recorder(spec.iterations, false);
   runtime::train_worker(spec, train, test, *policy, comm, runtime::WorkerOptions{}, recorder);
-  std::array<double, 1> seconds{0.0};
+  std::array<double, 3> parts{0.0, 0.0, 0.0};
   if (comm.rank() == 0) {
-    seconds[0] = validation::mean_parts(recorder.worker_trace(), kWarmup,
-                                        validation::evaluation_iterations(recorder.metrics_csv()))
-                     .total_s;
+    const auto measured = validation::mean_parts(recorder.worker_trace(), kWarmup,
+                                                 validation::evaluation_iterations(recorder.metrics_csv()));
+    parts = {measured.total_s, measured.compute_s, measured.comm_s};
   }
-  comm.allreduce(std::span<double>(seconds), runtime::ReduceOp::sum);
-  return seconds[0];
+  comm.allreduce(std::span<double>(parts), runtime::ReduceOp::sum);
+  return {.total_s = parts[0], .compute_s = parts[1], .comm_s = parts[2]};
+}
+
+/// The run of median seconds per iteration among `runs` (an odd count's middle one).
+validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.total_s < b.total_s; });
+  return runs[runs.size() / 2];
 }
 
 /// CPU workers: times dbench train's own loop on a ring and with the all-reduce at each batch of `m`, the
-/// median of a few runs each (a shared machine has slow spells).
+/// median of a few runs each (a shared machine has slow spells), with the parts of each.
 void time_training_loops(const CalibrateOptions& o, const std::string& model, const models::Dataset& train,
                          const models::Dataset& test, runtime::Communicator& comm,
                          validation::ModelCalibration& m) {
@@ -148,59 +164,119 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
     };
     const ExperimentConfig ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
     const ExperimentConfig centralized = with({"algorithm.kind=centralized"});
-    std::vector<double> ring_runs;
-    std::vector<double> centralized_runs;
+    std::vector<validation::PartTimes> ring_runs;
+    std::vector<validation::PartTimes> centralized_runs;
     for (int r = 0; r < kRuns; ++r) {
-      ring_runs.push_back(training_loop_seconds(ring, train, test, comm));
-      centralized_runs.push_back(training_loop_seconds(centralized, train, test, comm));
+      ring_runs.push_back(training_loop_parts(ring, train, test, comm));
+      centralized_runs.push_back(training_loop_parts(centralized, train, test, comm));
     }
-    m.ring_loop_seconds.push_back(validation::median(ring_runs));
-    m.allreduce_loop_seconds.push_back(validation::median(centralized_runs));
+    const validation::PartTimes ring_run = median_run(ring_runs);
+    const validation::PartTimes centralized_run = median_run(centralized_runs);
+    m.ring_loop_seconds.push_back(ring_run.total_s);
+    m.ring_loop_compute_s.push_back(ring_run.compute_s);
+    m.ring_loop_comm_s.push_back(ring_run.comm_s);
+    m.allreduce_loop_seconds.push_back(centralized_run.total_s);
+    m.allreduce_loop_compute_s.push_back(centralized_run.compute_s);
+    m.allreduce_loop_comm_s.push_back(centralized_run.comm_s);
   }
 }
 
-/// The communication `file`'s platform charges one iteration of a ring over `workers` GPUs of `model`.
+/// The exchange `file`'s platform charges one iteration of a ring over `workers` GPUs of `model` with its
+/// intra-node links at `bandwidth_Bps` and `latency_scale` times their latency, without the turns of workers
+/// sharing a core.
 double simulated_ring_s(const CalibrateOptions& o, const std::filesystem::path& file,
-                        const std::string& model, int workers) {
+                        const std::string& model, int workers, double bandwidth_Bps, double latency_scale) {
   ExperimentConfig config =
       load_with(o, {"train.model=" + model, fmt::format("train.workers={}", workers), "algorithm.kind=dpsgd",
                     "algorithm.graph=ring", "platform.timing_model=" + model});
   config.platform.preset = file.string();
   const auto policy = make_policy(config);
   const std::array<topology::ScheduleStep, 1> schedule{policy->graph_for(0, nullptr)};
-  return sim::time_schedule(make_timing_spec(config), schedule).iterations.front().comm_s;
+  sim::TimingSpec spec = make_timing_spec(config);
+  spec.platform.shared_core_turns = 0.0;
+  spec.platform.intra_node_bandwidth_Bps = bandwidth_Bps;
+  spec.platform.intra_node_latency_s *= latency_scale;
+  return sim::time_schedule(spec, schedule).iterations.front().comm_s;
 }
 
-/// Fits `m`'s step to the ring loop less the communication the calibrated platform charges a ring's iteration
-/// (so that the platform predicts the measured ring), and its all-reduce to the centralized loop less that
-/// step, then writes its platform file. What the loop does beyond the kernels timed alone (gathering shuffled
-/// samples, the unfused step of centralized training, caches shared with the exchange) is then in the
-/// platform, as in the runs it predicts.
+/// The intra-node link (latency and bandwidth of a message, alpha-beta) whose simulated ring exchange takes
+/// `target_s`, from `link` (the concurrent exchanges' fit at the model's size): the exchange is affine in
+/// the inverse bandwidth, so two simulations give the line; where the latency alone takes longer than
+/// `target_s`, latency and transfer take half of it each.
+validation::AlphaBetaFit link_for_ring(const CalibrateOptions& o, const std::filesystem::path& file,
+                                       const std::string& model, int workers,
+                                       const validation::AlphaBetaFit& link, double target_s) {
+  const double x1 = 1.0 / link.bandwidth_Bps;
+  const double x2 = 0.5 * x1;
+  const double y1 = simulated_ring_s(o, file, model, workers, 1.0 / x1, 1.0);
+  const double y2 = simulated_ring_s(o, file, model, workers, 1.0 / x2, 1.0);
+  const double slope = (y1 - y2) / (x1 - x2);
+  const double latency = y1 - slope * x1;
+  validation::AlphaBetaFit fitted = link;
+  if (slope <= 0.0) {
+    return fitted;
+  }
+  if (target_s > 1.05 * latency) {
+    fitted.bandwidth_Bps = slope / (target_s - latency);
+  } else {
+    fitted.alpha_s = link.alpha_s * (0.5 * target_s) / std::max(latency, 1e-12);
+    fitted.bandwidth_Bps = slope / (0.5 * target_s);
+  }
+  return fitted;
+}
+
+/// Fits `m`'s parts each to its own measurement in dbench train's loops, then writes its platform file: the
+/// step to the ring loop's compute; the centralized step's separate update to the difference of the loops'
+/// compute; the link to the ring loop's communication less the turns of workers sharing a core (the wait for
+/// the others' steps); the all-reduce to the centralized loop's communication less those turns. What the loop
+/// does beyond the kernels timed alone (gathering shuffled samples, the unfused step of centralized training,
+/// caches shared with the exchange) is then in the platform, as in the runs it predicts.
 void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
                   validation::ModelCalibration& m, const results::ResultsDir& out) {
   const std::string name = fmt::format("{}.toml", m.model);
-  // The links do not depend on the step: the platform as fitted to the kernels gives the ring's share.
-  out.write_text(name, validation::platform_toml(c, m));
-  const std::filesystem::path file = out.path(name);
-  const double ring_s = simulated_ring_s(o, file, m.model, c.workers);
-  std::vector<double> allreduce_s;
-  for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    const double step = m.ring_loop_seconds[i] - ring_s;
-    if (step <= 0.0) {
-      throw std::runtime_error(fmt::format(
-          "calibrate: {} at batch {:g}: dbench train's ring loop took {:.3e} s per iteration, no more than "
-          "the {:.3e} s of communication the fitted links give it; the machine's load changed while "
-          "calibrating, run it again",
-          m.model, m.batches[i], m.ring_loop_seconds[i], ring_s));
-    }
-    m.seconds[i] = step;
-    allreduce_s.push_back(m.allreduce_loop_seconds[i] - step);
-  }
+  m.seconds = m.ring_loop_compute_s;
   m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
-  // Not below an all-reduce of one double: where the centralized loop was no slower than the step (LeNet on
-  // 4 workers sharing 2 cores, whose ring iterations also wait for their neighbours' turns), its all-reduce
-  // costs next to nothing beyond it.
-  m.allreduce_in_loop_s = std::max(validation::median(allreduce_s), c.small_allreduce_s);
+  const auto step = [&](std::size_t i) {
+    return m.fit.overhead_s + m.batches[i] * m.flops_per_sample / m.fit.flops_per_s;
+  };
+  // The turns: how the ring's communication grows with the step, at most one step per other worker.
+  double turns = 0.0;
+  if (c.workers_per_core > 1) {
+    std::vector<double> steps;
+    for (std::size_t i = 0; i < m.batches.size(); ++i) {
+      steps.push_back(step(i));
+    }
+    turns = std::clamp(validation::fit_line(steps, m.ring_loop_comm_s).slope, 0.0,
+                       static_cast<double>(c.workers_per_core - 1));
+  }
+  m.shared_core_turns = turns;
+  std::vector<double> extra;
+  std::vector<double> exchange;
+  std::vector<double> allreduce;
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    extra.push_back(m.allreduce_loop_compute_s[i] - m.ring_loop_compute_s[i]);
+  }
+  m.gradient_step_overhead_s = std::max(0.0, validation::median(extra));
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    exchange.push_back(m.ring_loop_comm_s[i] - turns * step(i));
+    allreduce.push_back(m.allreduce_loop_comm_s[i] - turns * (step(i) + m.gradient_step_overhead_s));
+  }
+  m.ring_exchange_in_loop_s = validation::median(exchange);
+  if (m.ring_exchange_in_loop_s <= 0.0) {
+    throw std::runtime_error(fmt::format(
+        "calibrate: {}: dbench train's ring loop communicated {:.3e} s per iteration (the median over the "
+        "batches), no more than the turns of the {} workers sharing a core take; the machine's load changed "
+        "while calibrating, run it again",
+        m.model, validation::median(m.ring_loop_comm_s), c.workers_per_core));
+  }
+  // Not below an all-reduce of one double: where the centralized loop paid no more than the turns, its
+  // all-reduce costs next to nothing beyond them.
+  m.allreduce_in_loop_s = std::max(validation::median(allreduce), c.small_allreduce_s);
+  // The links do not depend on the step: the platform as fitted to the kernels gives the ring's exchange.
+  out.write_text(name, validation::platform_toml(c, m));
+  m.link_in_loop =
+      link_for_ring(o, out.path(name), m.model, c.workers,
+                    validation::anchored_fit(c.exchange, m.parameter_bytes), m.ring_exchange_in_loop_s);
 }
 
 /// Where the calibration goes (--out, or results/calibration-<workers>); checked before anything is timed.
@@ -221,8 +297,17 @@ results::ResultsDir calibration_out(const CalibrateOptions& o, int workers) {
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
 /// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
-  const ExperimentConfig config = load_with(o, {});
   const bool root = comm.rank() == 0;
+  if (!o.speed_check.empty()) {
+    // Only the reference kernel, for validate's readings around its runs.
+    const double seconds = validation::reference_kernel_seconds(comm);
+    if (root) {
+      results::write_file_atomically(o.speed_check,
+                                     nlohmann::json{{"reference_kernel_s", seconds}}.dump() + "\n");
+    }
+    return;
+  }
+  const ExperimentConfig config = load_with(o, {});
   // Staged from the start: a calibration that fails (or a folder that cannot take it) leaves the previous
   // one whole, and a bad --out is refused before minutes of measurements.
   std::optional<results::ResultsDir> out;
@@ -232,9 +317,23 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   const auto train = config_dataset(config, models::Split::train);
   validation::Calibration c;
   c.workers = comm.size();
+  c.workers_per_core = validation::workers_per_core(comm);
   c.host = host_name();
   c.device = o.device.empty() ? "cpu-worker" : o.device;
-  for (const auto& model : o.models) {
+  // Every measurement is bracketed by readings of the reference kernel; one taken while the machine's speed
+  // drifted is taken again, and a drift that stays refuses the calibration.
+  validation::SpeedWatch watch(
+      [&] { return validation::reference_kernel_seconds(comm); },
+      [&](const std::string& line) {
+        if (root && !o.quiet) {
+          fmt::print(stderr, "{}\n", line);
+        }
+      },
+      {.command = "calibrate", .tolerance = o.drift_tolerance, .retries = o.retries});
+  watch.start();
+  c.models.resize(o.models.size());
+  for (std::size_t i = 0; i < o.models.size(); ++i) {
+    const std::string& model = o.models[i];
     if (root && !o.quiet) {
       fmt::print(stderr, "calibrate: {} step on {} at batch sizes", model, c.device);
       for (const int b : o.batches) {
@@ -245,22 +344,18 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
     ExperimentConfig model_config = config;
     model_config.train.model = model;
     model_config.train.workers = comm.size();
+    watch.phase(fmt::format("the {} step", model), [&] {
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
-    if (!o.device.empty()) {
-      c.models.push_back(validation::time_torch_compute(specs_per_batch(model_config, train, o.batches),
-                                                        train, o.repeats, o.device, comm, tensors));
-      continue;
-    }
+      if (!o.device.empty()) {
+        c.models[i] = validation::time_torch_compute(specs_per_batch(model_config, train, o.batches), train,
+                                                     o.repeats, o.device, comm, tensors);
+        return;
+      }
 #endif
-    c.models.push_back(
-        validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm));
+      c.models[i] =
+          validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm);
+    });
   }
-  std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-  if (!o.device.empty()) {
-    buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
-  }
-#endif
   if (root && !o.quiet) {
     fmt::print(stderr, "calibrate: {}all-reduce over {} sizes and the models' parameter sizes\n",
                comm.size() >= 2 ? "point-to-point, exchange and " : "", o.sizes.size());
@@ -274,20 +369,28 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
     }
   }
   std::sort(sizes.begin(), sizes.end());
-  // A single worker has no links; its all-reduce still costs what the runtime pays for one.
-  if (comm.size() >= 2) {
-    c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
-    c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
-  }
-  c.allreduce = validation::time_allreduce(
-      comm, tensors, *buffers, sizes, o.repeats,
-      o.device.empty() ? "summed in double, as centralized training takes it"
-                       : fmt::format("summed on {}, as the LibTorch worker takes it",
-                                     on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
-  buffers.reset();
-  std::array<double, 1> one{1.0};
-  c.small_allreduce_s = validation::seconds_per_call(
-      comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
+  watch.phase("the links", [&] {
+    std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+    if (!o.device.empty()) {
+      buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
+    }
+#endif
+    // A single worker has no links; its all-reduce still costs what the runtime pays for one.
+    if (comm.size() >= 2) {
+      c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
+      c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
+    }
+    c.allreduce = validation::time_allreduce(
+        comm, tensors, *buffers, sizes, o.repeats,
+        o.device.empty() ? "summed in double, as centralized training takes it"
+                         : fmt::format("summed on {}, as the LibTorch worker takes it",
+                                       on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
+    buffers.reset();
+    std::array<double, 1> one{1.0};
+    c.small_allreduce_s = validation::seconds_per_call(
+        comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
+  });
   if (o.device.empty()) {
     const auto test = config_dataset(config, models::Split::test);
     for (auto& m : c.models) {
@@ -295,9 +398,19 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
         fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
                    m.model);
       }
-      time_training_loops(o, m.model, train, test, comm, m);
+      watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
+        for (auto* loop :
+             {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s, &m.allreduce_loop_seconds,
+              &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s}) {
+          loop->clear();
+        }
+        time_training_loops(o, m.model, train, test, comm, m);
+      });
     }
   }
+  c.reference_kernel_s = watch.baseline();
+  c.speed_readings = watch.readings();
+  c.drift_tolerance = o.drift_tolerance;
   if (!root) {
     return;
   }
@@ -355,9 +468,13 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
     return s;
   };
   args.insert(args.end(), {"--models", join(o.models), "--batches", join(o.batches), "--sizes", join(o.sizes),
-                           "--repeats", std::to_string(o.repeats)});
+                           "--repeats", std::to_string(o.repeats), "--drift-tolerance",
+                           fmt::format("{}", o.drift_tolerance), "--retries", std::to_string(o.retries)});
   if (!o.out.empty()) {
     args.insert(args.end(), {"--out", o.out});
+  }
+  if (!o.speed_check.empty()) {
+    args.insert(args.end(), {"--speed-check", o.speed_check});
   }
   if (!o.device.empty()) {
     args.insert(args.end(), {"--device", o.device});
@@ -401,12 +518,17 @@ void run_calibrate(const CalibrateOptions& o) {
   // One worker runs in this process, as dbench validate --local 1 runs its training: no launcher, no pinning.
   if (o.local >= 2) {
     try {
-      results::check_results_target(calibration_path(o, o.local));
+      if (o.speed_check.empty()) {
+        results::check_results_target(calibration_path(o, o.local));
+      }
     } catch (const results::ResultsDirError& e) {
       throw std::invalid_argument(fmt::format("--out: {}", e.what()));
     }
     const int status = runtime::run_command(
-        runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o)));
+        runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o), true));
+    if (status == runtime::Refused::kExitStatus) {
+      throw runtime::Refused("");  // worker 0 has said why, in one line
+    }
     if (status != 0) {
       throw runtime::LaunchError(fmt::format(
           "calibrate: {} local workers failed (launcher exit status {}); the workers' messages above name "
@@ -423,6 +545,9 @@ void run_calibrate(const CalibrateOptions& o) {
     try {
       comm.emplace(env, runtime::MpiOptions{});
       calibrate_on(*comm, env.local_rank(), o);
+    } catch (const validation::DriftError& e) {
+      // Every worker read the same drift and stops: worker 0 says so, once.
+      throw runtime::Refused(env.world_rank() == 0 ? e.what() : "");
     } catch (const std::exception& e) {
       throw std::runtime_error(
           fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), error_message(e)));
@@ -433,7 +558,11 @@ void run_calibrate(const CalibrateOptions& o) {
   if (!o.device.empty()) {
     // One worker in this process: a single GPU (or the CPU) needs no launcher.
     runtime::SingleWorkerCommunicator single;
-    calibrate_on(single, 0, o);
+    try {
+      calibrate_on(single, 0, o);
+    } catch (const validation::DriftError& e) {
+      throw runtime::Refused(e.what());
+    }
     return;
   }
   throw std::invalid_argument(
@@ -480,6 +609,19 @@ void add_calibrate_command(CLI::App& app) {
          "Calls per timing at least (more until a timing lasts 20 ms; the median of 7 rounds is kept)")
       ->check(number_in(1, 100000))
       ->capture_default_str();
+  cmd->add_option("--drift-tolerance", options->drift_tolerance,
+                  "Largest change of the reference kernel's time, as a fraction, that counts as the same "
+                  "machine; a measurement the machine drifted further during is taken again")
+      ->check(number_in(0.01, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--retries", options->retries,
+                  "Re-measurements of a measurement the machine's speed drifted during, before refusing")
+      ->check(number_in(0, 10))
+      ->capture_default_str();
+  cmd->add_option("--speed-check", options->speed_check,
+                  "Only time the reference kernel on the workers and write its seconds per call to this "
+                  "JSON file (what validate reads around its runs)")
+      ->check(non_empty_path());
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_calibrate(*options); });
 }

@@ -61,6 +61,12 @@ int run_command_line(int argc, char** argv) {
     }
     fmt::print(stderr, "dbench: error: {} (see dbench --help)\n", e.what());
     return e.get_exit_code();
+  } catch (const dbench::runtime::Refused& e) {
+    // One line, said once: a worker or child that said it already leaves what() empty.
+    if (*e.what() != '\0') {
+      fmt::print(stderr, "dbench: error: {}\n", e.what());
+    }
+    return dbench::runtime::Refused::kExitStatus;
   } catch (const dbench::runtime::Interrupted& e) {
     // As a shell reports a command that a signal ended.
     fmt::print(stderr, "dbench: error: {}\n", e.what());

@@ -100,6 +100,19 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
       return true;
     }
   }
+  // Keys only a calibration file sets (dbench calibrate measures them on CPU workers).
+  if (key == "shared_core_turns") {
+    p.shared_core_turns = number();
+    return true;
+  }
+  if (key == "gradient_step_overhead_s") {
+    const double d = number();
+    if (const std::string reason = sim::check_platform_number(key, d); !reason.empty()) {
+      throw ConfigError(fmt::format("{}: {}: {}", where, key, reason));
+    }
+    p.gradient_step_overhead_s = d;
+    return true;
+  }
   if (key != "fabric") {
     return false;
   }

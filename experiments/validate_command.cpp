@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/commands.hpp"
@@ -21,6 +22,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
+#include "validation/speed_watch.hpp"
 
 namespace dbench::experiments {
 namespace {
@@ -37,6 +39,9 @@ struct ValidateOptions {
   std::int64_t warmup = 5;
   int repeats = 20;
   int runs = 5;
+  /// Largest change of the reference kernel's time that counts as the same machine; 0: the calibration's.
+  double drift_tolerance = 0.0;
+  int retries = 2;  ///< re-runs of a case the machine's speed drifted during, before refusing
   /// Empty: dbench train's CPU workers; else its LibTorch worker on "cpu", "cuda" or "cuda:N".
   std::string device;
   bool quiet = false;
@@ -56,6 +61,9 @@ void write_file(const fs::path& path, const std::string& text) {
 void run_dbench(std::vector<std::string> args, const std::string& what) {
   args.insert(args.begin(), runtime::current_executable());
   const int status = runtime::run_command(args);
+  if (status == runtime::Refused::kExitStatus) {
+    throw runtime::Refused("");  // the child has said why, in one line
+  }
   if (status != 0) {
     throw std::runtime_error(
         fmt::format("validate: {} failed (exit status {}); its messages above name the cause", what, status));
@@ -186,6 +194,22 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
   }
 }
 
+/// The reference kernel's first reading and the drift tolerance of a calibration directory's
+/// calibration.json; zeros for a platform file alone, or a calibration that did not read the machine's speed.
+std::pair<double, double> calibration_speed(const fs::path& calibration) {
+  const fs::path file = calibration / "calibration.json";
+  if (!fs::is_directory(calibration) || !fs::exists(file)) {
+    return {0.0, 0.0};
+  }
+  try {
+    const auto json = nlohmann::json::parse(read_config_text(file, "calibration file"));
+    return {json.value("reference_kernel_s", 0.0), json.value("drift_tolerance", 0.0)};
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(
+        fmt::format("--calibration: {}: not valid JSON: {}", file.string(), e.what()));
+  }
+}
+
 void run_validate(const ValidateOptions& o) {
   runtime::check_local_workers(o.local);
   if (o.local == 1) {
@@ -233,12 +257,16 @@ void run_validate(const ValidateOptions& o) {
     if (!o.quiet) {
       fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
     }
-    run_dbench(with_sets(with_device(with_workers({"calibrate", o.config, "--models", model, "--repeats",
-                                                   std::to_string(o.repeats), "--out", calibration.string(),
-                                                   "--quiet"},
-                                                  o.local),
-                                     o.device),
-                         o.overrides),
+    std::vector<std::string> args{"calibrate", o.config,
+                                  "--models",  model,
+                                  "--repeats", std::to_string(o.repeats),
+                                  "--retries", std::to_string(o.retries),
+                                  "--out",     calibration.string(),
+                                  "--quiet"};
+    if (o.drift_tolerance > 0.0) {
+      args.insert(args.end(), {"--drift-tolerance", fmt::format("{}", o.drift_tolerance)});
+    }
+    run_dbench(with_sets(with_device(with_workers(args, o.local), o.device), o.overrides),
                "dbench calibrate");
   }
   const fs::path platform = platform_file(calibration, model);
@@ -248,6 +276,34 @@ void run_validate(const ValidateOptions& o) {
     throw std::invalid_argument(fmt::format(
         "--calibration: {} was calibrated on {} workers, not the {} of --local; calibrate with --local {}",
         platform.string(), calibrated, o.local, o.local));
+  }
+  // The machine's speed, read by the reference kernel on the workers before the first case and after each,
+  // against the calibration's own first reading: a case run while it drifted is run again, and a drift that
+  // stays (or a machine that changed since the calibration) refuses the validation.
+  const auto [baseline, calibrated_tolerance] = calibration_speed(calibration);
+  const fs::path speed_file = out / "speed.json";
+  validation::SpeedWatch watch(
+      [&] {
+        run_dbench(
+            with_device(with_workers({"calibrate", "--speed-check", speed_file.string(), "--quiet"}, o.local),
+                        o.device),
+            "dbench calibrate --speed-check");
+        return nlohmann::json::parse(read_file(speed_file)).at("reference_kernel_s").get<double>();
+      },
+      [&](const std::string& line) {
+        if (!o.quiet) {
+          fmt::print(stderr, "{}\n", line);
+        }
+      },
+      {.command = "validate",
+       .tolerance = o.drift_tolerance > 0.0      ? o.drift_tolerance
+                    : calibrated_tolerance > 0.0 ? calibrated_tolerance
+                                                 : 0.10,
+       .retries = o.retries});
+  try {
+    watch.start(baseline);
+  } catch (const validation::DriftError& e) {
+    throw runtime::Refused(e.what());
   }
   std::vector<validation::ValidationCase> cases;
   for (const auto& algorithm : o.algorithms) {
@@ -265,15 +321,23 @@ void run_validate(const ValidateOptions& o) {
       return validation::evaluation_iterations(read_file(run / "metrics.csv"));
     };
     std::vector<std::pair<validation::PartTimes, fs::path>> runs;
-    for (int r = 0; r < o.runs; ++r) {
-      const fs::path run = dir / (r == 0 ? std::string("runtime") : fmt::format("runtime-{}", r + 1));
-      run_dbench(
-          with_sets(with_device(with_workers({"train", o.config, "--out", run.string(), "--quiet"}, o.local),
-                                o.device),
-                    sets),
-          fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
-      runs.emplace_back(
-          validation::mean_parts(read_file(run / "trace_worker.csv"), o.warmup, evaluations_of(run)), run);
+    try {
+      watch.phase(fmt::format("the {} runs", algorithm), [&] {
+        runs.clear();
+        for (int r = 0; r < o.runs; ++r) {
+          const fs::path run = dir / (r == 0 ? std::string("runtime") : fmt::format("runtime-{}", r + 1));
+          run_dbench(with_sets(with_device(with_workers({"train", o.config, "--out", run.string(), "--quiet"},
+                                                        o.local),
+                                           o.device),
+                               sets),
+                     fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
+          runs.emplace_back(
+              validation::mean_parts(read_file(run / "trace_worker.csv"), o.warmup, evaluations_of(run)),
+              run);
+        }
+      });
+    } catch (const validation::DriftError& e) {
+      throw runtime::Refused(e.what());
     }
     std::sort(runs.begin(), runs.end(),
               [](const auto& a, const auto& b) { return a.first.total_s < b.first.total_s; });
@@ -307,7 +371,13 @@ void run_validate(const ValidateOptions& o) {
     c.numerics_accuracy = validation::read_evaluations(numerics_metrics).test_accuracy;
     cases.push_back(std::move(c));
   }
-  const auto json = validation::validation_json(cases);
+  auto json = validation::validation_json(cases);
+  json["reference_kernel_s"] = watch.baseline();
+  json["largest_drift"] = watch.largest_drift();
+  json["speed_readings"] = nlohmann::json::array();
+  for (const auto& r : watch.readings()) {
+    json["speed_readings"].push_back({{"after", r.after}, {"seconds", r.seconds}});
+  }
   write_file(out / "validation.json", json.dump(2) + "\n");
   const std::string table = validation::validation_markdown(cases);
   write_file(
@@ -360,6 +430,14 @@ void add_validate_command(CLI::App& app) {
   cmd->add_option("--runs", options->runs,
                   "Runtime runs per case; the run with the median seconds per iteration is compared")
       ->check(number_in(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--drift-tolerance", options->drift_tolerance,
+                  "Largest change of the reference kernel's time, as a fraction, that counts as the machine "
+                  "calibrated (default: the calibration's)")
+      ->check(number_in(0.01, 10.0));
+  cmd->add_option("--retries", options->retries,
+                  "Re-runs of a case the machine's speed drifted during, before refusing")
+      ->check(number_in(0, 10))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_validate(*options); });

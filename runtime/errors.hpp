@@ -35,6 +35,15 @@ class CheckpointError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A measurement refused because the machine's speed drifted while it ran: the command exits with status 75
+/// (EX_TEMPFAIL: try again later). An empty what(): another process (a worker, a child) has said why.
+class Refused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+  /// The exit status of a refusal.
+  static constexpr int kExitStatus = 75;
+};
+
 /// Workers could not be launched (no mpirun, a bad worker count).
 class LaunchError : public std::runtime_error {
  public:

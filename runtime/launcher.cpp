@@ -159,12 +159,15 @@ void check_local_workers(int workers) {
 }
 
 std::vector<std::string> local_launch_command(int workers, const std::string& program,
-                                              const std::vector<std::string>& args) {
+                                              const std::vector<std::string>& args, bool quiet) {
   check_local_workers(workers);
   const char* launcher = std::getenv("DBENCH_MPIRUN");
   std::vector<std::string> command{launcher != nullptr && *launcher != '\0' ? launcher : "mpirun"};
   if (geteuid() == 0) {
     command.emplace_back("--allow-run-as-root");
+  }
+  if (quiet) {
+    command.emplace_back("--quiet");
   }
   // Workers may outnumber cores (a laptop). Each is pinned to a core, dealt round-robin (map by core), so
   // that the cores carry equal shares and a worker keeps its core's caches: unpinned, the scheduler moves

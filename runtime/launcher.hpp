@@ -19,9 +19,10 @@ void check_local_workers(int workers);
 
 /// The command line that starts `workers` copies of `program args...` under mpirun on this machine: the
 /// launcher from $DBENCH_MPIRUN or PATH, oversubscription allowed (workers may outnumber cores), and
-/// --allow-run-as-root when running as root. Throws as check_local_workers.
+/// --allow-run-as-root when running as root. `quiet`: without the launcher's own notes on a worker that
+/// failed (for workers that say themselves, in one line, why they stop). Throws as check_local_workers.
 std::vector<std::string> local_launch_command(int workers, const std::string& program,
-                                              const std::vector<std::string>& args);
+                                              const std::vector<std::string>& args, bool quiet = false);
 
 /// Runs a command line (no shell, stdin from /dev/null) in a process group of its own and returns its exit
 /// status (128 + signal when killed). Nothing it starts outlives this call or this process:

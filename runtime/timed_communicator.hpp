@@ -47,6 +47,13 @@ class TimedCommunicator final : public Communicator {
   void wait(Wait&& wait) {
     timed(std::forward<Wait>(wait));
   }
+  /// Runs `part`, communication through inner() together with the pass over what it moved (a gradient
+  /// widened, summed and narrowed back; received parameters mixed), and counts it all as communication: the
+  /// trace splits an iteration as the simulator does, whose exchange and all-reduce include that pass.
+  template <class Part>
+  void count(Part&& part) {
+    timed(std::forward<Part>(part));
+  }
   /// Seconds spent in calls and waits since creation.
   double seconds() const { return seconds_; }
 

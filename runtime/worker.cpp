@@ -210,7 +210,7 @@ class Worker final : public core::ScheduleReplicas, public core::StepEngine {
     // Centralized: the mean gradient.
     const auto batch = static_cast<std::size_t>(spec_.batch_per_worker);
     net_->train_step(store_.params(), inputs_, labels_, batch, store_.grads(), std::span(&stats_, 1));
-    average_over_workers(comm_, store_.grads().row(0), sum_);
+    comm_.count([&] { average_over_workers(comm_.inner(), store_.grads().row(0), sum_); });
     sgd_.step(last_lr_, store_.params(), store_.grads(), store_.momentum());
     share_loss();
   }
@@ -235,10 +235,10 @@ class Worker final : public core::ScheduleReplicas, public core::StepEngine {
   void global_average(bool measured) override {
     if (measured) {
       // The measurement has just all-reduced these parameters (sum_): their mean, without a second one.
-      take_mean(store_.replica(0), sum_, workers_);
+      comm_.count([&] { take_mean(store_.replica(0), sum_, workers_); });
     } else {
       // Periodic global averaging: every worker takes the mean of the parameters.
-      average_over_workers(comm_, store_.replica(0), sum_);
+      comm_.count([&] { average_over_workers(comm_.inner(), store_.replica(0), sum_); });
     }
   }
 
@@ -253,15 +253,20 @@ class Worker final : public core::ScheduleReplicas, public core::StepEngine {
     const GossipPlan& plan = plans_(graph);
     const auto x = store_.replica(0);
     auto mixed = store_.mix_target().row(0);
+    // The mixing counts as communication, as the simulator's exchange includes the receiver's pass.
     if (!options_.overlap) {
-      exchange_parameters(comm_, plan, x, recv_, tag_of(t));
-      mix_into(plan, x, mixed);
+      comm_.count([&] {
+        exchange_parameters(comm_.inner(), plan, x, recv_, tag_of(t));
+        mix_into(plan, x, mixed);
+      });
     } else {
       // x_{t+1} = sum_j W_ij x_j,t + (x_i after the local step - x_i,t).
-      mix_into(plan, snapshot_, mixed);
-      for (std::size_t j = 0; j < mixed.size(); ++j) {
-        mixed[j] += x[j] - snapshot_[j];
-      }
+      comm_.count([&] {
+        mix_into(plan, snapshot_, mixed);
+        for (std::size_t j = 0; j < mixed.size(); ++j) {
+          mixed[j] += x[j] - snapshot_[j];
+        }
+      });
     }
     store_.swap_mixed();
   }

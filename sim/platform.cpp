@@ -166,7 +166,7 @@ constexpr double kMaxBandwidth = 1e15;
 constexpr double kMaxLatency = 10.0;
 constexpr double kMaxOverhead = 1e6;
 
-constexpr std::array<NumberRange, 14> kNumberRanges{{
+constexpr std::array<NumberRange, 15> kNumberRanges{{
     {"gpu_flops_per_s", &PlatformSpec::gpu_flops_per_s, kMinRate, kMaxRate, "FLOP/s", ""},
     {"gpu_flops_per_s_bf16", &PlatformSpec::gpu_flops_per_s_bf16, kMinRate, kMaxRate, "FLOP/s",
      "gpu_flops_per_s"},
@@ -185,6 +185,7 @@ constexpr std::array<NumberRange, 14> kNumberRanges{{
     {"bulk_step_latency_s", &PlatformSpec::bulk_step_latency_s, 0.0, kMaxLatency, "s", ""},
     {"allreduce_latency_s", &PlatformSpec::allreduce_latency_s, 0.0, kMaxLatency, "s", ""},
     {"iteration_overhead_s", &PlatformSpec::iteration_overhead_s, 0.0, kMaxOverhead, "s", ""},
+    {"gradient_step_overhead_s", &PlatformSpec::gradient_step_overhead_s, 0.0, kMaxOverhead, "s", ""},
 }};
 
 std::string range_reason(const NumberRange& range, double value) {
@@ -263,6 +264,11 @@ void validate(const PlatformSpec& p, int gpus) {
   }
   if (p.nics_per_node < 1) {
     throw PlatformError("platform.nics_per_node", fmt::format("must be >= 1, got {}", p.nics_per_node));
+  }
+  if (!(p.shared_core_turns >= 0.0 && p.shared_core_turns <= p.gpus_per_node - 1)) {
+    throw PlatformError("platform.shared_core_turns",
+                        fmt::format("must be between 0 and the node's {} GPUs less one, got {}",
+                                    p.gpus_per_node, p.shared_core_turns));
   }
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));

@@ -110,6 +110,15 @@ struct PlatformSpec {
   double allreduce_latency_s = 0.0;
   /// See allreduce_latency_s; bytes of the all-reduced data (S) per second.
   double allreduce_bandwidth_Bps = 0.0;
+  /// Steps of its own a GPU waits each iteration for the GPUs that take turns with it on one processor,
+  /// before it communicates: CPU workers that outnumber the cores (dbench calibrate fits it, at most the
+  /// workers per core less one). The wait counts as communication, as the workers' own traces count it. 0:
+  /// every GPU computes on its own.
+  double shared_core_turns = 0.0;
+  /// Extra compute of a step whose gradient is all-reduced before it is applied (the gradient kept whole and
+  /// the update a pass of its own), over a local step that applies it as it goes; dbench calibrate measures
+  /// it on CPU workers, whose local step is fused. 0: none.
+  double gradient_step_overhead_s = 0.0;
   /// Published per-GPU ResNet-50 training throughput (samples/s) the preset's rate is checked against; 0 for
   /// none.
   double reference_resnet50_samples_per_s = 0.0;

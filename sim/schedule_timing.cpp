@@ -105,6 +105,8 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
                     compute_s, spec.profile.forward_flops_per_sample + spec.profile.backward_flops_per_sample,
                     spec.batch_per_gpu, compute_rate(spec.platform, spec.profile.compute_precision)));
   }
+  const double gradient_overhead_s = spec.platform.gradient_step_overhead_s;
+  const double turns = 1.0 + spec.platform.shared_core_turns;
   const bool overlap = spec.options.bucket_bytes > 0;
   const bool fast = spec.options.fidelity == Fidelity::fast;
   const auto n = static_cast<std::size_t>(spec.gpus);
@@ -139,11 +141,15 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     if (!compute.uniform() || t == 0) {
       compute.factors(static_cast<std::int64_t>(t), factor);
     }
+    // A step whose gradient is all-reduced applies it in a pass of its own.
+    const double step_s =
+        compute_s + (step.communication == topology::Communication::all_reduce ? gradient_overhead_s : 0.0);
     for (std::size_t i = 0; i < n; ++i) {
-      own_compute[i] = compute_s * factor[i];
+      own_compute[i] = step_s * factor[i];
       own_backward[i] = backward_s * factor[i];
-      // With buckets a GPU's communication can start with its backward pass; otherwise after its compute.
-      ready[i] = clock[i] + own_compute[i] - (overlapped ? own_backward[i] : 0.0);
+      // With buckets a GPU's communication can start with its backward pass; otherwise after its compute, and
+      // after the turns of the GPUs sharing its processor (each as long as its own).
+      ready[i] = clock[i] + turns * own_compute[i] - (overlapped ? own_backward[i] : 0.0);
     }
     double bytes_sent = 0.0;
     if (!topology::communicates(step)) {

@@ -102,7 +102,10 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   // A single worker has no links to measure; its platform's links carry no traffic and take the all-reduce's
   // fit only to hold valid values.
   const bool links_measured = !c.exchange.bytes.empty();
-  const AlphaBetaFit link = links_measured ? anchored_fit(c.exchange, m.parameter_bytes) : c.allreduce.fit;
+  const bool link_in_loop = links_measured && m.link_in_loop.bandwidth_Bps > 0.0;
+  const AlphaBetaFit link = link_in_loop     ? m.link_in_loop
+                            : links_measured ? anchored_fit(c.exchange, m.parameter_bytes)
+                                             : c.allreduce.fit;
   const bool in_loop = m.allreduce_in_loop_s > 0.0;
   AlphaBetaFit allreduce = in_loop ? anchored_fit(c.allreduce.fit, m.parameter_bytes, m.allreduce_in_loop_s)
                                    : anchored_fit(c.allreduce, m.parameter_bytes);
@@ -133,8 +136,24 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out +=
       "# The step's fixed cost, the one-double all-reduce every iteration of dbench train pays included.\n";
   out += fmt::format("iteration_overhead_s = {:.6e}\n", m.fit.overhead_s);
+  if (c.workers_per_core > 1 || m.gradient_step_overhead_s > 0.0) {
+    out += fmt::format(
+        "# {} workers pinned to one core take turns on it: each waits for the others' steps before its "
+        "exchange,\n# this many of its own (the ring loop's communication against its step over the "
+        "batches).\nshared_core_turns = {:.6e}\n"
+        "# A centralized step's separate update, over the ring's fused step, as dbench train's loops took "
+        "them.\ngradient_step_overhead_s = {:.6e}\n",
+        c.workers_per_core, m.shared_core_turns, m.gradient_step_overhead_s);
+  }
   out +=
-      links_measured
+      link_in_loop
+          ? fmt::format(
+                "# A message between two workers crosses two GPU ports: latency alpha / 2 on each. The "
+                "link is the one\n# whose simulated ring exchange is the {:.4e} s the ring's loop paid "
+                "beyond the turns (the\n# concurrent exchanges alone give {:.4e} s per message).\n",
+                m.ring_exchange_in_loop_s,
+                fit_seconds(anchored_fit(c.exchange, m.parameter_bytes), m.parameter_bytes))
+      : links_measured
           ? fmt::format(
                 "# A message between two workers crosses two GPU ports: latency alpha / 2 on each{}.\n",
                 anchored(c.exchange, link))
@@ -148,9 +167,8 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   out += in_loop
              ? fmt::format(
                    " (the line through the all-reduce as dbench train's centralized loop paid it, {:.4e} s:\n"
-                   "# its seconds per iteration less the step, the median over batches; the widening, "
-                   "the SGD step\n# apart from the gradient and the summing all count; the micro-benchmark "
-                   "alone gives {:.4e} s)",
+                   "# its communication less the turns of workers sharing a core, the median over batches; "
+                   "the widening\n# and the summing count; the micro-benchmark alone gives {:.4e} s)",
                    m.allreduce_in_loop_s,
                    fit_seconds(anchored_fit(c.allreduce, m.parameter_bytes), m.parameter_bytes))
              : anchored(c.allreduce, allreduce);
@@ -168,10 +186,10 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
                      m.model, m.fit.overhead_s, m.flops_per_sample, m.fit.flops_per_s, m.fit.line.r_squared);
   out += residual_lines(m.batches, m.seconds, m.fit.line, "batch");
   const bool loops = m.ring_loop_seconds.size() == m.batches.size();
-  out += loops ? "# (the step: dbench train's ring loop per iteration less the communication this platform "
-                 "charges a ring)\n"
-               : "# (the step in the training loop: a step and a communication round - a ring's gossip, or a "
-                 "single\n# worker's all-reduce - less the round alone)\n";
+  out += loops
+             ? "# (the step: the compute of dbench train's ring loop per iteration, as its trace splits it)\n"
+             : "# (the step in the training loop: a step and a communication round - a ring's gossip, or a "
+               "single\n# worker's all-reduce - less the round alone)\n";
   for (std::size_t i = 0; i < m.batches.size() && i < m.seconds_alone.size() && i < m.gossip_seconds.size() &&
                           i < m.kernel_seconds.size();
        ++i) {
@@ -179,9 +197,14 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
         "#   batch {:>10g}: step timed back to back {:.4e} s, in a gossip loop {:.4e} s, round alone "
         "{:.4e} s",
         m.batches[i], m.seconds_alone[i], m.kernel_seconds[i], m.gossip_seconds[i]);
-    out += loops ? fmt::format("; dbench train: ring {:.4e} s, all-reduce {:.4e} s per iteration\n",
-                               m.ring_loop_seconds[i], m.allreduce_loop_seconds[i])
-                 : std::string("\n");
+    out +=
+        loops && i < m.ring_loop_comm_s.size() && i < m.allreduce_loop_comm_s.size()
+            ? fmt::format(
+                  ";\n#     dbench train: ring {:.4e} s (compute {:.4e}, communication {:.4e}), all-reduce "
+                  "{:.4e} s (compute {:.4e}, communication {:.4e}) per iteration\n",
+                  m.ring_loop_seconds[i], m.ring_loop_compute_s[i], m.ring_loop_comm_s[i],
+                  m.allreduce_loop_seconds[i], m.allreduce_loop_compute_s[i], m.allreduce_loop_comm_s[i])
+            : std::string("\n");
   }
   out += fmt::format("# per-iteration all-reduce of one double (in the overhead above): {:.4e} s\n",
                      c.small_allreduce_s);
@@ -207,26 +230,44 @@ nlohmann::json to_json(const Calibration& c) {
                       {"kernel_seconds", m.kernel_seconds},
                       {"ring_loop_seconds", m.ring_loop_seconds},
                       {"allreduce_loop_seconds", m.allreduce_loop_seconds},
+                      {"ring_loop_compute_s", m.ring_loop_compute_s},
+                      {"ring_loop_comm_s", m.ring_loop_comm_s},
+                      {"allreduce_loop_compute_s", m.allreduce_loop_compute_s},
+                      {"allreduce_loop_comm_s", m.allreduce_loop_comm_s},
                       {"allreduce_in_loop_s", m.allreduce_in_loop_s},
+                      {"gradient_step_overhead_s", m.gradient_step_overhead_s},
+                      {"shared_core_turns", m.shared_core_turns},
+                      {"ring_exchange_in_loop_s", m.ring_exchange_in_loop_s},
+                      {"link_in_loop_alpha_s", m.link_in_loop.alpha_s},
+                      {"link_in_loop_bandwidth_Bps", m.link_in_loop.bandwidth_Bps},
                       {"seconds_alone", m.seconds_alone},
                       {"gossip_seconds", m.gossip_seconds},
                       {"overhead_s", m.fit.overhead_s},
                       {"flops_per_s", m.fit.flops_per_s},
                       {"fit", line_json(m.fit.line)}});
   }
+  nlohmann::json readings = nlohmann::json::array();
+  for (const auto& r : c.speed_readings) {
+    readings.push_back({{"after", r.after}, {"seconds", r.seconds}});
+  }
   return {{"workers", c.workers},
+          {"workers_per_core", c.workers_per_core},
           {"host", c.host},
           {"device", c.device},
           {"models", models},
           {"point_to_point", link_json(c.point_to_point)},
           {"exchange", link_json(c.exchange)},
           {"allreduce", link_json(c.allreduce)},
-          {"small_allreduce_s", c.small_allreduce_s}};
+          {"small_allreduce_s", c.small_allreduce_s},
+          {"reference_kernel_s", c.reference_kernel_s},
+          {"speed_readings", readings},
+          {"drift_tolerance", c.drift_tolerance}};
 }
 
 Calibration calibration_from_json(const nlohmann::json& j) {
   Calibration c;
   c.workers = j.at("workers").get<int>();
+  c.workers_per_core = j.value("workers_per_core", 1);
   c.host = j.at("host").get<std::string>();
   c.device = j.value("device", std::string("cpu-worker"));
   for (const auto& mj : j.at("models")) {
@@ -240,6 +281,15 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.ring_loop_seconds = mj.value("ring_loop_seconds", std::vector<double>{});
     m.allreduce_loop_seconds = mj.value("allreduce_loop_seconds", std::vector<double>{});
     m.allreduce_in_loop_s = mj.value("allreduce_in_loop_s", 0.0);
+    m.ring_loop_compute_s = mj.value("ring_loop_compute_s", std::vector<double>{});
+    m.ring_loop_comm_s = mj.value("ring_loop_comm_s", std::vector<double>{});
+    m.allreduce_loop_compute_s = mj.value("allreduce_loop_compute_s", std::vector<double>{});
+    m.allreduce_loop_comm_s = mj.value("allreduce_loop_comm_s", std::vector<double>{});
+    m.gradient_step_overhead_s = mj.value("gradient_step_overhead_s", 0.0);
+    m.shared_core_turns = mj.value("shared_core_turns", 0.0);
+    m.ring_exchange_in_loop_s = mj.value("ring_exchange_in_loop_s", 0.0);
+    m.link_in_loop.alpha_s = mj.value("link_in_loop_alpha_s", 0.0);
+    m.link_in_loop.bandwidth_Bps = mj.value("link_in_loop_bandwidth_Bps", 0.0);
     m.seconds_alone = mj.value("seconds_alone", std::vector<double>{});
     m.gossip_seconds = mj.value("gossip_seconds", std::vector<double>{});
     m.fit.overhead_s = mj.at("overhead_s").get<double>();
@@ -251,6 +301,11 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.exchange = link_from(j.at("exchange"));
   c.allreduce = link_from(j.at("allreduce"));
   c.small_allreduce_s = j.at("small_allreduce_s").get<double>();
+  c.reference_kernel_s = j.value("reference_kernel_s", 0.0);
+  for (const auto& r : j.value("speed_readings", nlohmann::json::array())) {
+    c.speed_readings.push_back({r.at("after").get<std::string>(), r.at("seconds").get<double>()});
+  }
+  c.drift_tolerance = j.value("drift_tolerance", 0.0);
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "validation/fits.hpp"
+#include "validation/speed_watch.hpp"
 
 namespace dbench::validation {
 
@@ -32,9 +33,30 @@ struct ModelCalibration {
   /// measures a run). Empty where not measured.
   std::vector<double> ring_loop_seconds;
   std::vector<double> allreduce_loop_seconds;
+  /// Per batch, CPU workers: the parts of those loops' iterations as their traces split them (the median
+  /// run's): the local step, and the communication (waiting for and moving the neighbours' data, mixing it;
+  /// the gradient's all-reduce with its widening and summing).
+  std::vector<double> ring_loop_compute_s;
+  std::vector<double> ring_loop_comm_s;
+  std::vector<double> allreduce_loop_compute_s;
+  std::vector<double> allreduce_loop_comm_s;
   /// The all-reduce of the model's gradient as centralized training pays it in its loop: the median over
-  /// batches of allreduce_loop_seconds less the step; 0 where not measured.
+  /// batches of the centralized loop's communication less the turns of workers sharing a core; 0 where not
+  /// measured.
   double allreduce_in_loop_s = 0.0;
+  /// What a centralized step computes beyond the ring's (its update a pass of its own): the median over
+  /// batches of the two loops' compute; the platform's gradient_step_overhead_s.
+  double gradient_step_overhead_s = 0.0;
+  /// The links as the ring's loop paid them: the intra-node link whose simulated ring exchange equals the
+  /// median over batches of the ring loop's communication less the turns of workers sharing a core. Zero
+  /// bandwidth where not measured (the exchange's fit is used).
+  AlphaBetaFit link_in_loop;
+  double ring_exchange_in_loop_s = 0.0;  ///< that exchange, the target of link_in_loop
+  /// Steps a worker waits each iteration for those sharing its core (the platform's shared_core_turns): the
+  /// slope of the ring loop's communication against the step over the batches, within [0, workers per core
+  /// - 1]. Workers whose short steps take turns whole wait about one step per other worker; steps longer than
+  /// the scheduler's time slice run interleaved, and their sharing shows in the step instead.
+  double shared_core_turns = 0.0;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
   ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
@@ -50,7 +72,9 @@ struct LinkCalibration {
 
 /// Everything `dbench calibrate` measured and fitted on N workers of one machine.
 struct Calibration {
-  int workers = 0;   ///< workers that ran together (the platform's GPUs per node)
+  int workers = 0;  ///< workers that ran together (the platform's GPUs per node)
+  /// Most workers pinned to one core: they take turns on it (see ModelCalibration::shared_core_turns).
+  int workers_per_core = 1;
   std::string host;  ///< where it ran
   /// What ran the models: "cpu-worker" (dbench train's CPU workers), "cpu" or "cuda:N" (its LibTorch worker).
   std::string device = "cpu-worker";
@@ -67,6 +91,12 @@ struct Calibration {
   /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check); the
   /// step's timing includes it, so it is part of each model's fitted overhead. Reported for reference.
   double small_allreduce_s = 0.0;
+  /// The reference kernel's seconds per call at the start (SpeedWatch's baseline), every reading taken
+  /// around the measurements, and the drift from it that counted as the same machine: validate compares its
+  /// own readings with the first.
+  double reference_kernel_s = 0.0;
+  std::vector<SpeedReading> speed_readings;
+  double drift_tolerance = 0.0;
 };
 
 /// `link`'s fit with its bandwidth set so that the line passes through the time measured at `bytes`, its

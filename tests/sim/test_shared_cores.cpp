@@ -1,0 +1,92 @@
+// Workers that take turns on a core (shared_core_turns) and a centralized step's separate update
+// (gradient_step_overhead_s): the two platform keys a CPU calibration writes, against their closed forms.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "sim/platform.hpp"
+#include "sim/timing.hpp"
+#include "timing_fixtures.hpp"
+#include "topology/generators.hpp"
+#include "topology/graph_policy.hpp"
+
+namespace {
+
+using namespace dbench;
+using namespace dbench::sim::testing;
+
+// Four GPUs of one node, gossiping on a ring or all-reducing through a measured collective.
+sim::TimingSpec cpu_node() {
+  sim::TimingSpec spec;
+  spec.platform = sim::make_platform({.gpus = 4, .port = {2e9, 1e-6}, .nics = 1, .nic = {2e9, 0.0}},
+                                     {.fabric = sim::Fabric::star, .link = {2e9, 0.0}});
+  spec.platform.gpu_flops_per_s = 1e11;
+  spec.platform.iteration_overhead_s = 2e-5;
+  spec.platform.allreduce_latency_s = 1e-5;
+  spec.platform.allreduce_bandwidth_Bps = 1e9;
+  spec.gpus = 4;
+  spec.profile = resnet50();
+  spec.batch_per_gpu = 2;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("sim::time_schedule: workers sharing a core wait for each other's steps, as communication") {
+  sim::TimingSpec spec = cpu_node();
+  const auto ring = topology::ring(4);
+  const std::vector<topology::ScheduleStep> gossip(3, {"ring", &ring, topology::Communication::gossip});
+  const std::vector<topology::ScheduleStep> allreduce(
+      3, topology::ScheduleStep{"allreduce", nullptr, topology::Communication::all_reduce});
+  const double step = sim::compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  for (const auto* schedule : {&gossip, &allreduce}) {
+    const auto alone = sim::time_schedule(spec, *schedule);
+    spec.platform.shared_core_turns = 1.0;
+    const auto shared = sim::time_schedule(spec, *schedule);
+    spec.platform.shared_core_turns = 0.0;
+    // The step itself is unchanged; the other worker's turn is added to the communication, and to the
+    // iteration.
+    CHECK(shared.iterations[1].compute_s == doctest::Approx(alone.iterations[1].compute_s).epsilon(1e-12));
+    CHECK(shared.iterations[1].comm_s == doctest::Approx(alone.iterations[1].comm_s + step).epsilon(1e-9));
+    CHECK(shared.seconds_per_iteration == doctest::Approx(alone.seconds_per_iteration + step).epsilon(1e-9));
+  }
+}
+
+TEST_CASE(
+    "sim::time_schedule: a step whose gradient is all-reduced pays the separate update, a local one not") {
+  sim::TimingSpec spec = cpu_node();
+  const auto ring = topology::ring(4);
+  const std::vector<topology::ScheduleStep> schedule{
+      {"allreduce", nullptr, topology::Communication::all_reduce},
+      {"ring", &ring, topology::Communication::gossip},
+      {"local", nullptr, topology::Communication::none}};
+  const auto before = sim::time_schedule(spec, schedule);
+  spec.platform.gradient_step_overhead_s = 3e-5;
+  const auto after = sim::time_schedule(spec, schedule);
+  CHECK(after.iterations[0].compute_s ==
+        doctest::Approx(before.iterations[0].compute_s + 3e-5).epsilon(1e-12));
+  CHECK(after.iterations[0].comm_s == doctest::Approx(before.iterations[0].comm_s).epsilon(1e-9));
+  CHECK(after.iterations[1].compute_s == doctest::Approx(before.iterations[1].compute_s).epsilon(1e-12));
+  CHECK(after.iterations[2].compute_s == doctest::Approx(before.iterations[2].compute_s).epsilon(1e-12));
+}
+
+TEST_CASE("sim::validate: shared_core_turns and gradient_step_overhead_s out of range name their key") {
+  const auto key_of = [](const sim::PlatformSpec& p) {
+    try {
+      sim::validate(p, 4);
+    } catch (const sim::PlatformError& e) {
+      return e.key();
+    }
+    return std::string();
+  };
+  sim::PlatformSpec p = cpu_node().platform;
+  CHECK(key_of(p).empty());
+  p.shared_core_turns = -0.5;
+  CHECK(key_of(p) == "platform.shared_core_turns");
+  p.shared_core_turns = 3.5;  // more than the node's other 3 GPUs
+  CHECK(key_of(p) == "platform.shared_core_turns");
+  p.shared_core_turns = 3.0;
+  CHECK(key_of(p).empty());
+  p.gradient_step_overhead_s = -1e-6;
+  CHECK(key_of(p) == "platform.gradient_step_overhead_s");
+}
