@@ -150,14 +150,13 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
 }
 
 // Buildings of a leaf-spine fat-tree each, joined through one uplink per building:
-//                          campus
-//            uplink0 /               \ uplink1      inter_building_bandwidth_Bps, inter_building_latency_s
-//               building0 [border]    building1      the spines: one non-blocking layer
-//       spines0 /        \ spines1                    a leaf's k links to its spines as one link k times as
-//       wide
-//           leaf0         leaf1                        the leaf switches
-//      port /  \ port                                 switch_bandwidth_Bps
-//       node0  node1
+//                       campus
+//          uplink0 /             \ uplink1    inter_building_bandwidth_Bps, inter_building_latency_s
+//       building0 [border]    building1       the spines: one non-blocking layer
+//     spines0 /       \ spines1               a leaf's k links to the spines, as one link k times as wide
+//        leaf0        leaf1                   the leaf switches
+//   port /  \ port                            switch_bandwidth_Bps
+//    node0  node1
 // Traffic within a leaf crosses two node ports, between leaves also two leaves' spine links (four fabric
 // hops, as a fat-tree's), between buildings also both buildings' uplinks. Every level is a star zone, built
 // in one pass over the nodes. SimGrid expects a route's gateways at the depth of the zones they serve, so
@@ -169,6 +168,7 @@ simgrid::s4u::NetZone* SimulatedMachine::build_buildings(sg4::NetZone* parent) {
   const int per_building = nodes_per_building(p, nodes_);
   const int per_leaf = std::min(per_building, p.nodes_per_switch);
   // A zone holding one router, member of `zone` with no link to its centre: a gateway of `zone`.
+  int leaves = 0;  // leaves so far, over all buildings: each one's name is unique
   const auto add_gateway = [](sg4::NetZone* zone, const std::string& name) {
     auto* holder = sg4::create_star_zone(name);
     holder->set_parent(zone);
@@ -184,8 +184,8 @@ simgrid::s4u::NetZone* SimulatedMachine::build_buildings(sg4::NetZone* parent) {
     auto* building = sg4::create_star_zone(fmt::format("building{}", b));
     building->set_parent(campus);
     const int end = std::min(nodes_, (b + 1) * per_building);
-    for (int first = b * per_building; first < end; first += per_leaf) {
-      auto* leaf = sg4::create_star_zone(fmt::format("leaf{}", first / per_leaf));
+    for (int first = b * per_building; first < end; first += per_leaf, ++leaves) {
+      auto* leaf = sg4::create_star_zone(fmt::format("leaf{}", leaves));
       leaf->set_parent(building);
       for (int id = first; id < std::min(end, first + per_leaf); ++id) {
         auto [zone, gateway] = make_node(leaf, static_cast<unsigned long>(id));
@@ -193,9 +193,9 @@ simgrid::s4u::NetZone* SimulatedMachine::build_buildings(sg4::NetZone* parent) {
         set_latency(port, p.switch_latency_s);
         leaf->add_route(zone, nullptr, gateway, nullptr, {{port, Direction::UP}}, true);
       }
-      auto* spines_gateway = add_gateway(leaf, fmt::format("leaf{}-spines", first / per_leaf));
+      auto* spines_gateway = add_gateway(leaf, fmt::format("leaf{}-spines", leaves));
       leaf->seal();
-      auto* spines = building->create_split_duplex_link(fmt::format("leaf{}-spines", first / per_leaf),
+      auto* spines = building->create_split_duplex_link(fmt::format("leaf{}-spines", leaves),
                                                         link_Bps * static_cast<double>(per_leaf));
       set_latency(spines, p.switch_latency_s);
       building->add_route(leaf->get_netpoint(), nullptr, spines_gateway, nullptr, {{spines, Direction::UP}},

@@ -135,6 +135,25 @@ TEST_CASE("sim::multi_building: the fast path agrees with full fidelity for all-
   }
 }
 
+TEST_CASE("sim::multi_building: buildings and leaves that do not divide the nodes evenly agree too") {
+  // 10 nodes in 2 buildings of 5, 3 nodes per leaf: leaves of 3 and 2 nodes in each building.
+  sim::PlatformSpec p = small_campus();
+  p.nodes_per_switch = 3;
+  const int n = 10;
+  sim::CommSimulator fast(p, n, options(sim::Fidelity::fast));
+  sim::CommSimulator full(p, n, options(sim::Fidelity::full));
+  const std::int64_t bytes = 1'000'000;
+  for (const auto& graph : {topology::exponential(n), topology::ring(n)}) {
+    CAPTURE(graph.name());
+    CHECK(relative_error(fast.gossip(graph, bytes).seconds, full.gossip(graph, bytes).seconds) < 0.01);
+  }
+  // GPU 4 (building 0's second leaf) to GPU 5 (building 1's first).
+  const double expected = 2.0 * (p.intra_node_latency_s + p.nic_latency_s) + 4.0 * p.switch_latency_s +
+                          2.0 * p.inter_building_latency_s +
+                          static_cast<double>(bytes) / p.inter_building_bandwidth_Bps;
+  CHECK(relative_error(full.gossip(one_message(n, 4, 5), bytes).seconds, expected) < 1e-3);
+}
+
 TEST_CASE("sim::multi_building: bad buildings are rejected naming the key") {
   const auto key_of = [](const sim::PlatformSpec& p, int gpus) -> std::string {
     try {
