@@ -149,7 +149,7 @@ void visit_fields(Config& c, Visitor& v) {
 
   auto& p = c.platform;
   v.field("platform", "preset", p.preset, preset_or_file(),
-          "frontier | summit | dgx-h100 | commodity | custom | a file");
+          "frontier | summit | dgx-h100 | dgx-h100-campus | commodity | custom | a file");
   v.field("platform", "timing_model", p.timing_model, timing_model_or_file(),
           "mlp | lenet | resnet20 | resnet50 | a zoo model | a profile file (.toml or .json)");
   v.field("platform", "timing_batch_per_gpu", p.timing_batch_per_gpu, at_least(1), "");
@@ -166,13 +166,19 @@ void visit_fields(Config& c, Visitor& v) {
   v.field("platform", "nic_latency_s", p.nic_latency_s, at_least(0.0), "0: the preset's");
   v.field("platform", "nics_per_node", p.nics_per_node, at_least(0), "0: the preset's (custom: 1)");
   v.field("platform", "fabric", p.fabric, empty_or_one_of(sim::known_fabrics()),
-          "star | fat-tree | dragonfly | torus; empty: the preset's (custom: fat-tree)");
+          "star | fat-tree | dragonfly | torus | multi-building; empty: the preset's (custom: fat-tree)");
   v.field("platform", "switch_bandwidth_Bps", p.switch_bandwidth_Bps, at_least(0.0),
           "every fabric link; 0: the preset's (custom: the node's NICs)");
   v.field("platform", "switch_latency_s", p.switch_latency_s, at_least(0.0),
           "one fabric hop; 0: the preset's (custom: none)");
   v.field("platform", "nodes_per_switch", p.nodes_per_switch, at_least(0),
           "fat-tree leaf switch / dragonfly router; 0: the preset's (custom: 16)");
+  v.field("platform", "buildings", p.buildings, at_least(0),
+          "multi-building: buildings the nodes are spread over; 0: the preset's (custom: 1)");
+  v.field("platform", "inter_building_bandwidth_Bps", p.inter_building_bandwidth_Bps, at_least(0.0),
+          "multi-building: one building's uplink to the others; 0: the preset's");
+  v.field("platform", "inter_building_latency_s", p.inter_building_latency_s, at_least(0.0),
+          "multi-building: one building's uplink, crossed twice between buildings; 0: the preset's");
   v.field("platform", "iteration_overhead_s", p.iteration_overhead_s, at_least(0.0),
           "fixed cost per iteration; 0: the preset's (custom: none)");
   v.field("platform", "intra_node_efficiency", p.intra_node_efficiency, zero_or_within(1e-3, 1.0),

@@ -176,7 +176,8 @@ struct AlgorithmConfig {
 
 /// [platform]: the machine on which time is simulated.
 struct PlatformConfig {
-  /// frontier | summit | dgx-h100 | commodity | custom, or the path of a calibration file (.toml or .json).
+  /// frontier | summit | dgx-h100 | dgx-h100-campus | commodity | custom, or the path of a calibration file
+  /// (.toml or .json).
   std::string preset = "frontier";
   /// Model profile whose compute and communication are timed: mlp | lenet | resnet20 | resnet50.
   std::string timing_model = "resnet50";
@@ -200,8 +201,8 @@ struct PlatformConfig {
   double nic_latency_s = 0.0;
   /// NICs per node; 0 keeps the preset's value (custom: 1).
   int nics_per_node = 0;
-  /// Switch fabric between the nodes: star | fat-tree | dragonfly | torus; empty keeps the preset's
-  /// (custom: fat-tree).
+  /// Switch fabric between the nodes: star | fat-tree | dragonfly | torus | multi-building; empty keeps the
+  /// preset's (custom: fat-tree).
   std::string fabric;
   /// Bandwidth of every fabric link in bytes/s; 0 keeps the preset's value (custom: the node's NICs together,
   /// a non-blocking fabric).
@@ -210,6 +211,13 @@ struct PlatformConfig {
   double switch_latency_s = 0.0;
   /// Nodes per leaf switch (fat-tree) or per router (dragonfly); 0 keeps the preset's value (custom: 16).
   int nodes_per_switch = 0;
+  /// Multi-building fabric: buildings the nodes are spread over; 0 keeps the preset's value (custom: 1).
+  int buildings = 0;
+  /// Multi-building fabric: one building's uplink to the others in bytes/s; 0 keeps the preset's value.
+  double inter_building_bandwidth_Bps = 0.0;
+  /// Multi-building fabric: latency of one building's uplink in seconds (a message between buildings crosses
+  /// two); 0 keeps the preset's value.
+  double inter_building_latency_s = 0.0;
   /// Fixed seconds per iteration besides the FLOPs; 0 keeps the preset's value (custom: none).
   double iteration_overhead_s = 0.0;
   /// Achieved fraction of the GPU ports' line rate, in (0, 1]; 0 keeps the preset's value (custom: 1).

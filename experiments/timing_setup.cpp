@@ -29,13 +29,14 @@ struct PlatformOverride {
 };
 
 // Every overriding number; `fabric` (a name) is the one other override.
-constexpr std::array<PlatformOverride<int>, 4> kPlatformCounts{{
+constexpr std::array<PlatformOverride<int>, 5> kPlatformCounts{{
     {"gpus_per_node", &PlatformConfig::gpus_per_node, &sim::PlatformSpec::gpus_per_node},
     {"nics_per_node", &PlatformConfig::nics_per_node, &sim::PlatformSpec::nics_per_node},
     {"nodes_per_switch", &PlatformConfig::nodes_per_switch, &sim::PlatformSpec::nodes_per_switch},
+    {"buildings", &PlatformConfig::buildings, &sim::PlatformSpec::buildings},
     {"stragglers", &PlatformConfig::stragglers, &sim::PlatformSpec::stragglers},
 }};
-constexpr std::array<PlatformOverride<double>, 23> kPlatformNumbers{{
+constexpr std::array<PlatformOverride<double>, 25> kPlatformNumbers{{
     {"gpu_flops_per_s", &PlatformConfig::gpu_flops_per_s, &sim::PlatformSpec::gpu_flops_per_s},
     {"gpu_flops_per_s_bf16", &PlatformConfig::gpu_flops_per_s_bf16, &sim::PlatformSpec::gpu_flops_per_s_bf16},
     {"gpu_flops_per_s_fp16", &PlatformConfig::gpu_flops_per_s_fp16, &sim::PlatformSpec::gpu_flops_per_s_fp16},
@@ -46,6 +47,10 @@ constexpr std::array<PlatformOverride<double>, 23> kPlatformNumbers{{
     {"nic_latency_s", &PlatformConfig::nic_latency_s, &sim::PlatformSpec::nic_latency_s},
     {"switch_bandwidth_Bps", &PlatformConfig::switch_bandwidth_Bps, &sim::PlatformSpec::switch_bandwidth_Bps},
     {"switch_latency_s", &PlatformConfig::switch_latency_s, &sim::PlatformSpec::switch_latency_s},
+    {"inter_building_bandwidth_Bps", &PlatformConfig::inter_building_bandwidth_Bps,
+     &sim::PlatformSpec::inter_building_bandwidth_Bps},
+    {"inter_building_latency_s", &PlatformConfig::inter_building_latency_s,
+     &sim::PlatformSpec::inter_building_latency_s},
     {"iteration_overhead_s", &PlatformConfig::iteration_overhead_s, &sim::PlatformSpec::iteration_overhead_s},
     {"intra_node_efficiency", &PlatformConfig::intra_node_efficiency,
      &sim::PlatformSpec::intra_node_efficiency},

@@ -85,10 +85,12 @@ int overlap(int a0, int a1, int b0, int b1) {
   return std::max(0, std::min(a1, b1) - std::max(a0, b0));
 }
 
-// One hop's latency: inside a node two GPU ports; between nodes also two NICs and up to four fabric links.
-double hop_latency_s(const PlatformSpec& p, bool crosses_nodes) {
+// One hop's latency: inside a node two GPU ports; between nodes also two NICs and the fabric's longest route
+// (fabric_latency_s(): a pipelined step waits for its slowest message, the one between buildings where
+// there are several).
+double hop_latency_s(const PlatformSpec& p, int gpus, bool crosses_nodes) {
   const double intra = 2.0 * p.intra_node_latency_s;
-  return crosses_nodes ? intra + 2.0 * p.nic_latency_s + 4.0 * p.switch_latency_s : intra;
+  return crosses_nodes ? intra + 2.0 * p.nic_latency_s + fabric_latency_s(p, gpus) : intra;
 }
 
 std::string range_key(int lo, int hi) {
@@ -231,7 +233,7 @@ int tree_chunks(const PlatformSpec& platform, int gpus, double bytes, double ste
   // The trees' depth: ceil(log2 n) levels.
   const int levels = std::bit_width(static_cast<unsigned>(gpus - 1));
   const double fill_steps = 2.0 * levels - 1.0;
-  const double alpha = hop_latency_s(platform, gpus > platform.gpus_per_node) + step_overhead_s;
+  const double alpha = hop_latency_s(platform, gpus, gpus > platform.gpus_per_node) + step_overhead_s;
   const double busiest_s = 2.0 * bytes / (platform.intra_node_bandwidth_Bps * platform.intra_node_efficiency);
   if (alpha <= 0.0) {
     return 256;
@@ -255,8 +257,8 @@ int hierarchical_chunks(const PlatformSpec& platform, int gpus, double bytes, do
   const double inter_s =
       in_network ? bytes / g / (nic_share * platform.collnet_efficiency / platform.network_efficiency)
                  : 2.0 * (nodes - 1) / (static_cast<double>(g) * nodes) * bytes / nic_share;
-  const double alpha_intra = hop_latency_s(platform, false) + step_overhead_s;
-  const double alpha_inter = hop_latency_s(platform, true) + step_overhead_s;
+  const double alpha_intra = hop_latency_s(platform, gpus, false) + step_overhead_s;
+  const double alpha_inter = hop_latency_s(platform, gpus, true) + step_overhead_s;
   const int inter_steps = in_network ? 1 : 2 * (nodes - 1);
   const int steps = 2 * (g - 1) + inter_steps;
   const double unpipelined = 2.0 * (g - 1) * alpha_intra + inter_steps * alpha_inter + intra_s + inter_s;

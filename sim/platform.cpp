@@ -10,8 +10,10 @@
 namespace dbench::sim {
 namespace {
 
-constexpr std::array<std::string_view, 4> kFabrics = {"star", "fat-tree", "dragonfly", "torus"};
-constexpr std::array<std::string_view, 4> kPresets = {"frontier", "summit", "dgx-h100", "commodity"};
+constexpr std::array<std::string_view, 5> kFabrics = {"star", "fat-tree", "dragonfly", "torus",
+                                                      "multi-building"};
+constexpr std::array<std::string_view, 5> kPresets = {"frontier", "summit", "dgx-h100", "dgx-h100-campus",
+                                                      "commodity"};
 
 // The cost of starting a collective (kernel launch and setup): fitted to the 4 KB all-reduce on one 8-GPU
 // NVSwitch node, ~16.7 us (github.com/deepseek-ai/DeepEP issue 303), the row it then cannot be checked on.
@@ -114,6 +116,26 @@ PlatformSpec dgx_h100() {
   return with_resnet50_rate(p, 3e-3, 3000.0);
 }
 
+// DGX H100 nodes as dgx-h100, in 4 buildings of a campus, for the question of what a thin link between the
+// buildings does to each algorithm at 100k+ GPUs. The nodes and each building's fabric are dgx-h100's; the
+// link between buildings is an assumption, not a published machine:
+// * Each building a rail-optimised full-bisection fat-tree as dgx-h100's. At 131,072 GPUs a building holds
+//   4,096 nodes, whose bisection is 2,048 x 400 GB/s = 819 TB/s.
+// * Each building's uplink to the others: 512 ports of 800 Gb/s (100 GB/s) of inter-building fibre, 51.2 TB/s
+//   per direction, 1/16 of that bisection (operators thin the links between buildings by an order of
+//   magnitude or more, against a non-blocking fabric inside one).
+// * Latency between buildings ~22 us: ~4 km of fibre at ~4.9 us/km (refractive index ~1.47) plus the
+//   border switches and long-reach optics (~2 us); each building's uplink carries half, 11 us.
+PlatformSpec dgx_h100_campus() {
+  PlatformSpec p = dgx_h100();
+  p.name = "dgx-h100-campus";
+  p.fabric = Fabric::multi_building;
+  p.buildings = 4;
+  p.inter_building_bandwidth_Bps = 512 * 100e9;
+  p.inter_building_latency_s = 11e-6;
+  return p;
+}
+
 // A commodity GPU cluster: off-the-shelf 8-GPU servers on 100 Gb/s Ethernet, where the network, not the
 // GPUs, limits data-parallel training.
 // * 8 NVIDIA A100 PCIe per node, each on its own PCIe 4.0 x16 link: 16 GT/s x 16 lanes x 128/130 = 31.5 GB/s
@@ -166,7 +188,7 @@ constexpr double kMaxBandwidth = 1e15;
 constexpr double kMaxLatency = 10.0;
 constexpr double kMaxOverhead = 1e6;
 
-constexpr std::array<NumberRange, 15> kNumberRanges{{
+constexpr std::array<NumberRange, 17> kNumberRanges{{
     {"gpu_flops_per_s", &PlatformSpec::gpu_flops_per_s, kMinRate, kMaxRate, "FLOP/s", ""},
     {"gpu_flops_per_s_bf16", &PlatformSpec::gpu_flops_per_s_bf16, kMinRate, kMaxRate, "FLOP/s",
      "gpu_flops_per_s"},
@@ -176,11 +198,14 @@ constexpr std::array<NumberRange, 15> kNumberRanges{{
      ""},
     {"nic_bandwidth_Bps", &PlatformSpec::nic_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s", ""},
     {"switch_bandwidth_Bps", &PlatformSpec::switch_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s", ""},
+    {"inter_building_bandwidth_Bps", &PlatformSpec::inter_building_bandwidth_Bps, kMinBandwidth,
+     kMaxBandwidth, "B/s", "one building"},
     {"allreduce_bandwidth_Bps", &PlatformSpec::allreduce_bandwidth_Bps, kMinBandwidth, kMaxBandwidth, "B/s",
      "simulated"},
     {"intra_node_latency_s", &PlatformSpec::intra_node_latency_s, 0.0, kMaxLatency, "s", ""},
     {"nic_latency_s", &PlatformSpec::nic_latency_s, 0.0, kMaxLatency, "s", ""},
     {"switch_latency_s", &PlatformSpec::switch_latency_s, 0.0, kMaxLatency, "s", ""},
+    {"inter_building_latency_s", &PlatformSpec::inter_building_latency_s, 0.0, kMaxLatency, "s", ""},
     {"collective_latency_s", &PlatformSpec::collective_latency_s, 0.0, kMaxLatency, "s", ""},
     {"bulk_step_latency_s", &PlatformSpec::bulk_step_latency_s, 0.0, kMaxLatency, "s", ""},
     {"allreduce_latency_s", &PlatformSpec::allreduce_latency_s, 0.0, kMaxLatency, "s", ""},
@@ -251,6 +276,9 @@ PlatformSpec platform_preset(std::string_view name) {
   if (name == "dgx-h100" || name == "dgx-h200") {
     return dgx_h100();
   }
+  if (name == "dgx-h100-campus") {
+    return dgx_h100_campus();
+  }
   if (name == "commodity") {
     return commodity();
   }
@@ -273,10 +301,18 @@ void validate(const PlatformSpec& p, int gpus) {
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));
   }
+  if (p.buildings < 1) {
+    throw PlatformError("platform.buildings", fmt::format("must be >= 1, got {}", p.buildings));
+  }
   for (const auto& range : kNumberRanges) {
     if (const std::string reason = range_reason(range, p.*range.field); !reason.empty()) {
       throw PlatformError(fmt::format("platform.{}", range.key), reason);
     }
+  }
+  if (gpus >= 1 && building_count(p, node_count(p, gpus)) > 1 && p.inter_building_bandwidth_Bps == 0.0) {
+    throw PlatformError("platform.inter_building_bandwidth_Bps",
+                        fmt::format("must be > 0: {} GPUs span {} buildings of the multi-building fabric",
+                                    gpus, building_count(p, node_count(p, gpus))));
   }
   require_within(p.intra_node_efficiency, 1e-3, 1.0, "intra_node_efficiency", "1: the line rate");
   require_within(p.network_efficiency, 1e-3, 1.0, "network_efficiency", "1: the line rate");
@@ -314,6 +350,25 @@ std::string check_platform_number(std::string_view key, double value) {
 
 int node_count(const PlatformSpec& platform, int gpus) {
   return std::max(1, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+}
+
+int nodes_per_building(const PlatformSpec& platform, int nodes) {
+  if (platform.fabric != Fabric::multi_building) {
+    return nodes;
+  }
+  const int buildings = std::max(1, platform.buildings);
+  return std::max(1, (nodes + buildings - 1) / buildings);
+}
+
+int building_count(const PlatformSpec& platform, int nodes) {
+  const int per_building = nodes_per_building(platform, nodes);
+  return std::max(1, (nodes + per_building - 1) / per_building);
+}
+
+double fabric_latency_s(const PlatformSpec& platform, int gpus) {
+  const bool between_buildings = building_count(platform, node_count(platform, gpus)) > 1;
+  return 4.0 * platform.switch_latency_s +
+         (between_buildings ? 2.0 * platform.inter_building_latency_s : 0.0);
 }
 
 int nic_links(const PlatformSpec& platform) {

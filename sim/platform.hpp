@@ -29,6 +29,9 @@ enum class Fabric {
   fat_tree,   ///< two levels, nodes_per_switch nodes per leaf switch, full bisection to the spines
   dragonfly,  ///< nodes_per_switch nodes per router, 8 routers per chassis, 4 chassis per group
   torus,      ///< 2-D wrap-around grid of nodes (the most square shape), dimension-order routing
+  /// buildings of a fat-tree each (as fat_tree, the spines one non-blocking layer), every building joined to
+  /// the others through one uplink of inter_building_bandwidth_Bps
+  multi_building,
 };
 
 /// Fabric names as configs spell them, in Fabric order.
@@ -57,8 +60,17 @@ struct PlatformSpec {
   double switch_bandwidth_Bps = 0.0;
   /// Latency of every fabric link (one hop).
   double switch_latency_s = 0.0;
-  /// Fat-tree: nodes per leaf switch; dragonfly: nodes per router.
+  /// Fat-tree and multi-building: nodes per leaf switch; dragonfly: nodes per router.
   int nodes_per_switch = 16;
+  /// Multi-building: the buildings the nodes are spread over, in blocks of consecutive nodes
+  /// (nodes_per_building()).
+  int buildings = 1;
+  /// Multi-building: one building's uplink to the others (all its inter-building fibre together), per
+  /// direction; 0 only where the GPUs fit in one building.
+  double inter_building_bandwidth_Bps = 0.0;
+  /// Multi-building: latency of one building's uplink; a message between buildings crosses two (its own
+  /// building's and the other's).
+  double inter_building_latency_s = 0.0;
   /// Achieved fraction of a GPU port's line rate (protocol headers, flow control, the copy engines' own
   /// limits): every intra-node transfer sees intra_node_bandwidth_Bps times this; 1: the line rate.
   double intra_node_efficiency = 1.0;
@@ -143,7 +155,8 @@ struct NodeSpec {
 };
 
 /// The fabric between the nodes of a machine: its shape, every fabric `link` (switch_bandwidth_Bps and
-/// switch_latency_s) and, for a fat-tree or dragonfly, nodes_per_switch.
+/// switch_latency_s) and, for a fat-tree or dragonfly, nodes_per_switch. A multi-building fabric's buildings
+/// and uplinks are set on the PlatformSpec make_platform() returns.
 struct FabricSpec {
   Fabric fabric = Fabric::fat_tree;
   LinkSpec link;
@@ -153,7 +166,8 @@ struct FabricSpec {
 /// A machine of `node`s on `fabric`, named `name`; every other field keeps PlatformSpec's default.
 PlatformSpec make_platform(const NodeSpec& node, const FabricSpec& fabric, std::string name = "custom");
 
-/// The preset names: frontier, summit, dgx-h100, commodity (custom is built from the config alone).
+/// The preset names: frontier, summit, dgx-h100, dgx-h100-campus, commodity (custom is built from the config
+/// alone).
 std::span<const std::string_view> known_presets() noexcept;
 /// A preset machine; throws PlatformError("platform.preset", ...) on an unknown name.
 PlatformSpec platform_preset(std::string_view name);
@@ -170,6 +184,18 @@ std::string check_platform_number(std::string_view key, double value);
 
 /// Number of nodes that hold `gpus` GPUs (validate() first).
 int node_count(const PlatformSpec& platform, int gpus);
+
+/// Nodes per building on a multi-building fabric of `nodes` nodes: ceil(nodes / buildings), the last building
+/// holding what is left; `nodes` on any other fabric.
+int nodes_per_building(const PlatformSpec& platform, int nodes);
+
+/// Buildings that `nodes` nodes occupy: ceil(nodes / nodes_per_building()); 1 on any other fabric.
+int building_count(const PlatformSpec& platform, int nodes);
+
+/// Latency of the longest route through the fabric between two nodes of a machine of `gpus` GPUs (NICs and
+/// GPU ports apart): four fabric hops (leaf, spine, leaf), plus two building uplinks where a multi-building
+/// fabric's GPUs span more than one building.
+double fabric_latency_s(const PlatformSpec& platform, int gpus);
 
 /// The NIC links of one node: min(nics_per_node, gpus_per_node), together as wide as the node's NICs. Each
 /// GPU reaches the fabric through one of them (rails: on a DGX H100 each GPU has its own 50 GB/s NIC; on

@@ -149,6 +149,73 @@ std::pair<SimulatedMachine::NetPoint*, SimulatedMachine::NetPoint*> SimulatedMac
   return {zone->get_netpoint(), gateway};
 }
 
+// Buildings of a leaf-spine fat-tree each, joined through one uplink per building:
+//                       campus
+//          uplink0 /             \ uplink1    inter_building_bandwidth_Bps, inter_building_latency_s
+//       building0 [border]    building1       the spines: one non-blocking layer
+//     spines0 /       \ spines1               a leaf's k links to the spines, as one link k times as wide
+//        leaf0        leaf1                   the leaf switches
+//   port /  \ port                            switch_bandwidth_Bps
+//    node0  node1
+// Traffic within a leaf crosses two node ports, between leaves also two leaves' spine links (four fabric
+// hops, as a fat-tree's), between buildings also both buildings' uplinks. Every level is a star zone, built
+// in one pass over the nodes. SimGrid expects a route's gateways at the depth of the zones they serve, so
+// each gateway (a leaf's way to the spines, a building's border router) sits in a zone of its own.
+simgrid::s4u::NetZone* SimulatedMachine::build_buildings(sg4::NetZone* parent) {
+  const PlatformSpec& p = platform_;
+  using Direction = sg4::LinkInRoute::Direction;
+  const double link_Bps = p.switch_bandwidth_Bps * p.network_efficiency;
+  const int per_building = nodes_per_building(p, nodes_);
+  const int per_leaf = std::min(per_building, p.nodes_per_switch);
+  // A zone holding one router, member of `zone` with no link to its centre: a gateway of `zone`.
+  int leaves = 0;  // leaves so far, over all buildings: each one's name is unique
+  const auto add_gateway = [](sg4::NetZone* zone, const std::string& name) {
+    auto* holder = sg4::create_star_zone(name);
+    holder->set_parent(zone);
+    auto* router = holder->create_router(name + "-gw");
+    holder->seal();
+    zone->add_route(holder->get_netpoint(), nullptr, router, nullptr, {}, true);
+    return router;
+  };
+  auto* campus = sg4::create_star_zone("fabric");
+  campus->set_parent(parent);
+  const int buildings = building_count(p, nodes_);
+  for (int b = 0; b < buildings; ++b) {
+    auto* building = sg4::create_star_zone(fmt::format("building{}", b));
+    building->set_parent(campus);
+    const int end = std::min(nodes_, (b + 1) * per_building);
+    for (int first = b * per_building; first < end; first += per_leaf, ++leaves) {
+      auto* leaf = sg4::create_star_zone(fmt::format("leaf{}", leaves));
+      leaf->set_parent(building);
+      for (int id = first; id < std::min(end, first + per_leaf); ++id) {
+        auto [zone, gateway] = make_node(leaf, static_cast<unsigned long>(id));
+        auto* port = leaf->create_split_duplex_link(fmt::format("node{}-port", id), link_Bps);
+        set_latency(port, p.switch_latency_s);
+        leaf->add_route(zone, nullptr, gateway, nullptr, {{port, Direction::UP}}, true);
+      }
+      auto* spines_gateway = add_gateway(leaf, fmt::format("leaf{}-spines", leaves));
+      leaf->seal();
+      auto* spines = building->create_split_duplex_link(fmt::format("leaf{}-spines", leaves),
+                                                        link_Bps * static_cast<double>(per_leaf));
+      set_latency(spines, p.switch_latency_s);
+      building->add_route(leaf->get_netpoint(), nullptr, spines_gateway, nullptr, {{spines, Direction::UP}},
+                          true);
+    }
+    auto* border = add_gateway(building, fmt::format("building{}-border", b));
+    building->seal();
+    std::vector<sg4::LinkInRoute> out;  // none where one building holds every node (its uplink may be 0 B/s)
+    if (buildings > 1) {
+      auto* uplink = campus->create_split_duplex_link(fmt::format("building{}-uplink", b),
+                                                      p.inter_building_bandwidth_Bps * p.network_efficiency);
+      set_latency(uplink, p.inter_building_latency_s);
+      out.emplace_back(uplink, Direction::UP);
+    }
+    campus->add_route(building->get_netpoint(), nullptr, border, nullptr, out, true);
+  }
+  campus->seal();
+  return campus;
+}
+
 void SimulatedMachine::build_fabric() {
   const PlatformSpec& p = platform_;
   const double link_Bps = p.switch_bandwidth_Bps * p.network_efficiency;
@@ -223,6 +290,9 @@ void SimulatedMachine::build_fabric() {
       network = sg4::create_torus_zone("fabric", staging, dims, callbacks, link_Bps, 0.0, policy);
       break;
     }
+    case Fabric::multi_building:
+      network = build_buildings(staging);
+      break;
   }
   staging->set_parent(top);
   top->seal();

@@ -41,6 +41,7 @@ class SimulatedMachine {
 
   std::pair<NetPoint*, NetPoint*> make_node(simgrid::s4u::NetZone* parent, unsigned long id);
   void build_fabric();
+  simgrid::s4u::NetZone* build_buildings(simgrid::s4u::NetZone* parent);
   /// A split-duplex link's latency, on both of the directed links routes are made of.
   void set_latency(const simgrid::s4u::SplitDuplexLink* link, double seconds);
 

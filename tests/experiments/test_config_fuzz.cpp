@@ -149,10 +149,20 @@ std::string oracle(const ex::ExperimentConfig& c) {
       !c.name.empty() && c.name.front() != '.' && std::all_of(c.name.begin(), c.name.end(), [](char ch) {
         return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '_' || ch == '-';
       });
-  const std::vector<double> platform_numbers = {
-      p.gpu_flops_per_s,     p.intra_node_bandwidth_Bps, p.intra_node_latency_s, p.nic_bandwidth_Bps,
-      p.nic_latency_s,       p.switch_bandwidth_Bps,     p.switch_latency_s,     p.iteration_overhead_s,
-      p.allreduce_latency_s, p.allreduce_bandwidth_Bps,  p.collective_latency_s, p.bulk_step_latency_s};
+  const std::vector<double> platform_numbers = {p.gpu_flops_per_s,
+                                                p.intra_node_bandwidth_Bps,
+                                                p.intra_node_latency_s,
+                                                p.nic_bandwidth_Bps,
+                                                p.nic_latency_s,
+                                                p.switch_bandwidth_Bps,
+                                                p.switch_latency_s,
+                                                p.iteration_overhead_s,
+                                                p.allreduce_latency_s,
+                                                p.allreduce_bandwidth_Bps,
+                                                p.collective_latency_s,
+                                                p.bulk_step_latency_s,
+                                                p.inter_building_bandwidth_Bps,
+                                                p.inter_building_latency_s};
   const std::vector<std::pair<bool, const char*>> rules = {
       {name_ok, "name"},
       {c.seed <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()), "seed"},
@@ -209,7 +219,7 @@ std::string oracle(const ex::ExperimentConfig& c) {
       {finite(a.ada_min_saving) && a.ada_min_saving >= 0 && a.ada_min_saving < 1, "algorithm.ada_min_saving"},
       {p.timing_batch_per_gpu >= 1, "platform.timing_batch_per_gpu"},
       {one_of(p.timing_model, {"mlp", "lenet", "resnet20", "resnet50"}), "platform.timing_model"},
-      {one_of(p.fabric, {"", "star", "fat-tree", "dragonfly", "torus"}), "platform.fabric"},
+      {one_of(p.fabric, {"", "star", "fat-tree", "dragonfly", "torus", "multi-building"}), "platform.fabric"},
       {one_of(p.allreduce, {"ring", "hierarchical", "tree", "nvls", "collnet", "auto"}),
        "platform.allreduce"},
       {p.intra_node_efficiency == 0 || (p.intra_node_efficiency >= 1e-3 && p.intra_node_efficiency <= 1),
@@ -220,7 +230,8 @@ std::string oracle(const ex::ExperimentConfig& c) {
        "platform.nvls_efficiency"},
       {p.collnet_efficiency == 0 || (p.collnet_efficiency >= 1e-3 && p.collnet_efficiency <= 1),
        "platform.collnet_efficiency"},
-      {p.bucket_bytes >= 0 && p.gpus_per_node >= 0 && p.nics_per_node >= 0 && p.nodes_per_switch >= 0,
+      {p.bucket_bytes >= 0 && p.gpus_per_node >= 0 && p.nics_per_node >= 0 && p.nodes_per_switch >= 0 &&
+           p.buildings >= 0,
        "platform counts"},
       {p.multi_gpu_slowdown == 0 || (p.multi_gpu_slowdown >= 1 && p.multi_gpu_slowdown <= 100),
        "platform.multi_gpu_slowdown"},

@@ -91,6 +91,28 @@ TEST_CASE("experiments::platform_spec: a preset with the config's non-zero keys 
   CHECK(ex::timing_options(c).allreduce == sim::AllReduceAlgorithm::automatic);  // the default
 }
 
+TEST_CASE("experiments::platform_spec: the multi-building keys reach the platform and name themselves") {
+  const sim::PlatformSpec p = ex::platform_spec(ex::load_config(
+      "[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100\"\nfabric = \"multi-building\"\nbuildings = "
+      "2\ninter_building_bandwidth_Bps = 1e12\ninter_building_latency_s = 5e-6\n"));
+  CHECK(p.fabric == sim::Fabric::multi_building);
+  CHECK(p.buildings == 2);
+  CHECK(p.inter_building_bandwidth_Bps == 1e12);
+  CHECK(p.inter_building_latency_s == 5e-6);
+  const sim::PlatformSpec campus = ex::platform_spec(
+      ex::load_config("[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100-campus\"\nbuildings = 8\n"));
+  CHECK(campus.buildings == 8);
+  CHECK(campus.inter_building_bandwidth_Bps ==
+        sim::platform_preset("dgx-h100-campus").inter_building_bandwidth_Bps);
+  CHECK(config_error("[platform]\nbuildings = -1\n").find("platform.buildings: must be >= 0") !=
+        std::string::npos);
+  CHECK(config_error("[platform]\ninter_building_latency_s = -1.0\n")
+            .find("platform.inter_building_latency_s: must be >= 0") != std::string::npos);
+  // Two buildings and no uplink between them.
+  CHECK(platform_error_key("[train]\nworkers = 64\n[platform]\npreset = \"dgx-h100\"\nfabric = "
+                           "\"multi-building\"\nbuildings = 2\n") == "platform.inter_building_bandwidth_Bps");
+}
+
 TEST_CASE("experiments::platform_spec: bad platform configs name the key") {
   CHECK(config_error("[platform]\nnic_bandwidth_Bps = -1.0\n")
             .find("platform.nic_bandwidth_Bps: must be >= 0") != std::string::npos);

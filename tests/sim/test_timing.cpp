@@ -148,8 +148,10 @@ TEST_CASE(
   const int n = 64;
   const std::int64_t bytes = 10'000'000;
   const auto graph = topology::exponential(n);
-  for (const auto fabric :
-       {sim::Fabric::star, sim::Fabric::fat_tree, sim::Fabric::dragonfly, sim::Fabric::torus}) {
+  p.buildings = 2;  // multi-building: two of 4 nodes, each uplink as wide as 4 nodes' fabric links
+  p.inter_building_bandwidth_Bps = 4.0 * p.switch_bandwidth_Bps;
+  for (const auto fabric : {sim::Fabric::star, sim::Fabric::fat_tree, sim::Fabric::dragonfly,
+                            sim::Fabric::torus, sim::Fabric::multi_building}) {
     CAPTURE(sim::fabric_name(fabric));
     p.fabric = fabric;
     p.nodes_per_switch = 2;
