@@ -164,14 +164,18 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
     };
     const ExperimentConfig ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
     const ExperimentConfig centralized = with({"algorithm.kind=centralized"});
+    const ExperimentConfig one_peer = with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"});
     std::vector<validation::PartTimes> ring_runs;
     std::vector<validation::PartTimes> centralized_runs;
+    std::vector<validation::PartTimes> one_peer_runs;
     for (int r = 0; r < kRuns; ++r) {
       ring_runs.push_back(training_loop_parts(ring, train, test, comm));
       centralized_runs.push_back(training_loop_parts(centralized, train, test, comm));
+      one_peer_runs.push_back(training_loop_parts(one_peer, train, test, comm));
     }
     const validation::PartTimes ring_run = median_run(ring_runs);
     const validation::PartTimes centralized_run = median_run(centralized_runs);
+    m.one_peer_loop_comm_s.push_back(median_run(one_peer_runs).comm_s);
     m.ring_loop_seconds.push_back(ring_run.total_s);
     m.ring_loop_compute_s.push_back(ring_run.compute_s);
     m.ring_loop_comm_s.push_back(ring_run.comm_s);
@@ -181,48 +185,76 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
   }
 }
 
-/// The exchange `file`'s platform charges one iteration of a ring over `workers` GPUs of `model` with its
-/// intra-node links at `bandwidth_Bps` and `latency_scale` times their latency, without the turns of workers
-/// sharing a core.
-double simulated_ring_s(const CalibrateOptions& o, const std::filesystem::path& file,
-                        const std::string& model, int workers, double bandwidth_Bps, double latency_scale) {
+/// The exchange `file`'s platform charges the first iteration of `graph` over `workers` GPUs of `model` with
+/// its intra-node links at `bandwidth_Bps`, without the turns of workers sharing a core or a round's fixed
+/// cost.
+double simulated_exchange_s(const CalibrateOptions& o, const std::filesystem::path& file,
+                            const std::string& model, const std::string& graph, int workers,
+                            double bandwidth_Bps) {
   ExperimentConfig config =
       load_with(o, {"train.model=" + model, fmt::format("train.workers={}", workers), "algorithm.kind=dpsgd",
-                    "algorithm.graph=ring", "platform.timing_model=" + model});
+                    "algorithm.graph=" + graph, "platform.timing_model=" + model});
   config.platform.preset = file.string();
   const auto policy = make_policy(config);
   const std::array<topology::ScheduleStep, 1> schedule{policy->graph_for(0, nullptr)};
   sim::TimingSpec spec = make_timing_spec(config);
   spec.platform.shared_core_turns = 0.0;
+  spec.platform.collective_latency_s = 0.0;
   spec.platform.intra_node_bandwidth_Bps = bandwidth_Bps;
-  spec.platform.intra_node_latency_s *= latency_scale;
   return sim::time_schedule(spec, schedule).iterations.front().comm_s;
 }
 
-/// The intra-node link (latency and bandwidth of a message, alpha-beta) whose simulated ring exchange takes
-/// `target_s`, from `link` (the concurrent exchanges' fit at the model's size): the exchange is affine in
-/// the inverse bandwidth, so two simulations give the line; where the latency alone takes longer than
-/// `target_s`, latency and transfer take half of it each.
-validation::AlphaBetaFit link_for_ring(const CalibrateOptions& o, const std::filesystem::path& file,
-                                       const std::string& model, int workers,
-                                       const validation::AlphaBetaFit& link, double target_s) {
-  const double x1 = 1.0 / link.bandwidth_Bps;
-  const double x2 = 0.5 * x1;
-  const double y1 = simulated_ring_s(o, file, model, workers, 1.0 / x1, 1.0);
-  const double y2 = simulated_ring_s(o, file, model, workers, 1.0 / x2, 1.0);
-  const double slope = (y1 - y2) / (x1 - x2);
-  const double latency = y1 - slope * x1;
-  validation::AlphaBetaFit fitted = link;
-  if (slope <= 0.0) {
-    return fitted;
+/// A graph's simulated exchange as a line in the links' inverse bandwidth x: seconds = at_zero + slope * x
+/// (max-min sharing of fixed messages is affine in it), from two simulations.
+struct ExchangeLine {
+  double at_zero = 0.0;
+  double slope = 0.0;
+};
+
+ExchangeLine exchange_line(const CalibrateOptions& o, const std::filesystem::path& file,
+                           const std::string& model, const std::string& graph, int workers,
+                           double bandwidth_Bps) {
+  const double x1 = 1.0 / bandwidth_Bps;
+  const double y1 = simulated_exchange_s(o, file, model, graph, workers, bandwidth_Bps);
+  const double y2 = simulated_exchange_s(o, file, model, graph, workers, 2.0 * bandwidth_Bps);
+  const double slope = (y1 - y2) / (0.5 * x1);
+  return {y1 - slope * x1, slope};
+}
+
+/// The intra-node links and a gossip round's fixed cost (the platform's collective_latency_s: the loss's
+/// all-reduce and the synchronization every iteration pays, whatever it sends) under which the simulated ring
+/// exchange takes `m.ring_exchange_in_loop_s` and the one-peer graph's `one_peer_s`: two lines in the inverse
+/// bandwidth, two unknowns. Where they do not meet at a positive bandwidth and cost (two workers, whose
+/// graphs send alike), the ring alone decides the bandwidth and the round costs nothing extra; where the
+/// links' latency alone takes longer than the ring's exchange, latency and transfer take half of it each.
+void fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& file, int workers,
+                        const validation::AlphaBetaFit& link, double one_peer_s,
+                        validation::ModelCalibration& m) {
+  const ExchangeLine ring = exchange_line(o, file, m.model, "ring", workers, link.bandwidth_Bps);
+  const ExchangeLine one_peer =
+      exchange_line(o, file, m.model, "one-peer-exponential", workers, link.bandwidth_Bps);
+  const double ring_s = m.ring_exchange_in_loop_s;
+  m.link_in_loop = link;
+  m.round_latency_s = 0.0;
+  if (ring.slope <= 0.0) {
+    return;
   }
-  if (target_s > 1.05 * latency) {
-    fitted.bandwidth_Bps = slope / (target_s - latency);
+  if (ring.slope - one_peer.slope > 0.0 && one_peer_s > 0.0) {
+    const double x =
+        (ring_s - one_peer_s - (ring.at_zero - one_peer.at_zero)) / (ring.slope - one_peer.slope);
+    const double round = ring_s - ring.at_zero - ring.slope * x;
+    if (x > 0.0 && round >= 0.0) {
+      m.link_in_loop.bandwidth_Bps = 1.0 / x;
+      m.round_latency_s = round;
+      return;
+    }
+  }
+  if (ring_s > 1.05 * ring.at_zero) {
+    m.link_in_loop.bandwidth_Bps = ring.slope / (ring_s - ring.at_zero);
   } else {
-    fitted.alpha_s = link.alpha_s * (0.5 * target_s) / std::max(latency, 1e-12);
-    fitted.bandwidth_Bps = slope / (0.5 * target_s);
+    m.link_in_loop.alpha_s = link.alpha_s * (0.5 * ring_s) / std::max(ring.at_zero, 1e-12);
+    m.link_in_loop.bandwidth_Bps = ring.slope / (0.5 * ring_s);
   }
-  return fitted;
 }
 
 /// Fits `m`'s parts each to its own measurement in dbench train's loops, then writes its platform file: the
@@ -272,11 +304,14 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   // Not below an all-reduce of one double: where the centralized loop paid no more than the turns, its
   // all-reduce costs next to nothing beyond them.
   m.allreduce_in_loop_s = std::max(validation::median(allreduce), c.small_allreduce_s);
-  // The links do not depend on the step: the platform as fitted to the kernels gives the ring's exchange.
+  std::vector<double> one_peer;
+  for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
+    one_peer.push_back(m.one_peer_loop_comm_s[i] - turns * step(i));
+  }
+  // The links do not depend on the step: the platform as fitted to the kernels gives the graphs' exchanges.
   out.write_text(name, validation::platform_toml(c, m));
-  m.link_in_loop =
-      link_for_ring(o, out.path(name), m.model, c.workers,
-                    validation::anchored_fit(c.exchange, m.parameter_bytes), m.ring_exchange_in_loop_s);
+  fit_links_to_loops(o, out.path(name), c.workers, validation::anchored_fit(c.exchange, m.parameter_bytes),
+                     one_peer.empty() ? 0.0 : validation::median(one_peer), m);
 }
 
 /// Where the calibration goes (--out, or results/calibration-<workers>); checked before anything is timed.

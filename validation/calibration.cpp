@@ -159,6 +159,14 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
                 anchored(c.exchange, link))
           : "# One worker: no link was measured; the links carry no traffic and take the all-reduce's fit.\n";
   out += fmt::format("intra_node_latency_s = {:.6e}\n", port_latency_s(link));
+  if (link_in_loop && m.round_latency_s > 0.0) {
+    out += fmt::format(
+        "# Every gossip round's fixed cost (the loss's all-reduce, the wait for the slowest): with these "
+        "links "
+        "it gives\n# the ring's and the one-peer graph's exchanges as their loops paid them.\n"
+        "collective_latency_s = {:.6e}\n",
+        m.round_latency_s);
+  }
   out += fmt::format("intra_node_bandwidth_Bps = {:.6e}\n", link.bandwidth_Bps);
   out +=
       "# Centralized steps pay the measured all-reduce (the mean of a gradient as the workers take it), not "
@@ -237,6 +245,8 @@ nlohmann::json to_json(const Calibration& c) {
                       {"allreduce_in_loop_s", m.allreduce_in_loop_s},
                       {"gradient_step_overhead_s", m.gradient_step_overhead_s},
                       {"shared_core_turns", m.shared_core_turns},
+                      {"one_peer_loop_comm_s", m.one_peer_loop_comm_s},
+                      {"round_latency_s", m.round_latency_s},
                       {"ring_exchange_in_loop_s", m.ring_exchange_in_loop_s},
                       {"link_in_loop_alpha_s", m.link_in_loop.alpha_s},
                       {"link_in_loop_bandwidth_Bps", m.link_in_loop.bandwidth_Bps},
@@ -287,6 +297,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.allreduce_loop_comm_s = mj.value("allreduce_loop_comm_s", std::vector<double>{});
     m.gradient_step_overhead_s = mj.value("gradient_step_overhead_s", 0.0);
     m.shared_core_turns = mj.value("shared_core_turns", 0.0);
+    m.one_peer_loop_comm_s = mj.value("one_peer_loop_comm_s", std::vector<double>{});
+    m.round_latency_s = mj.value("round_latency_s", 0.0);
     m.ring_exchange_in_loop_s = mj.value("ring_exchange_in_loop_s", 0.0);
     m.link_in_loop.alpha_s = mj.value("link_in_loop_alpha_s", 0.0);
     m.link_in_loop.bandwidth_Bps = mj.value("link_in_loop_bandwidth_Bps", 0.0);

@@ -40,6 +40,9 @@ struct ModelCalibration {
   std::vector<double> ring_loop_comm_s;
   std::vector<double> allreduce_loop_compute_s;
   std::vector<double> allreduce_loop_comm_s;
+  /// Per batch, CPU workers: the communication of dbench train's loop on the one-peer exponential graph (one
+  /// message a round where the ring sends two), which separates a round's fixed cost from its messages'.
+  std::vector<double> one_peer_loop_comm_s;
   /// The all-reduce of the model's gradient as centralized training pays it in its loop: the median over
   /// batches of the centralized loop's communication less the turns of workers sharing a core; 0 where not
   /// measured.
@@ -52,6 +55,9 @@ struct ModelCalibration {
   /// bandwidth where not measured (the exchange's fit is used).
   AlphaBetaFit link_in_loop;
   double ring_exchange_in_loop_s = 0.0;  ///< that exchange, the target of link_in_loop
+  /// A gossip round's fixed cost (the platform's collective_latency_s) that, with link_in_loop, gives both
+  /// the ring's and the one-peer graph's exchange as their loops paid them; 0 where they do not separate.
+  double round_latency_s = 0.0;
   /// Steps a worker waits each iteration for those sharing its core (the platform's shared_core_turns): the
   /// slope of the ring loop's communication against the step over the batches, within [0, workers per core
   /// - 1]. Workers whose short steps take turns whole wait about one step per other worker; steps longer than
