@@ -61,7 +61,7 @@ struct CalibrateOptions {
   std::vector<double> sizes{256, 4096, 16384, 65536, 131072, 262144, 524288, 1048576};
   int repeats = 20;
   /// Largest change of the reference kernel's time from the first reading that counts as the same machine.
-  double drift_tolerance = 0.10;
+  double drift_tolerance = 0.15;
   /// Re-measurements of a measurement the machine's speed drifted during, before refusing.
   int retries = 2;
   /// Non-empty: only time the reference kernel on the workers and write its seconds per call there.
@@ -443,7 +443,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
       });
     }
   }
-  c.reference_kernel_s = watch.baseline();
+  c.reference_kernel_s = watch.settled();
   c.speed_readings = watch.readings();
   c.drift_tolerance = o.drift_tolerance;
   if (!root) {

@@ -298,7 +298,7 @@ void run_validate(const ValidateOptions& o) {
       {.command = "validate",
        .tolerance = o.drift_tolerance > 0.0      ? o.drift_tolerance
                     : calibrated_tolerance > 0.0 ? calibrated_tolerance
-                                                 : 0.10,
+                                                 : 0.15,
        .retries = o.retries});
   try {
     watch.start(baseline);
@@ -341,7 +341,24 @@ void run_validate(const ValidateOptions& o) {
     }
     std::sort(runs.begin(), runs.end(),
               [](const auto& a, const auto& b) { return a.first.total_s < b.first.total_s; });
-    const auto& [median_parts, median_run] = runs[runs.size() / 2];
+    const auto& median_run = runs[runs.size() / 2].second;
+    // Each part its own median over the runs: a run's communication varies more than its total (one run of
+    // LeNet on 2 workers communicated 541 us against 365-446 us in the four others of the same total).
+    std::vector<double> totals;
+    std::vector<double> computes;
+    std::vector<double> comms;
+    for (const auto& run : runs) {
+      totals.push_back(run.first.total_s);
+      computes.push_back(run.first.compute_s);
+      comms.push_back(run.first.comm_s);
+    }
+    // The middle value (the upper one of an even count), as the median run is picked.
+    const auto middle = [](std::vector<double> values) {
+      std::sort(values.begin(), values.end());
+      return values[values.size() / 2];
+    };
+    const validation::PartTimes median_parts{
+        .total_s = middle(totals), .compute_s = middle(computes), .comm_s = middle(comms)};
     std::vector<std::string> sim_sets = sets;
     for (const auto& s : {fmt::format("train.workers={}", o.local), "platform.preset=" + platform.string(),
                           "platform.timing_model=" + model,

@@ -97,9 +97,9 @@ struct Calibration {
   /// One all-reduce of a single double: every iteration of `dbench train` pays it (the divergence check); the
   /// step's timing includes it, so it is part of each model's fitted overhead. Reported for reference.
   double small_allreduce_s = 0.0;
-  /// The reference kernel's seconds per call at the start (SpeedWatch's baseline), every reading taken
-  /// around the measurements, and the drift from it that counted as the same machine: validate compares its
-  /// own readings with the first.
+  /// The reference kernel's seconds per call over the calibration (the median of its readings,
+  /// SpeedWatch::settled), every reading taken around the measurements, and the drift from the first that
+  /// counted as the same machine: validate compares its own readings with reference_kernel_s.
   double reference_kernel_s = 0.0;
   std::vector<SpeedReading> speed_readings;
   double drift_tolerance = 0.0;

@@ -47,7 +47,8 @@ struct ValidationCase {
   std::string graph;      ///< all-reduce, ring, exponential, one-peer-exponential, ...
   std::string model;      ///< mlp, lenet, ...
   int workers = 0;
-  PartTimes measured;                     ///< the runtime's trace (of the median run)
+  /// The runtime's traces: each part the median over the runs (the upper middle one of an even count)
+  PartTimes measured;
   std::vector<double> measured_runs;      ///< seconds per iteration of every runtime run, fastest first
   std::string measured_run;               ///< the median run's directory name
   PartTimes simulated;                    ///< the simulator's trace on the calibrated platform

@@ -72,7 +72,12 @@ double SpeedWatch::read(const std::string& after) {
 }
 
 void SpeedWatch::start(double baseline) {
-  const double first = read("start");
+  // Three readings, their median: one reading alone is off by up to a tenth on an idle machine.
+  std::vector<double> three;
+  for (int i = 0; i < 3; ++i) {
+    three.push_back(read("start"));
+  }
+  const double first = median(three);
   if (baseline <= 0.0) {
     baseline_ = first;
     return;
@@ -107,6 +112,14 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
         "the start); measuring it again ({} of {})",
         options_.command, drift_words(d), name, seconds, baseline_, attempt + 1, options_.retries));
   }
+}
+
+double SpeedWatch::settled() const {
+  std::vector<double> seconds;
+  for (const auto& r : readings_) {
+    seconds.push_back(r.seconds);
+  }
+  return seconds.empty() ? 0.0 : median(seconds);
 }
 
 double SpeedWatch::largest_drift() const {

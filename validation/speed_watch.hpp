@@ -34,7 +34,7 @@ struct SpeedReading {
 /// How a SpeedWatch reads the machine and speaks.
 struct SpeedWatchOptions {
   std::string command;      ///< "calibrate", "validate": the first word of its lines
-  double tolerance = 0.10;  ///< largest |reading / first reading - 1| that counts as the same machine
+  double tolerance = 0.15;  ///< largest |reading / first reading - 1| that counts as the same machine
   int retries = 2;          ///< re-measurements of a phase before refusing
 };
 
@@ -45,8 +45,9 @@ class SpeedWatch {
   SpeedWatch(std::function<double()> read, std::function<void(const std::string&)> say,
              SpeedWatchOptions options);
 
-  /// Takes the first reading, which every later one is compared with. `baseline` > 0: compare with that
-  /// instead (a calibration's own first reading, for validate), after checking this one against it.
+  /// Takes the first reading (the median of three), which every later one is compared with. `baseline` > 0:
+  /// compare with that instead (a calibration's own first reading, for validate), after checking this one
+  /// against it.
   void start(double baseline = 0.0);
   /// Runs `measure`, then reads the machine; where the reading is off the first by more than the tolerance,
   /// says so in one line and runs `measure` again, at most `retries` times, then throws DriftError naming the
@@ -54,6 +55,9 @@ class SpeedWatch {
   void phase(const std::string& name, const std::function<void()>& measure);
 
   double baseline() const { return baseline_; }
+  /// The median of every reading taken: the machine's speed over the whole series, what a later series
+  /// (validate's, after a calibration) compares its first reading with.
+  double settled() const;
   const std::vector<SpeedReading>& readings() const { return readings_; }
   /// Largest |reading / baseline - 1| of the readings kept (re-measured phases' readings included).
   double largest_drift() const;

@@ -24,7 +24,7 @@ struct Injected {
   std::size_t next = 0;
   std::vector<std::string> said;
 
-  SpeedWatch watch(double tolerance = 0.10, int retries = 2) {
+  SpeedWatch watch(double tolerance = 0.15, int retries = 2) {
     return SpeedWatch([this] { return readings[std::min(next++, readings.size() - 1)]; },
                       [this](const std::string& line) { said.push_back(line); },
                       {.command = "calibrate", .tolerance = tolerance, .retries = retries});
@@ -50,16 +50,19 @@ TEST_CASE("validation::SpeedWatch: a steady machine, idle or under a steady load
     CHECK(run_phases(watch, 3) == std::vector<int>{1, 1, 1});
     CHECK(clock.said.empty());
     CHECK(watch.baseline() == speed);
-    CHECK(watch.readings().size() == 4);
-    CHECK(watch.readings()[2].after == "phase 1");
+    // Three readings at the start (their median the baseline), one after each phase.
+    CHECK(watch.readings().size() == 6);
+    CHECK(watch.readings()[2].after == "start");
+    CHECK(watch.readings()[4].after == "phase 1");
     CHECK(watch.largest_drift() == doctest::Approx(0.05));
+    CHECK(watch.settled() == doctest::Approx(1.04 * speed));
   }
 }
 
 TEST_CASE("validation::SpeedWatch: load started halfway is re-measured, then refused in one line") {
   // Idle through the first phase; a busy neighbour from the second on.
-  Injected clock({1e-5, 1e-5, 1.6e-5});
-  SpeedWatch watch = clock.watch(0.10, 2);
+  Injected clock({1e-5, 1e-5, 1e-5, 1e-5, 1.6e-5});
+  SpeedWatch watch = clock.watch(0.15, 2);
   watch.start();
   std::vector<int> measured(3, 0);
   watch.phase("the mlp step", [&] { ++measured[0]; });
@@ -81,17 +84,17 @@ TEST_CASE("validation::SpeedWatch: load started halfway is re-measured, then ref
 }
 
 TEST_CASE("validation::SpeedWatch: a passing spell costs one re-measurement, and no retries refuse at once") {
-  Injected clock({1e-5, 1.3e-5, 1.02e-5, 1e-5});
+  Injected clock({1e-5, 1e-5, 1e-5, 1.3e-5, 1.02e-5, 1e-5});
   SpeedWatch watch = clock.watch();
   watch.start();
   CHECK(run_phases(watch, 2) == std::vector<int>{2, 1});
   CHECK(clock.said.size() == 1);
   // The re-measured phase's drifted reading is kept, and counts in the largest drift.
-  CHECK(watch.readings().size() == 4);
+  CHECK(watch.readings().size() == 6);
   CHECK(watch.largest_drift() == doctest::Approx(0.3));
   // A faster machine drifted too (the calibration measured the neighbours).
-  Injected faster({1e-5, 0.7e-5});
-  SpeedWatch strict = faster.watch(0.10, 0);
+  Injected faster({1e-5, 1e-5, 1e-5, 0.7e-5});
+  SpeedWatch strict = faster.watch(0.15, 0);
   strict.start();
   CHECK_THROWS_WITH_AS(run_phases(strict, 1), doctest::Contains("-30 % (faster)"), DriftError);
 }
