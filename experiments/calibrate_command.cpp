@@ -538,8 +538,9 @@ void run_calibrate(const CalibrateOptions& o) {
   require_two_distinct("--sizes", o.sizes, "message sizes");
   // Each model's config is loaded here as the workers will load it, so that a misspelt --models entry or a
   // bad config is refused before any worker starts, not by every worker after the launch.
-  load_with(o, {});
-  for (const auto& model : o.models) {
+  // A speed check reads no config: only the reference kernel runs.
+  for (const auto& model : o.speed_check.empty() ? o.models : std::vector<std::string>{}) {
+    load_with(o, {});
     try {
       load_with(o, {"train.model=" + model});
     } catch (const ConfigError& e) {
