@@ -14,6 +14,7 @@
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
+using dbench::sim::testing::options;
 using dbench::sim::testing::relative_error;
 
 namespace {
@@ -40,14 +41,6 @@ topology::Graph one_message(int n, int from, int to) {
   }
   rows[static_cast<std::size_t>(to)] = {{from, 0.5}, {to, 0.5}};
   return topology::Graph("one-message", std::move(rows));
-}
-
-sim::TimingOptions options(sim::Fidelity fidelity,
-                           sim::AllReduceAlgorithm algorithm = sim::AllReduceAlgorithm::ring) {
-  sim::TimingOptions o;
-  o.fidelity = fidelity;
-  o.allreduce = algorithm;
-  return o;
 }
 
 }  // namespace

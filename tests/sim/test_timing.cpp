@@ -17,22 +17,12 @@
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
-using namespace dbench::sim::testing;  // homogeneous_star, relative_error, resnet50
+using namespace dbench::sim::testing;  // homogeneous_star, options, relative_error, resnet50
 
 namespace {
 
 double star_alpha(const sim::PlatformSpec& p) {
   return 2.0 * (p.intra_node_latency_s + p.nic_latency_s + p.switch_latency_s);
-}
-
-sim::TimingOptions options(sim::Fidelity fidelity,
-                           sim::AllReduceAlgorithm algorithm = sim::AllReduceAlgorithm::ring,
-                           std::int64_t bucket_bytes = 0) {
-  sim::TimingOptions o;
-  o.fidelity = fidelity;
-  o.allreduce = algorithm;
-  o.bucket_bytes = bucket_bytes;
-  return o;
 }
 
 /// ResNet-50 on `gpus` GPUs of the Frontier preset, `batch` samples per GPU.

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
+#include "sim/timing.hpp"
 
 namespace dbench::sim::testing {
 
@@ -22,6 +24,16 @@ inline PlatformSpec homogeneous_star() {
 
 inline double relative_error(double a, double b) {
   return std::abs(a - b) / std::max(std::abs(b), 1e-300);
+}
+
+/// Timing options of one fidelity, all-reduce algorithm and bucket size.
+inline TimingOptions options(Fidelity fidelity, AllReduceAlgorithm algorithm = AllReduceAlgorithm::ring,
+                             std::int64_t bucket_bytes = 0) {
+  TimingOptions o;
+  o.fidelity = fidelity;
+  o.allreduce = algorithm;
+  o.bucket_bytes = bucket_bytes;
+  return o;
 }
 
 inline models::ModelProfile resnet50() {
