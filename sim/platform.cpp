@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace dbench::sim {
@@ -349,20 +350,22 @@ std::string check_platform_number(std::string_view key, double value) {
 }
 
 int node_count(const PlatformSpec& platform, int gpus) {
-  return std::max(1, (gpus + platform.gpus_per_node - 1) / platform.gpus_per_node);
+  // In 64 bits: a count near INT_MAX (a fuzzed config) must not overflow on its way to being refused.
+  const std::int64_t per_node = std::max(1, platform.gpus_per_node);
+  return static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{gpus} + per_node - 1) / per_node));
 }
 
 int nodes_per_building(const PlatformSpec& platform, int nodes) {
   if (platform.fabric != Fabric::multi_building) {
     return nodes;
   }
-  const int buildings = std::max(1, platform.buildings);
-  return std::max(1, (nodes + buildings - 1) / buildings);
+  const std::int64_t buildings = std::max(1, platform.buildings);
+  return static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{nodes} + buildings - 1) / buildings));
 }
 
 int building_count(const PlatformSpec& platform, int nodes) {
-  const int per_building = nodes_per_building(platform, nodes);
-  return std::max(1, (nodes + per_building - 1) / per_building);
+  const std::int64_t per_building = nodes_per_building(platform, nodes);
+  return static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{nodes} + per_building - 1) / per_building));
 }
 
 double fabric_latency_s(const PlatformSpec& platform, int gpus) {

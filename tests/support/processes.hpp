@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -31,8 +32,13 @@ inline std::vector<pid_t> processes_with(const std::string& token) {
     if (name.find_first_not_of("0123456789") != std::string::npos) {
       continue;
     }
-    std::ifstream in(it->path() / "cmdline", std::ios::binary);
-    std::string line((std::istreambuf_iterator<char>(in)), {});  // empty for a zombie
+    std::string line;  // empty for a zombie
+    try {
+      std::ifstream in(it->path() / "cmdline", std::ios::binary);
+      line.assign(std::istreambuf_iterator<char>(in), {});
+    } catch (const std::exception&) {
+      continue;  // the process ended while its command line was read ("No such process")
+    }
     for (char& c : line) {
       c = c == '\0' ? ' ' : c;
     }
