@@ -318,14 +318,23 @@ double CommSimulator::allreduce_lower_bound(std::int64_t bytes, AllReduceChoice 
     case AllReduceAlgorithm::collnet: {
       // Every GPU sends one message of the same size in each ring that moves data in a step, and all of a
       // ring's messages stay in a node or all cross nodes: the replay keeps every GPU's clock equal, and each
-      // step adds at least its slowest message's bound.
+      // step adds at least its slowest message's bound. A message's bound depends only on its bytes and on
+      // whether it crosses nodes, so GPU 0's messages stand for the step's: the bound costs a step, not a
+      // step per GPU (the steps grow with the nodes).
       const HierarchicalPlan plan =
           hierarchical_plan_for(s, overhead, choice.algorithm == AllReduceAlgorithm::collnet);
       for (int step = 0; step < plan.steps(); ++step) {
-        messages.clear();
-        hierarchical_step(plan, step, messages);
-        if (!messages.empty()) {
-          seconds += slowest(messages) + overhead;
+        double longest = -1.0;  // negative: no message in this step
+        const double intra = plan.gpus_per_node > 1 ? plan.intra_bytes(step) : 0.0;
+        const double inter = plan.nodes > 1 ? plan.inter_bytes(step) : 0.0;
+        if (intra > 0.0) {
+          longest = std::max(longest, bound({0, plan.intra_next(0), intra}));
+        }
+        if (inter > 0.0) {
+          longest = std::max(longest, bound({0, plan.inter_next(0), inter}));
+        }
+        if (longest >= 0.0) {
+          seconds += longest + overhead;
         }
       }
       break;
