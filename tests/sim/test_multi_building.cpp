@@ -15,6 +15,7 @@
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
 using dbench::sim::testing::options;
+using dbench::sim::testing::refused_key;
 using dbench::sim::testing::relative_error;
 
 namespace {
@@ -148,29 +149,21 @@ TEST_CASE("sim::multi_building: buildings and leaves that do not divide the node
 }
 
 TEST_CASE("sim::multi_building: bad buildings are rejected naming the key") {
-  const auto key_of = [](const sim::PlatformSpec& p, int gpus) -> std::string {
-    try {
-      sim::validate(p, gpus);
-    } catch (const sim::PlatformError& e) {
-      return e.key();
-    }
-    return "";
-  };
   CHECK(sim::parse_fabric("multi-building") == sim::Fabric::multi_building);
   CHECK(sim::fabric_name(sim::Fabric::multi_building) == "multi-building");
   sim::PlatformSpec p = small_campus();
-  CHECK(key_of(p, 8) == "");
+  CHECK(refused_key(p, 8) == "");
   p.buildings = 0;
-  CHECK(key_of(p, 8) == "platform.buildings");
+  CHECK(refused_key(p, 8) == "platform.buildings");
   p = small_campus();
   p.inter_building_bandwidth_Bps = 0.0;
-  CHECK(key_of(p, 8) == "platform.inter_building_bandwidth_Bps");
-  CHECK(key_of(p, 1) == "");  // one node: one building, no uplink crossed
+  CHECK(refused_key(p, 8) == "platform.inter_building_bandwidth_Bps");
+  CHECK(refused_key(p, 1) == "");  // one node: one building, no uplink crossed
   p.inter_building_bandwidth_Bps = 1e20;
-  CHECK(key_of(p, 8) == "platform.inter_building_bandwidth_Bps");
+  CHECK(refused_key(p, 8) == "platform.inter_building_bandwidth_Bps");
   p = small_campus();
   p.inter_building_latency_s = -1e-6;
-  CHECK(key_of(p, 8) == "platform.inter_building_latency_s");
+  CHECK(refused_key(p, 8) == "platform.inter_building_latency_s");
   CHECK_THROWS_WITH_AS(sim::CommSimulator(p, 8, {}), doctest::Contains("platform.inter_building_latency_s"),
                        sim::PlatformError);
 }

@@ -71,22 +71,14 @@ TEST_CASE(
 }
 
 TEST_CASE("sim::validate: shared_core_turns and gradient_step_overhead_s out of range name their key") {
-  const auto key_of = [](const sim::PlatformSpec& p) {
-    try {
-      sim::validate(p, 4);
-    } catch (const sim::PlatformError& e) {
-      return e.key();
-    }
-    return std::string();
-  };
   sim::PlatformSpec p = cpu_node().platform;
-  CHECK(key_of(p).empty());
+  CHECK(refused_key(p, 4).empty());
   p.shared_core_turns = -0.5;
-  CHECK(key_of(p) == "platform.shared_core_turns");
+  CHECK(refused_key(p, 4) == "platform.shared_core_turns");
   p.shared_core_turns = 3.5;  // more than the node's other 3 GPUs
-  CHECK(key_of(p) == "platform.shared_core_turns");
+  CHECK(refused_key(p, 4) == "platform.shared_core_turns");
   p.shared_core_turns = 3.0;
-  CHECK(key_of(p).empty());
+  CHECK(refused_key(p, 4).empty());
   p.gradient_step_overhead_s = -1e-6;
-  CHECK(key_of(p) == "platform.gradient_step_overhead_s");
+  CHECK(refused_key(p, 4) == "platform.gradient_step_overhead_s");
 }

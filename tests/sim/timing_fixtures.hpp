@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "models/model_profile.hpp"
 #include "sim/platform.hpp"
@@ -34,6 +35,16 @@ inline TimingOptions options(Fidelity fidelity, AllReduceAlgorithm algorithm = A
   o.allreduce = algorithm;
   o.bucket_bytes = bucket_bytes;
   return o;
+}
+
+/// The key sim::validate names when it refuses `p` for `gpus` GPUs; empty when it accepts.
+inline std::string refused_key(const PlatformSpec& p, int gpus) {
+  try {
+    validate(p, gpus);
+  } catch (const PlatformError& e) {
+    return e.key();
+  }
+  return "";
 }
 
 inline models::ModelProfile resnet50() {
