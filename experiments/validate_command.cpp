@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -159,13 +160,21 @@ void plot(const fs::path& out, const std::vector<validation::ValidationCase>& ca
   }
 }
 
-/// Refuses a calibration taken on other workers than --device runs (a calibration directory says which).
-void check_calibrated_device(const fs::path& calibration, const std::string& device) {
+/// What validate reads from a calibration directory's calibration.json, read once: the workers it was taken
+/// on and the machine's speed then. A platform file alone (no calibration.json) reads as CPU workers whose
+/// speed was not read.
+struct CalibrationFacts {
+  std::string device = "cpu-worker";
+  double reference_kernel_s = 0.0;  ///< 0: not read
+  double drift_tolerance = 0.0;     ///< 0: not recorded
+};
+
+CalibrationFacts read_calibration_facts(const fs::path& calibration) {
+  CalibrationFacts facts;
   const fs::path file = calibration / "calibration.json";
   if (!fs::is_directory(calibration) || !fs::exists(file)) {
-    return;
+    return facts;
   }
-  std::string calibrated = "cpu-worker";
   try {
     const auto json = nlohmann::json::parse(read_config_text(file, "calibration file"));
     if (!json.is_object()) {
@@ -177,36 +186,28 @@ void check_calibrated_device(const fs::path& calibration, const std::string& dev
         throw std::invalid_argument(fmt::format("--calibration: {}: key 'device' is a {}, not a string",
                                                 file.string(), given->type_name()));
       }
-      calibrated = given->get<std::string>();
+      facts.device = given->get<std::string>();
     }
+    facts.reference_kernel_s = json.value("reference_kernel_s", 0.0);
+    facts.drift_tolerance = json.value("drift_tolerance", 0.0);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(
         fmt::format("--calibration: {}: not valid JSON: {}", file.string(), e.what()));
   } catch (const ConfigError& e) {
     throw std::invalid_argument(fmt::format("--calibration: {}", e.what()));
   }
-  const std::string wanted = device.empty() ? "cpu-worker" : device;
-  const auto kind = [](const std::string& d) { return d.rfind("cuda", 0) == 0 ? std::string("cuda") : d; };
-  if (kind(calibrated) != kind(wanted)) {
-    throw std::invalid_argument(fmt::format(
-        "--calibration: {} was calibrated on {}, not on {}; calibrate with{}", calibration.string(),
-        calibrated, wanted, device.empty() ? "out --device" : " --device " + device));
-  }
+  return facts;
 }
 
-/// The reference kernel's first reading and the drift tolerance of a calibration directory's
-/// calibration.json; zeros for a platform file alone, or a calibration that did not read the machine's speed.
-std::pair<double, double> calibration_speed(const fs::path& calibration) {
-  const fs::path file = calibration / "calibration.json";
-  if (!fs::is_directory(calibration) || !fs::exists(file)) {
-    return {0.0, 0.0};
-  }
-  try {
-    const auto json = nlohmann::json::parse(read_config_text(file, "calibration file"));
-    return {json.value("reference_kernel_s", 0.0), json.value("drift_tolerance", 0.0)};
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(
-        fmt::format("--calibration: {}: not valid JSON: {}", file.string(), e.what()));
+/// Refuses a calibration taken on other workers than --device runs.
+void check_calibrated_device(const CalibrationFacts& facts, const fs::path& calibration,
+                             const std::string& device) {
+  const std::string wanted = device.empty() ? "cpu-worker" : device;
+  const auto kind = [](const std::string& d) { return d.rfind("cuda", 0) == 0 ? std::string("cuda") : d; };
+  if (kind(facts.device) != kind(wanted)) {
+    throw std::invalid_argument(fmt::format(
+        "--calibration: {} was calibrated on {}, not on {}; calibrate with{}", calibration.string(),
+        facts.device, wanted, device.empty() ? "out --device" : " --device " + device));
   }
 }
 
@@ -245,9 +246,11 @@ void run_validate(const ValidateOptions& o) {
   const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
                                      : fs::path(o.out);
   const std::string& model = config.train.model;
+  std::optional<CalibrationFacts> given;
   if (!o.calibration.empty()) {
     // A calibration that cannot serve fails before anything is written.
-    check_calibrated_device(o.calibration, o.device);
+    given = read_calibration_facts(o.calibration);
+    check_calibrated_device(*given, o.calibration, o.device);
     platform_file(o.calibration, model);
   }
   fs::create_directories(out / "runs");
@@ -280,7 +283,9 @@ void run_validate(const ValidateOptions& o) {
   // The machine's speed, read by the reference kernel on the workers before the first case and after each,
   // against the calibration's own first reading: a case run while it drifted is run again, and a drift that
   // stays (or a machine that changed since the calibration) refuses the validation.
-  const auto [baseline, calibrated_tolerance] = calibration_speed(calibration);
+  const CalibrationFacts facts = given ? *given : read_calibration_facts(calibration);
+  const double baseline = facts.reference_kernel_s;
+  const double calibrated_tolerance = facts.drift_tolerance;
   const fs::path speed_file = out / "speed.json";
   validation::SpeedWatch watch(
       [&] {
