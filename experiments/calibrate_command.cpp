@@ -538,9 +538,12 @@ void run_calibrate(const CalibrateOptions& o) {
   require_two_distinct("--sizes", o.sizes, "message sizes");
   // Each model's config is loaded here as the workers will load it, so that a misspelt --models entry or a
   // bad config is refused before any worker starts, not by every worker after the launch.
-  // A speed check reads no config: only the reference kernel runs.
-  for (const auto& model : o.speed_check.empty() ? o.models : std::vector<std::string>{}) {
+  // A speed check reads no config: only the reference kernel runs. The config itself first, so that its
+  // own errors are not blamed on a model.
+  if (o.speed_check.empty()) {
     load_with(o, {});
+  }
+  for (const auto& model : o.speed_check.empty() ? o.models : std::vector<std::string>{}) {
     try {
       load_with(o, {"train.model=" + model});
     } catch (const ConfigError& e) {

@@ -95,13 +95,17 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
       return true;
     }
   }
+  // A number within the range sim/ states for the key.
+  const auto ranged = [&]() {
+    const double d = number();
+    if (const std::string reason = sim::check_platform_number(key, d); !reason.empty()) {
+      throw ConfigError(fmt::format("{}: {}: {}", where, key, reason));
+    }
+    return d;
+  };
   for (const auto& k : kPlatformNumbers) {
     if (key == k.key) {
-      const double d = number();
-      if (const std::string reason = sim::check_platform_number(key, d); !reason.empty()) {
-        throw ConfigError(fmt::format("{}: {}: {}", where, key, reason));
-      }
-      p.*k.spec = d;
+      p.*k.spec = ranged();
       return true;
     }
   }
@@ -111,11 +115,7 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     return true;
   }
   if (key == "gradient_step_overhead_s") {
-    const double d = number();
-    if (const std::string reason = sim::check_platform_number(key, d); !reason.empty()) {
-      throw ConfigError(fmt::format("{}: {}: {}", where, key, reason));
-    }
-    p.gradient_step_overhead_s = d;
+    p.gradient_step_overhead_s = ranged();
     return true;
   }
   if (key != "fabric") {
