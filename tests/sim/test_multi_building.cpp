@@ -14,6 +14,7 @@
 
 namespace sim = dbench::sim;
 namespace topology = dbench::topology;
+using dbench::sim::testing::check_fast_allreduce_matches_full;
 using dbench::sim::testing::options;
 using dbench::sim::testing::refused_key;
 using dbench::sim::testing::relative_error;
@@ -101,23 +102,7 @@ TEST_CASE("sim::multi_building: the fast path agrees with full fidelity for all-
     p.buildings = buildings;
     const int n = 2 * buildings * p.gpus_per_node;
     CAPTURE(n);
-    for (const auto algorithm : {sim::AllReduceAlgorithm::ring, sim::AllReduceAlgorithm::hierarchical,
-                                 sim::AllReduceAlgorithm::tree, sim::AllReduceAlgorithm::automatic}) {
-      CAPTURE(sim::allreduce_name(algorithm));
-      sim::CommSimulator fast(p, n, options(sim::Fidelity::fast, algorithm));
-      sim::CommSimulator full(p, n, options(sim::Fidelity::full, algorithm));
-      for (const std::int64_t size : {std::int64_t{10'000'000}, std::int64_t{4096}}) {
-        CAPTURE(size);
-        // Fast first: SimGrid keeps the first engine's configuration for the process (see test_timing.cpp).
-        const double fast_s = fast.allreduce(size).seconds;
-        const double full_s = full.allreduce(size).seconds;
-        // A tree's GPUs drift apart and then share links between steps, which the fast path's step replay
-        // does not see (test_timing.cpp allows the same on the other presets).
-        const bool tree =
-            algorithm == sim::AllReduceAlgorithm::tree || algorithm == sim::AllReduceAlgorithm::automatic;
-        CHECK(relative_error(fast_s, full_s) < (tree ? 0.04 : 0.01));
-      }
-    }
+    check_fast_allreduce_matches_full(p, n, {std::int64_t{10'000'000}, std::int64_t{4096}});
     sim::CommSimulator fast(p, n, options(sim::Fidelity::fast));
     sim::CommSimulator full(p, n, options(sim::Fidelity::full));
     for (const auto& graph : {topology::exponential(n), topology::one_peer_exponential(n).at(2),
