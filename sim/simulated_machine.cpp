@@ -144,6 +144,10 @@ double SimulatedMachine::route_latency(int from, int to) const {
   std::vector<sg4::Link*> links;
   double ignored = 0.0;
   host(from)->route_to(host(to), links, &ignored);
+  return route_latency(links);
+}
+
+double SimulatedMachine::route_latency(const std::vector<sg4::Link*>& links) const {
   double sum = 0.0;
   for (const sg4::Link* link : links) {
     const auto it = latency_.find(link);

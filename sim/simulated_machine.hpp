@@ -33,6 +33,8 @@ class SimulatedMachine {
   /// The latency of the route from GPU `from` to GPU `to`: its links' latencies summed (a fabric link built
   /// by SimGrid's cluster zones has the platform's switch_latency_s).
   double route_latency(int from, int to) const;
+  /// The same sum for a route's links as route_to() gives them, for a caller that holds them already.
+  double route_latency(const std::vector<simgrid::s4u::Link*>& links) const;
   /// Runs the engine until every actor is done.
   void run() const;
 

@@ -48,10 +48,12 @@ std::uint64_t edges_hash(const topology::Graph& graph) {
 // SimulatedMachine sets (CM02 without bandwidth factor, TCP window or cross traffic, the latencies kept out
 // of SimGrid, every transfer starting at once), solved directly instead of through one actor per GPU, a
 // mailbox per message and an engine event per completion, which at 16,384 GPUs cost a second per pattern.
-// Empty when a route crosses a link that is not plainly shared, which SimGrid then simulates.
+// Empty when a route crosses a link that is not plainly shared, which SimGrid then simulates. Each route's
+// latency goes into `latency_of` (by GPU pair) from the same lookup, which walks SimGrid's routing.
 template <typename Message>
 std::vector<std::vector<double>> max_min_transfers(const SimulatedMachine& machine,
-                                                   std::span<const std::vector<Message>* const> patterns) {
+                                                   std::span<const std::vector<Message>* const> patterns,
+                                                   std::unordered_map<std::uint64_t, double>& latency_of) {
   std::unordered_map<const sg4::Link*, std::uint32_t> index;
   std::vector<double> capacity;
   // Routes by GPU pair, each looked up once: its links' indices in `store`.
@@ -66,6 +68,7 @@ std::vector<std::vector<double>> max_min_transfers(const SimulatedMachine& machi
       links.clear();
       double ignored = 0.0;
       machine.host(from)->route_to(machine.host(to), links, &ignored);
+      latency_of.emplace(pair, machine.route_latency(links));
       it->second.first = static_cast<std::uint32_t>(store.size());
       for (const sg4::Link* link : links) {
         plain = plain && link->get_sharing_policy() == sg4::Link::SharingPolicy::SHARED;
@@ -192,16 +195,16 @@ std::vector<CommSimulator::PatternResult> CommSimulator::run_patterns(
   // One platform for all patterns (building it is most of the cost at thousands of GPUs). A user's SimGrid
   // setting may change the network model, which SimGrid then simulates.
   SimulatedMachine machine(platform_, gpus_, shortest, true, options_.simgrid_args);
+  // Route latencies by GPU pair, each looked up once (a tree's steps repeat the same edges, and a lookup
+  // walks SimGrid's routing): by the max-min solution as it looks up the routes, or here.
+  std::unordered_map<std::uint64_t, double> latency_of;
   std::vector<std::vector<double>> elapsed;
   if (!detail::sets_simgrid_config(options_.simgrid_args)) {
-    elapsed = max_min_transfers(machine, patterns);
+    elapsed = max_min_transfers(machine, patterns, latency_of);
   }
   if (elapsed.empty()) {
     elapsed = simgrid_transfers(machine, gpus_, patterns);
   }
-  // Route latencies by GPU pair, each looked up once: a tree's steps repeat the same edges, and a lookup
-  // walks SimGrid's routing.
-  std::unordered_map<std::uint64_t, double> latency_of;
   const auto route_latency = [&](int from, int to) {
     const std::uint64_t pair = static_cast<std::uint64_t>(from) << 32 | static_cast<std::uint32_t>(to);
     const auto [it, fresh] = latency_of.try_emplace(pair, 0.0);
