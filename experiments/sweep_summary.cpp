@@ -123,8 +123,8 @@ const GraphStatsCache::Family& GraphStatsCache::family(const ExperimentConfig& c
   try {
     family.spectral_gap = topology::analyze(sequence).spectral_gap;
   } catch (const topology::SpectralError&) {
-    // Too large and too slow to mix for the iterative solver (a 131,072-node torus's gap is about 1e-4): the
-    // gap is unknown, an empty cell; the run's timing and metrics stand without it.
+    // Too large and too slow to mix for the iterative solver (the 131,072-node torus, 256 x 512): the gap is
+    // unknown, an empty cell; the run's timing and metrics stand without it.
     family.spectral_gap = std::numeric_limits<double>::quiet_NaN();
   }
   return families_.emplace(key, std::move(family)).first->second;
