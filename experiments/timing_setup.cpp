@@ -114,6 +114,14 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.shared_core_turns = number();
     return true;
   }
+  if (key == "cores_per_node") {
+    p.cores_per_node = count();
+    return true;
+  }
+  if (key == "same_core_relief") {
+    p.same_core_relief = number();
+    return true;
+  }
   if (key == "gradient_step_overhead_s") {
     p.gradient_step_overhead_s = ranged();
     return true;

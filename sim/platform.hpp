@@ -127,6 +127,15 @@ struct PlatformSpec {
   /// workers per core less one). The wait counts as communication, as the workers' own traces count it. 0:
   /// every GPU computes on its own.
   double shared_core_turns = 0.0;
+  /// Processors a node's GPUs are pinned to, round-robin (the node's GPU i on processor i mod
+  /// cores_per_node), as an MPI launcher maps CPU workers by core; 0: each GPU a processor of its own.
+  int cores_per_node = 0;
+  /// Of shared_core_turns, the steps a gossiping GPU does not wait for its in-neighbours on its own
+  /// processor: it waits shared_core_turns - same_core_relief * (the share of its in-neighbours on its
+  /// processor). Those take their turns with it, and their messages arrive while it waits for the others. An
+  /// all-reduce waits for every GPU and pays shared_core_turns whole. dbench calibrate fits it on CPU workers
+  /// (within [0, shared_core_turns]); 0: the same wait whoever the in-neighbours are.
+  double same_core_relief = 0.0;
   /// Extra compute of a step whose gradient is all-reduced before it is applied (the gradient kept whole and
   /// the update a pass of its own), over a local step that applies it as it goes; dbench calibrate measures
   /// it on CPU workers, whose local step is fused. 0: none.

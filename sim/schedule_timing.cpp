@@ -59,6 +59,29 @@ double mean(const std::vector<double>& v) {
 
 }  // namespace
 
+std::vector<double> same_core_share(const topology::Graph& graph, const PlatformSpec& platform) {
+  const auto n = static_cast<std::size_t>(graph.nodes());
+  std::vector<double> share(n, 0.0);
+  const int cores = platform.cores_per_node;
+  if (cores <= 0) {
+    return share;
+  }
+  const int per_node = platform.gpus_per_node;
+  const auto processor = [&](int gpu) { return std::pair{gpu / per_node, (gpu % per_node) % cores}; };
+  for (int i = 0; i < graph.nodes(); ++i) {
+    int peers = 0;
+    int same = 0;
+    for (const topology::MixingEntry& e : graph.row(i)) {
+      if (e.from != i) {
+        ++peers;
+        same += processor(e.from) == processor(i) ? 1 : 0;
+      }
+    }
+    share[static_cast<std::size_t>(i)] = peers > 0 ? static_cast<double>(same) / peers : 0.0;
+  }
+  return share;
+}
+
 void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
                       std::span<double> finish) {
   const std::size_t n = finish.size();
@@ -115,6 +138,23 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   // communication simulated once with every GPU starting together; each iteration then shifts it by when
   // each GPU is ready. Full: simulated every iteration with those start times.
   std::map<std::pair<const topology::Graph*, bool>, CommTiming> seen;
+  // Per gossip graph, each GPU's steps of waiting for the GPUs sharing its processor, where its in-neighbours
+  // among them relieve it (same_core_relief); every other step waits `turns`.
+  std::map<const topology::Graph*, std::vector<double>> relieved_turns;
+  const auto turns_of = [&](const topology::ScheduleStep& step) -> const std::vector<double>* {
+    if (spec.platform.same_core_relief <= 0.0 || step.communication != topology::Communication::gossip) {
+      return nullptr;
+    }
+    auto it = relieved_turns.find(step.graph);
+    if (it == relieved_turns.end()) {
+      std::vector<double> own = same_core_share(*step.graph, spec.platform);
+      for (double& t : own) {
+        t = turns - spec.platform.same_core_relief * t;
+      }
+      it = relieved_turns.emplace(step.graph, std::move(own)).first;
+    }
+    return &it->second;
+  };
   if (fast) {
     // Every gossip graph of the schedule in one SimGrid run: one platform build instead of one per graph.
     std::vector<const topology::Graph*> graphs;
@@ -144,12 +184,14 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     // A step whose gradient is all-reduced applies it in a pass of its own.
     const double step_s =
         compute_s + (step.communication == topology::Communication::all_reduce ? gradient_overhead_s : 0.0);
+    const std::vector<double>* own_turns = allreduce ? nullptr : turns_of(step);
     for (std::size_t i = 0; i < n; ++i) {
       own_compute[i] = step_s * factor[i];
       own_backward[i] = backward_s * factor[i];
       // With buckets a GPU's communication can start with its backward pass; otherwise after its compute, and
       // after the turns of the GPUs sharing its processor (each as long as its own).
-      ready[i] = clock[i] + turns * own_compute[i] - (overlapped ? own_backward[i] : 0.0);
+      const double waits = own_turns != nullptr ? (*own_turns)[i] : turns;
+      ready[i] = clock[i] + waits * own_compute[i] - (overlapped ? own_backward[i] : 0.0);
     }
     double bytes_sent = 0.0;
     if (!topology::communicates(step)) {

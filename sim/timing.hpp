@@ -116,6 +116,11 @@ struct CommTiming {
 void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
                       std::span<double> finish);
 
+/// Per GPU of `graph`, the share of its in-neighbours pinned to its own processor (the platform's
+/// cores_per_node, round-robin within a node; 0 for every GPU where cores_per_node is 0 or a GPU has no
+/// in-neighbour): what reduces its wait for the GPUs sharing that processor by same_core_relief steps.
+std::vector<double> same_core_share(const topology::Graph& graph, const PlatformSpec& platform);
+
 /// Checks the platform for `gpus` GPUs and the options against it (an nvls all-reduce needs a node switch
 /// that reduces and one node, a collnet one a fabric that reduces and several nodes); throws PlatformError
 /// naming the key. CommSimulator's constructor runs it; a config loader runs it without building a simulator.

@@ -1,5 +1,6 @@
-// Workers that take turns on a core (shared_core_turns) and a centralized step's separate update
-// (gradient_step_overhead_s): the two platform keys a CPU calibration writes, against their closed forms.
+// Workers that take turns on a core (shared_core_turns, cores_per_node, same_core_relief) and a centralized
+// step's separate update (gradient_step_overhead_s): the platform keys a CPU calibration writes, against
+// their closed forms.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -52,6 +53,57 @@ TEST_CASE("sim::time_schedule: workers sharing a core wait for each other's step
   }
 }
 
+TEST_CASE("sim::same_core_share: in-neighbours on a GPU's own processor, placed round-robin") {
+  sim::PlatformSpec p = cpu_node().platform;
+  const auto ring = topology::ring(4);
+  const auto exponential = topology::exponential(4);  // in-neighbours i - 1 and i - 2
+  // A processor per GPU: no neighbour shares one.
+  CHECK(sim::same_core_share(exponential, p) == std::vector<double>(4, 0.0));
+  p.cores_per_node = 2;  // GPUs 0 and 2 on one processor, 1 and 3 on the other
+  CHECK(sim::same_core_share(ring, p) == std::vector<double>(4, 0.0));
+  CHECK(sim::same_core_share(exponential, p) == std::vector<double>(4, 0.5));
+  p.cores_per_node = 1;  // all four on one
+  CHECK(sim::same_core_share(ring, p) == std::vector<double>(4, 1.0));
+  // Two nodes of four: a processor is shared within a node only.
+  p.cores_per_node = 2;
+  p.gpus_per_node = 2;
+  CHECK(sim::same_core_share(exponential, p) == std::vector<double>(4, 0.0));
+}
+
+TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve its wait by their share") {
+  sim::TimingSpec spec = cpu_node();
+  spec.platform.shared_core_turns = 1.0;
+  spec.platform.cores_per_node = 2;
+  const auto ring = topology::ring(4);
+  const auto exponential = topology::exponential(4);
+  const std::vector<topology::ScheduleStep> on_ring(3, {"ring", &ring, topology::Communication::gossip});
+  const std::vector<topology::ScheduleStep> on_exponential(
+      3, {"exponential", &exponential, topology::Communication::gossip});
+  const std::vector<topology::ScheduleStep> allreduce(
+      3, topology::ScheduleStep{"allreduce", nullptr, topology::Communication::all_reduce});
+  const double step = sim::compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const auto ring_before = sim::time_schedule(spec, on_ring);
+  const auto exponential_before = sim::time_schedule(spec, on_exponential);
+  const auto allreduce_before = sim::time_schedule(spec, allreduce);
+  spec.platform.same_core_relief = 0.6;
+  CHECK(refused_key(spec.platform, 4).empty());
+  // The ring's in-neighbours are all on the other processor, the all-reduce waits for everyone: unchanged.
+  CHECK(sim::time_schedule(spec, on_ring).iterations[1].comm_s ==
+        doctest::Approx(ring_before.iterations[1].comm_s).epsilon(1e-12));
+  CHECK(sim::time_schedule(spec, allreduce).iterations[1].comm_s ==
+        doctest::Approx(allreduce_before.iterations[1].comm_s).epsilon(1e-12));
+  // Half the exponential graph's in-neighbours share the processor: 0.6 x 0.5 steps less of waiting.
+  const auto relieved = sim::time_schedule(spec, on_exponential);
+  CHECK(relieved.iterations[1].compute_s ==
+        doctest::Approx(exponential_before.iterations[1].compute_s).epsilon(1e-12));
+  CHECK(relieved.iterations[1].comm_s ==
+        doctest::Approx(exponential_before.iterations[1].comm_s - 0.3 * step).epsilon(1e-9));
+  // Full fidelity charges the same.
+  spec.options.fidelity = sim::Fidelity::full;
+  CHECK(sim::time_schedule(spec, on_exponential).iterations[1].comm_s ==
+        doctest::Approx(relieved.iterations[1].comm_s).epsilon(1e-9));
+}
+
 TEST_CASE(
     "sim::time_schedule: a step whose gradient is all-reduced pays the separate update, a local one not") {
   sim::TimingSpec spec = cpu_node();
@@ -70,7 +122,7 @@ TEST_CASE(
   CHECK(after.iterations[2].compute_s == doctest::Approx(before.iterations[2].compute_s).epsilon(1e-12));
 }
 
-TEST_CASE("sim::validate: shared_core_turns and gradient_step_overhead_s out of range name their key") {
+TEST_CASE("sim::validate: the shared-core keys and gradient_step_overhead_s out of range name their key") {
   sim::PlatformSpec p = cpu_node().platform;
   CHECK(refused_key(p, 4).empty());
   p.shared_core_turns = -0.5;
@@ -81,4 +133,16 @@ TEST_CASE("sim::validate: shared_core_turns and gradient_step_overhead_s out of 
   CHECK(refused_key(p, 4).empty());
   p.gradient_step_overhead_s = -1e-6;
   CHECK(refused_key(p, 4) == "platform.gradient_step_overhead_s");
+  p.gradient_step_overhead_s = 0.0;
+  p.shared_core_turns = 1.0;
+  p.same_core_relief = 1.5;  // more than the turns it relieves
+  CHECK(refused_key(p, 4) == "platform.same_core_relief");
+  p.same_core_relief = -0.1;
+  CHECK(refused_key(p, 4) == "platform.same_core_relief");
+  p.same_core_relief = 1.0;
+  CHECK(refused_key(p, 4).empty());
+  p.cores_per_node = 5;  // more processors than the node's 4 GPUs
+  CHECK(refused_key(p, 4) == "platform.cores_per_node");
+  p.cores_per_node = -1;
+  CHECK(refused_key(p, 4) == "platform.cores_per_node");
 }
