@@ -142,10 +142,11 @@ validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
   return runs[runs.size() / 2];
 }
 
-/// CPU workers: times dbench train's own loop on a ring and with the all-reduce at each batch of `m`, the
-/// median of a few runs each (a shared machine has slow spells), with the parts of each.
+/// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
+/// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph), the median
+/// of a few runs each (a shared machine has slow spells), with the parts of each.
 void time_training_loops(const CalibrateOptions& o, const std::string& model, const models::Dataset& train,
-                         const models::Dataset& test, runtime::Communicator& comm,
+                         const models::Dataset& test, runtime::Communicator& comm, bool exponential,
                          validation::ModelCalibration& m) {
   constexpr int kRuns = 3;
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
@@ -165,17 +166,25 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
     const ExperimentConfig ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
     const ExperimentConfig centralized = with({"algorithm.kind=centralized"});
     const ExperimentConfig one_peer = with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"});
+    const ExperimentConfig directed = with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"});
     std::vector<validation::PartTimes> ring_runs;
     std::vector<validation::PartTimes> centralized_runs;
     std::vector<validation::PartTimes> one_peer_runs;
+    std::vector<validation::PartTimes> exponential_runs;
     for (int r = 0; r < kRuns; ++r) {
       ring_runs.push_back(training_loop_parts(ring, train, test, comm));
       centralized_runs.push_back(training_loop_parts(centralized, train, test, comm));
       one_peer_runs.push_back(training_loop_parts(one_peer, train, test, comm));
+      if (exponential) {
+        exponential_runs.push_back(training_loop_parts(directed, train, test, comm));
+      }
     }
     const validation::PartTimes ring_run = median_run(ring_runs);
     const validation::PartTimes centralized_run = median_run(centralized_runs);
     m.one_peer_loop_comm_s.push_back(median_run(one_peer_runs).comm_s);
+    if (exponential) {
+      m.exponential_loop_comm_s.push_back(median_run(exponential_runs).comm_s);
+    }
     m.ring_loop_seconds.push_back(ring_run.total_s);
     m.ring_loop_compute_s.push_back(ring_run.compute_s);
     m.ring_loop_comm_s.push_back(ring_run.comm_s);
@@ -186,8 +195,8 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
 }
 
 /// The exchange `file`'s platform charges the first iteration of `graph` over `workers` GPUs of `model` with
-/// its intra-node links at `bandwidth_Bps`, without the turns of workers sharing a core or a round's fixed
-/// cost.
+/// its intra-node links at `bandwidth_Bps`, without the turns of workers sharing a core (or their relief) or
+/// a round's fixed cost.
 double simulated_exchange_s(const CalibrateOptions& o, const std::filesystem::path& file,
                             const std::string& model, const std::string& graph, int workers,
                             double bandwidth_Bps) {
@@ -199,6 +208,7 @@ double simulated_exchange_s(const CalibrateOptions& o, const std::filesystem::pa
   const std::array<topology::ScheduleStep, 1> schedule{policy->graph_for(0, nullptr)};
   sim::TimingSpec spec = make_timing_spec(config);
   spec.platform.shared_core_turns = 0.0;
+  spec.platform.same_core_relief = 0.0;
   spec.platform.collective_latency_s = 0.0;
   spec.platform.intra_node_bandwidth_Bps = bandwidth_Bps;
   return sim::time_schedule(spec, schedule).iterations.front().comm_s;
@@ -219,6 +229,29 @@ ExchangeLine exchange_line(const CalibrateOptions& o, const std::filesystem::pat
   const double y2 = simulated_exchange_s(o, file, model, graph, workers, 2.0 * bandwidth_Bps);
   const double slope = (y1 - y2) / (0.5 * x1);
   return {y1 - slope * x1, slope};
+}
+
+/// The mean over the workers and the first 2 x `workers` rounds of `graph` (a period of every time-varying
+/// family) of the share of a worker's in-neighbours on its own core, the workers pinned round-robin to
+/// `cores` cores: how much of same_core_relief the simulator grants the graph.
+double mean_same_core_share(const CalibrateOptions& o, const std::string& model, const std::string& graph,
+                            int workers, int cores) {
+  const ExperimentConfig config =
+      load_with(o, {"train.model=" + model, fmt::format("train.workers={}", workers), "algorithm.kind=dpsgd",
+                    "algorithm.graph=" + graph});
+  const auto policy = make_policy(config);
+  sim::PlatformSpec platform;
+  platform.gpus_per_node = workers;
+  platform.cores_per_node = cores;
+  double sum = 0.0;
+  std::size_t count = 0;
+  for (std::int64_t t = 0; t < 2 * static_cast<std::int64_t>(workers); ++t) {
+    for (const double share : sim::same_core_share(*policy->graph_for(t, nullptr).graph, platform)) {
+      sum += share;
+      ++count;
+    }
+  }
+  return count > 0 ? sum / static_cast<double>(count) : 0.0;
 }
 
 /// The intra-node links and a gossip round's fixed cost (the platform's collective_latency_s: the loss's
@@ -290,8 +323,35 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   }
   m.gradient_step_overhead_s = std::max(0.0, validation::median(extra));
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    exchange.push_back(m.ring_loop_comm_s[i] - turns * step(i));
     allreduce.push_back(m.allreduce_loop_comm_s[i] - turns * (step(i) + m.gradient_step_overhead_s));
+  }
+  // In-neighbours on a worker's own core spare it part of the turns: the ring's and the exponential graph's
+  // loops send as many messages alike (every port sends and receives two on 4 workers), and their
+  // communication apart, beyond what the simulated exchanges differ by, is that relief times the step and
+  // the graphs' shares of such in-neighbours apart.
+  double ring_share = 0.0;
+  double one_peer_share = 0.0;
+  m.same_core_relief = 0.0;
+  if (m.exponential_loop_comm_s.size() == m.batches.size() && c.cores > 0 && turns > 0.0) {
+    ring_share = mean_same_core_share(o, m.model, "ring", c.workers, c.cores);
+    one_peer_share = mean_same_core_share(o, m.model, "one-peer-exponential", c.workers, c.cores);
+    const double apart = mean_same_core_share(o, m.model, "exponential", c.workers, c.cores) - ring_share;
+    if (apart > 0.0) {
+      out.write_text(name, validation::platform_toml(c, m));
+      const double bandwidth = validation::anchored_fit(c.exchange, m.parameter_bytes).bandwidth_Bps;
+      const double exchanges_apart =
+          simulated_exchange_s(o, out.path(name), m.model, "ring", c.workers, bandwidth) -
+          simulated_exchange_s(o, out.path(name), m.model, "exponential", c.workers, bandwidth);
+      std::vector<double> relief;
+      for (std::size_t i = 0; i < m.batches.size(); ++i) {
+        relief.push_back((m.ring_loop_comm_s[i] - m.exponential_loop_comm_s[i] - exchanges_apart) /
+                         (apart * step(i)));
+      }
+      m.same_core_relief = std::clamp(validation::median(relief), 0.0, turns);
+    }
+  }
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    exchange.push_back(m.ring_loop_comm_s[i] - (turns - m.same_core_relief * ring_share) * step(i));
   }
   m.ring_exchange_in_loop_s = validation::median(exchange);
   if (m.ring_exchange_in_loop_s <= 0.0) {
@@ -306,7 +366,7 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   m.allreduce_in_loop_s = std::max(validation::median(allreduce), c.small_allreduce_s);
   std::vector<double> one_peer;
   for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
-    one_peer.push_back(m.one_peer_loop_comm_s[i] - turns * step(i));
+    one_peer.push_back(m.one_peer_loop_comm_s[i] - (turns - m.same_core_relief * one_peer_share) * step(i));
   }
   // The links do not depend on the step: the platform as fitted to the kernels gives the graphs' exchanges.
   out.write_text(name, validation::platform_toml(c, m));
@@ -352,7 +412,9 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   const auto train = config_dataset(config, models::Split::train);
   validation::Calibration c;
   c.workers = comm.size();
-  c.workers_per_core = validation::workers_per_core(comm);
+  const validation::Placement placement = validation::worker_placement(comm);
+  c.workers_per_core = placement.workers_per_core;
+  c.cores = placement.round_robin_cores;
   c.host = host_name();
   c.device = o.device.empty() ? "cpu-worker" : o.device;
   // Every measurement is bracketed by readings of the reference kernel; one taken while the machine's speed
@@ -434,12 +496,12 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
                    m.model);
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
-        for (auto* loop :
-             {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s, &m.allreduce_loop_seconds,
-              &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s}) {
+        for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
+                           &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
+                           &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
           loop->clear();
         }
-        time_training_loops(o, m.model, train, test, comm, m);
+        time_training_loops(o, m.model, train, test, comm, c.cores > 0 && c.workers_per_core > 1, m);
       });
     }
   }

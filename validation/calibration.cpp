@@ -145,6 +145,20 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
         "them.\ngradient_step_overhead_s = {:.6e}\n",
         c.workers_per_core, m.shared_core_turns, m.gradient_step_overhead_s);
   }
+  if (c.cores > 0 && c.workers_per_core > 1) {
+    out += fmt::format(
+        "# The workers are pinned round-robin to {} cores (rank r on the r mod {}-th).\ncores_per_node = "
+        "{}\n",
+        c.cores, c.cores, c.cores);
+  }
+  if (m.same_core_relief > 0.0) {
+    out += fmt::format(
+        "# Of those turns, the steps a gossiping worker does not wait for in-neighbours on its own core: the "
+        "ring's\n# loop communicated more than the exponential graph's (the median over the batches of their "
+        "difference,\n# over the step and their shares of such in-neighbours apart).\n"
+        "same_core_relief = {:.6e}\n",
+        m.same_core_relief);
+  }
   out +=
       link_in_loop
           ? fmt::format(
@@ -246,6 +260,8 @@ nlohmann::json to_json(const Calibration& c) {
                       {"gradient_step_overhead_s", m.gradient_step_overhead_s},
                       {"shared_core_turns", m.shared_core_turns},
                       {"one_peer_loop_comm_s", m.one_peer_loop_comm_s},
+                      {"exponential_loop_comm_s", m.exponential_loop_comm_s},
+                      {"same_core_relief", m.same_core_relief},
                       {"round_latency_s", m.round_latency_s},
                       {"ring_exchange_in_loop_s", m.ring_exchange_in_loop_s},
                       {"link_in_loop_alpha_s", m.link_in_loop.alpha_s},
@@ -262,6 +278,7 @@ nlohmann::json to_json(const Calibration& c) {
   }
   return {{"workers", c.workers},
           {"workers_per_core", c.workers_per_core},
+          {"cores", c.cores},
           {"host", c.host},
           {"device", c.device},
           {"models", models},
@@ -278,6 +295,7 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   Calibration c;
   c.workers = j.at("workers").get<int>();
   c.workers_per_core = j.value("workers_per_core", 1);
+  c.cores = j.value("cores", 0);
   c.host = j.at("host").get<std::string>();
   c.device = j.value("device", std::string("cpu-worker"));
   for (const auto& mj : j.at("models")) {
@@ -298,6 +316,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.gradient_step_overhead_s = mj.value("gradient_step_overhead_s", 0.0);
     m.shared_core_turns = mj.value("shared_core_turns", 0.0);
     m.one_peer_loop_comm_s = mj.value("one_peer_loop_comm_s", std::vector<double>{});
+    m.exponential_loop_comm_s = mj.value("exponential_loop_comm_s", std::vector<double>{});
+    m.same_core_relief = mj.value("same_core_relief", 0.0);
     m.round_latency_s = mj.value("round_latency_s", 0.0);
     m.ring_exchange_in_loop_s = mj.value("ring_exchange_in_loop_s", 0.0);
     m.link_in_loop.alpha_s = mj.value("link_in_loop_alpha_s", 0.0);

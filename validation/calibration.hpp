@@ -43,6 +43,10 @@ struct ModelCalibration {
   /// Per batch, CPU workers: the communication of dbench train's loop on the one-peer exponential graph (one
   /// message a round where the ring sends two), which separates a round's fixed cost from its messages'.
   std::vector<double> one_peer_loop_comm_s;
+  /// Per batch, CPU workers sharing cores: the communication of dbench train's loop on the directed
+  /// exponential graph, whose in-neighbours share a worker's core where the ring's do not (4 workers on 2
+  /// cores: half of them), with as many messages as the ring. Empty where not measured.
+  std::vector<double> exponential_loop_comm_s;
   /// The all-reduce of the model's gradient as centralized training pays it in its loop: the median over
   /// batches of the centralized loop's communication less the turns of workers sharing a core; 0 where not
   /// measured.
@@ -63,6 +67,11 @@ struct ModelCalibration {
   /// - 1]. Workers whose short steps take turns whole wait about one step per other worker; steps longer than
   /// the scheduler's time slice run interleaved, and their sharing shows in the step instead.
   double shared_core_turns = 0.0;
+  /// Of those turns, the steps a worker does not wait for in-neighbours on its own core (the platform's
+  /// same_core_relief): per batch, the ring loop's communication less the exponential graph's, over the step
+  /// and the two graphs' shares of such in-neighbours apart; the median, within [0, shared_core_turns]. 0
+  /// where not measured.
+  double same_core_relief = 0.0;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
   ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
@@ -81,6 +90,9 @@ struct Calibration {
   int workers = 0;  ///< workers that ran together (the platform's GPUs per node)
   /// Most workers pinned to one core: they take turns on it (see ModelCalibration::shared_core_turns).
   int workers_per_core = 1;
+  /// The cores the workers are pinned to round-robin (rank r on the r mod cores-th), the platform's
+  /// cores_per_node; 0 where they are not pinned so.
+  int cores = 0;
   std::string host;  ///< where it ran
   /// What ran the models: "cpu-worker" (dbench train's CPU workers), "cpu" or "cuda:N" (its LibTorch worker).
   std::string device = "cpu-worker";

@@ -3,37 +3,56 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <span>
 #include <vector>
 
 namespace dbench::validation {
 
-int workers_per_core(runtime::Communicator& comm) {
+Placement worker_placement(runtime::Communicator& comm) {
   cpu_set_t mask;
   CPU_ZERO(&mask);
   const bool known = ::sched_getaffinity(0, sizeof(mask), &mask) == 0;
   const int cpus = known ? CPU_COUNT(&mask) : 0;
-  // Per core, the workers pinned to it alone.
-  std::vector<double> pinned(CPU_SETSIZE, 0.0);
-  // The share of a worker allowed on several cores (or whose affinity is unknown).
-  std::array<double, 1> spread{0.0};
+  const auto size = static_cast<std::size_t>(comm.size());
+  // Per rank, the core it is pinned to plus one (0: not pinned to one core), and, for workers allowed on
+  // several cores, the share of each.
+  std::vector<double> pinned(size + 1, 0.0);
   if (cpus == 1) {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
       if (CPU_ISSET(cpu, &mask)) {
-        pinned[static_cast<std::size_t>(cpu)] = 1.0;
+        pinned[static_cast<std::size_t>(comm.rank())] = cpu + 1.0;
         break;
       }
     }
   } else {
-    const double size = comm.size();
-    spread[0] = cpus > 1 ? std::ceil(size / cpus) : size;
+    const double workers = comm.size();
+    pinned[size] = cpus > 1 ? std::ceil(workers / cpus) : workers;
   }
-  comm.allreduce(std::span<double>(pinned), runtime::ReduceOp::sum);
-  comm.allreduce(std::span<double>(spread), runtime::ReduceOp::max);
-  const double most = std::max(*std::max_element(pinned.begin(), pinned.end()), spread[0]);
-  return std::max(1, static_cast<int>(most));
+  comm.allreduce(std::span<double>(pinned), runtime::ReduceOp::max);
+  Placement p;
+  std::vector<int> cores;
+  for (std::size_t r = 0; r < size; ++r) {
+    if (pinned[r] > 0.0) {
+      cores.push_back(static_cast<int>(pinned[r]) - 1);
+    }
+  }
+  std::sort(cores.begin(), cores.end());
+  int most = 0;
+  for (auto it = cores.begin(); it != cores.end();) {
+    const auto next = std::upper_bound(it, cores.end(), *it);
+    most = std::max(most, static_cast<int>(next - it));
+    it = next;
+  }
+  p.workers_per_core = std::max({1, most, static_cast<int>(pinned[size])});
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  const auto count = cores.size();
+  bool round_robin = pinned[size] == 0.0 && count > 0;
+  for (std::size_t r = 0; r < size && round_robin; ++r) {
+    round_robin = static_cast<int>(pinned[r]) - 1 == cores[r % count];
+  }
+  p.round_robin_cores = round_robin ? static_cast<int>(count) : 0;
+  return p;
 }
 
 }  // namespace dbench::validation

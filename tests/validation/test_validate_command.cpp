@@ -106,6 +106,21 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(turns >= 0.0);
   CHECK(turns <= per_core - 1);
   CHECK(platform.shared_core_turns == doctest::Approx(turns).epsilon(1e-5));
+  // The cores the workers are pinned to round-robin, and the turns in-neighbours on a worker's own core
+  // spare it: where workers share cores, the exponential graph's loop was timed at every batch.
+  const int cores = fits.at("cores").get<int>();
+  const double relief = mlp.at("same_core_relief").get<double>();
+  CHECK(relief >= 0.0);
+  CHECK(relief <= turns);
+  CHECK(platform.same_core_relief == doctest::Approx(relief).epsilon(1e-5));
+  if (per_core > 1 && cores > 0) {
+    CHECK(per_core == (4 + cores - 1) / cores);
+    CHECK(platform.cores_per_node == cores);
+    CHECK(mlp.at("exponential_loop_comm_s").size() == 2);
+  } else {
+    CHECK(platform.cores_per_node == 0);
+    CHECK(relief == 0.0);
+  }
   const double overhead = mlp.at("overhead_s").get<double>();
   const double per_sample = mlp.at("flops_per_sample").get<double>() / mlp.at("flops_per_s").get<double>();
   const auto fitted_step = [&](double batch) { return overhead + batch * per_sample; };
