@@ -257,9 +257,11 @@ double mean_same_core_share(const CalibrateOptions& o, const std::string& model,
 /// The intra-node links and a gossip round's fixed cost (the platform's collective_latency_s: the loss's
 /// all-reduce and the synchronization every iteration pays, whatever it sends) under which the simulated ring
 /// exchange takes `m.ring_exchange_in_loop_s` and the one-peer graph's `one_peer_s`: two lines in the inverse
-/// bandwidth, two unknowns. Where they do not meet at a positive bandwidth and cost (two workers, whose
-/// graphs send alike), the ring alone decides the bandwidth and the round costs nothing extra; where the
-/// links' latency alone takes longer than the ring's exchange, latency and transfer take half of it each.
+/// bandwidth, two unknowns. Where the one-peer graph's exchange cost as much as the ring's, the links keep
+/// the exchanges' fit and the round's cost takes the rest of the ring's; where the lines do not meet
+/// otherwise (two workers, whose graphs send alike), the ring alone decides the bandwidth and the round costs
+/// nothing extra; where the links' latency alone takes longer than the ring's exchange, latency and transfer
+/// take half of it each.
 void fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& file, int workers,
                         const validation::AlphaBetaFit& link, double one_peer_s,
                         validation::ModelCalibration& m) {
@@ -279,6 +281,14 @@ void fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& 
     if (x > 0.0 && round >= 0.0) {
       m.link_in_loop.bandwidth_Bps = 1.0 / x;
       m.round_latency_s = round;
+      return;
+    }
+    // The one-peer graph's single message a round cost its loop as much as the ring's two: what the loops
+    // paid beyond the links as the exchanges measured them is the round's, whatever it sends (LeNet on 4
+    // workers sharing 2 cores, where a round is mostly waiting for the other core's steps).
+    const double kernel_round = ring_s - ring.at_zero - ring.slope / link.bandwidth_Bps;
+    if (x <= 0.0 && kernel_round >= 0.0) {
+      m.round_latency_s = kernel_round;
       return;
     }
   }
@@ -347,7 +357,10 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
         relief.push_back((m.ring_loop_comm_s[i] - m.exponential_loop_comm_s[i] - exchanges_apart) /
                          (apart * step(i)));
       }
-      m.same_core_relief = std::clamp(validation::median(relief), 0.0, turns);
+      // Not bounded by the turns' slope: the ring loop's communication beyond that slope (its fitted
+      // exchange) is partly waiting too, for in-neighbours on the other cores.
+      m.same_core_relief =
+          std::clamp(validation::median(relief), 0.0, static_cast<double>(c.workers_per_core - 1));
     }
   }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {

@@ -304,10 +304,10 @@ void validate(const PlatformSpec& p, int gpus) {
                         fmt::format("must be between 0 (a processor per GPU) and the node's {} GPUs, got {}",
                                     p.gpus_per_node, p.cores_per_node));
   }
-  if (!(p.same_core_relief >= 0.0 && p.same_core_relief <= p.shared_core_turns)) {
+  if (!(p.same_core_relief >= 0.0 && p.same_core_relief <= p.gpus_per_node - 1)) {
     throw PlatformError("platform.same_core_relief",
-                        fmt::format("must be between 0 and shared_core_turns ({}), got {}",
-                                    p.shared_core_turns, p.same_core_relief));
+                        fmt::format("must be between 0 and the node's {} GPUs less one, got {}",
+                                    p.gpus_per_node, p.same_core_relief));
   }
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));

@@ -148,8 +148,9 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     auto it = relieved_turns.find(step.graph);
     if (it == relieved_turns.end()) {
       std::vector<double> own = same_core_share(*step.graph, spec.platform);
+      // Never less than its own step: the relief spares waiting, not the step.
       for (double& t : own) {
-        t = turns - spec.platform.same_core_relief * t;
+        t = std::max(1.0, turns - spec.platform.same_core_relief * t);
       }
       it = relieved_turns.emplace(step.graph, std::move(own)).first;
     }

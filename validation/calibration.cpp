@@ -153,9 +153,9 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
   }
   if (m.same_core_relief > 0.0) {
     out += fmt::format(
-        "# Of those turns, the steps a gossiping worker does not wait for in-neighbours on its own core: the "
-        "ring's\n# loop communicated more than the exponential graph's (the median over the batches of their "
-        "difference,\n# over the step and their shares of such in-neighbours apart).\n"
+        "# The steps a gossiping worker does not wait for in-neighbours on its own core: the ring's loop\n"
+        "# communicated more than the exponential graph's (the median over the batches of their difference, "
+        "over\n# the step and their shares of such in-neighbours apart).\n"
         "same_core_relief = {:.6e}\n",
         m.same_core_relief);
   }

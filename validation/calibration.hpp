@@ -67,10 +67,9 @@ struct ModelCalibration {
   /// - 1]. Workers whose short steps take turns whole wait about one step per other worker; steps longer than
   /// the scheduler's time slice run interleaved, and their sharing shows in the step instead.
   double shared_core_turns = 0.0;
-  /// Of those turns, the steps a worker does not wait for in-neighbours on its own core (the platform's
-  /// same_core_relief): per batch, the ring loop's communication less the exponential graph's, over the step
-  /// and the two graphs' shares of such in-neighbours apart; the median, within [0, shared_core_turns]. 0
-  /// where not measured.
+  /// The steps a worker does not wait for in-neighbours on its own core (the platform's same_core_relief):
+  /// per batch, the ring loop's communication less the exponential graph's, over the step and the two graphs'
+  /// shares of such in-neighbours apart; the median, within [0, workers per core - 1]. 0 where not measured.
   double same_core_relief = 0.0;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone

@@ -102,6 +102,14 @@ TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve i
   spec.options.fidelity = sim::Fidelity::full;
   CHECK(sim::time_schedule(spec, on_exponential).iterations[1].comm_s ==
         doctest::Approx(relieved.iterations[1].comm_s).epsilon(1e-9));
+  // A relief beyond the turns spares all of them, never the GPU's own step: the exchange alone remains.
+  spec.options.fidelity = sim::Fidelity::fast;
+  spec.platform.same_core_relief = 3.0;
+  spec.platform.shared_core_turns = 0.0;
+  const auto no_turns = sim::time_schedule(spec, on_exponential);
+  spec.platform.shared_core_turns = 1.0;
+  CHECK(sim::time_schedule(spec, on_exponential).iterations[1].comm_s ==
+        doctest::Approx(no_turns.iterations[1].comm_s).epsilon(1e-9));
 }
 
 TEST_CASE(
@@ -135,11 +143,11 @@ TEST_CASE("sim::validate: the shared-core keys and gradient_step_overhead_s out 
   CHECK(refused_key(p, 4) == "platform.gradient_step_overhead_s");
   p.gradient_step_overhead_s = 0.0;
   p.shared_core_turns = 1.0;
-  p.same_core_relief = 1.5;  // more than the turns it relieves
+  p.same_core_relief = 3.5;  // more than the node's other 3 GPUs
   CHECK(refused_key(p, 4) == "platform.same_core_relief");
   p.same_core_relief = -0.1;
   CHECK(refused_key(p, 4) == "platform.same_core_relief");
-  p.same_core_relief = 1.0;
+  p.same_core_relief = 2.0;  // beyond shared_core_turns: the wait it spares is not only the turns' slope
   CHECK(refused_key(p, 4).empty());
   p.cores_per_node = 5;  // more processors than the node's 4 GPUs
   CHECK(refused_key(p, 4) == "platform.cores_per_node");
