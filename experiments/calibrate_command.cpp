@@ -335,14 +335,14 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
     allreduce.push_back(m.allreduce_loop_comm_s[i] - turns * (step(i) + m.gradient_step_overhead_s));
   }
-  // In-neighbours on a worker's own core spare it part of the turns: the ring's and the exponential graph's
+  // In-neighbours on a worker's own core spare it part of its wait: the ring's and the exponential graph's
   // loops send as many messages alike (every port sends and receives two on 4 workers), and their
   // communication apart, beyond what the simulated exchanges differ by, is that relief times the step and
   // the graphs' shares of such in-neighbours apart.
   double ring_share = 0.0;
   double one_peer_share = 0.0;
   m.same_core_relief = 0.0;
-  if (m.exponential_loop_comm_s.size() == m.batches.size() && c.cores > 0 && turns > 0.0) {
+  if (m.exponential_loop_comm_s.size() == m.batches.size() && c.cores > 0 && c.workers_per_core > 1) {
     ring_share = mean_same_core_share(o, m.model, "ring", c.workers, c.cores);
     one_peer_share = mean_same_core_share(o, m.model, "one-peer-exponential", c.workers, c.cores);
     const double apart = mean_same_core_share(o, m.model, "exponential", c.workers, c.cores) - ring_share;

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
+#include <string>
 #include <utility>
 
 #include "core/mixing.hpp"
 #include "runtime/gossip.hpp"
+#include "validation/fits.hpp"
 #include "validation/timed_rounds.hpp"
 
 namespace dbench::validation {
@@ -70,26 +73,35 @@ void ring_round(runtime::Communicator& comm, LinkBuffers& buffers) {
   buffers.mix();
 }
 
-namespace {
-
-// `seconds()` at each of `sizes` with `buffers` resized to that many bytes of floats (rounded down, at least
-// one float), recorded at the bytes a message then carries, and their alpha-beta fit.
-template <class Seconds>
-LinkCalibration time_over_sizes(std::string pattern, LinkBuffers& buffers, std::span<const double> sizes,
-                                Seconds seconds) {
+LinkCalibration time_link_over_sizes(std::string pattern, LinkBuffers& buffers, std::span<const double> sizes,
+                                     const std::function<double()>& seconds) {
+  constexpr int kAttempts = 3;
   LinkCalibration link;
   link.pattern = std::move(pattern);
-  for (const double bytes : sizes) {
-    const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
-    buffers.resize(count);
-    link.bytes.push_back(static_cast<double>(count * sizeof(float)));
-    link.seconds.push_back(seconds());
+  for (int attempt = 1;; ++attempt) {
+    link.bytes.clear();
+    link.seconds.clear();
+    for (const double bytes : sizes) {
+      const std::size_t count = std::max<std::size_t>(1, static_cast<std::size_t>(bytes) / sizeof(float));
+      buffers.resize(count);
+      link.bytes.push_back(static_cast<double>(count * sizeof(float)));
+      link.seconds.push_back(seconds());
+    }
+    try {
+      link.fit = fit_alpha_beta(link.bytes, link.seconds);
+      return link;
+    } catch (const FitError& e) {
+      if (attempt == kAttempts) {
+        std::string measured;
+        for (std::size_t i = 0; i < link.bytes.size(); ++i) {
+          measured += fmt::format("{}{:g} B: {:.3e} s", i == 0 ? "" : ", ", link.bytes[i], link.seconds[i]);
+        }
+        throw FitError(fmt::format("{}: {} (timed {} times; the last: {})", link.pattern, e.what(), kAttempts,
+                                   measured));
+      }
+    }
   }
-  link.fit = fit_alpha_beta(link.bytes, link.seconds);
-  return link;
 }
-
-}  // namespace
 
 LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Communicator& tensors,
                                     LinkBuffers& buffers, std::span<const double> sizes, int repeats) {
@@ -106,13 +118,13 @@ LinkCalibration time_point_to_point(runtime::Communicator& host, runtime::Commun
     });
     return round_trip / 2.0;
   };
-  return time_over_sizes("point-to-point (half a ping-pong between workers 0 and 1, the others idle)",
-                         buffers, sizes, half_round_trip);
+  return time_link_over_sizes("point-to-point (half a ping-pong between workers 0 and 1, the others idle)",
+                              buffers, sizes, half_round_trip);
 }
 
 LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator& tensors,
                               LinkBuffers& buffers, std::span<const double> sizes, int repeats) {
-  return time_over_sizes(
+  return time_link_over_sizes(
       "exchange (every worker sends to the next, receives from the previous and mixes, at once)", buffers,
       sizes, [&] { return seconds_per_call(host, repeats, [&] { ring_round(tensors, buffers); }); });
 }
@@ -120,8 +132,9 @@ LinkCalibration time_exchange(runtime::Communicator& host, runtime::Communicator
 LinkCalibration time_allreduce(runtime::Communicator& host, runtime::Communicator& tensors,
                                LinkBuffers& buffers, std::span<const double> sizes, int repeats,
                                const std::string& how) {
-  return time_over_sizes(fmt::format("all-reduce (mean of a float gradient, {})", how), buffers, sizes,
-                         [&] { return seconds_per_call(host, repeats, [&] { buffers.average(tensors); }); });
+  return time_link_over_sizes(
+      fmt::format("all-reduce (mean of a float gradient, {})", how), buffers, sizes,
+      [&] { return seconds_per_call(host, repeats, [&] { buffers.average(tensors); }); });
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)

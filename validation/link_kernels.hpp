@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,6 +76,15 @@ class DeviceLinkBuffers final : public LinkBuffers {
 /// A ring's gossip round on `comm`: every worker sends its parameters to the next, receives the previous
 /// one's and mixes them (LinkBuffers::mix).
 void ring_round(runtime::Communicator& comm, LinkBuffers& buffers);
+
+/// `seconds()` at each of `sizes` with `buffers` resized to that many bytes of floats (rounded down, at least
+/// one float), recorded at the bytes a message then carries, and their alpha-beta fit: the link kernels below
+/// each time their pattern with it. Every worker must get the same timings (each the slowest worker's), so
+/// that all take the same decisions: where the times do not grow with the size (a slow spell over the small
+/// messages of an idle 2-worker run did that once), all sizes are timed again, twice at most, before a
+/// FitError naming `pattern` and giving the last timings.
+LinkCalibration time_link_over_sizes(std::string pattern, LinkBuffers& buffers, std::span<const double> sizes,
+                                     const std::function<double()>& seconds);
 
 /// Half a ping-pong round trip between workers 0 and 1 (the others wait), one message on an idle link, at
 /// each of `sizes` (bytes of floats, at least one float), each seconds_per_call with `repeats`; with its

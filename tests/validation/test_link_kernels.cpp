@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -95,4 +96,39 @@ TEST_CASE("validation::ring_round: sends to the next worker, receives from the p
     CHECK(comm.tags.size() == 1);
     CHECK(values(buffers.params()) == std::vector<float>{2.0f, 2.0f});
   }
+}
+
+TEST_CASE("validation::time_link_over_sizes: a pass whose times fall with the size is timed again") {
+  dbench::validation::HostLinkBuffers buffers;
+  const std::vector<double> sizes{256, 4096, 65536};
+  int calls = 0;
+  // The first pass falls with the size (a slow spell over the small messages), the second grows with it.
+  const auto link = dbench::validation::time_link_over_sizes("exchange", buffers, sizes, [&] {
+    ++calls;
+    return calls <= 3 ? 1e-3 / calls : 1e-5 * (calls - 3);
+  });
+  CHECK(calls == 6);
+  CHECK(link.bytes == sizes);
+  CHECK(link.seconds == std::vector<double>{1e-5 * 1, 1e-5 * 2, 1e-5 * 3});  // the second pass
+  CHECK(link.fit.bandwidth_Bps > 0.0);
+  CHECK(buffers.params().size() == 65536 / sizeof(float));
+}
+
+TEST_CASE("validation::time_link_over_sizes: times that keep falling are refused, naming the pattern") {
+  dbench::validation::HostLinkBuffers buffers;
+  const std::vector<double> sizes{256, 4096, 65536};
+  int calls = 0;
+  std::string what;
+  try {
+    dbench::validation::time_link_over_sizes("ping-pong", buffers, sizes, [&] {
+      ++calls;
+      return 1e-3 / calls;
+    });
+  } catch (const dbench::validation::FitError& e) {
+    what = e.what();
+  }
+  CHECK(calls == 9);  // three passes
+  CHECK(what.starts_with("ping-pong: alpha-beta fit: the time does not grow with the message size"));
+  CHECK(what.find("timed 3 times") != std::string::npos);
+  CHECK(what.find("65536 B: 1.111e-04 s") != std::string::npos);  // the last pass's last timing
 }
