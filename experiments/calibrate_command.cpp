@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -231,11 +232,10 @@ ExchangeLine exchange_line(const CalibrateOptions& o, const std::filesystem::pat
   return {y1 - slope * x1, slope};
 }
 
-/// The mean over the workers and the first 2 x `workers` rounds of `graph` (a period of every time-varying
-/// family) of the share of a worker's in-neighbours on its own core, the workers pinned round-robin to
-/// `cores` cores: how much of same_core_relief the simulator grants the graph.
-double mean_same_core_share(const CalibrateOptions& o, const std::string& model, const std::string& graph,
-                            int workers, int cores) {
+/// Every worker's share of its in-neighbours on its own core in each of the first 2 x `workers` rounds of
+/// `graph` (a period of every time-varying family), the workers pinned round-robin to `cores` cores.
+std::vector<double> same_core_shares(const CalibrateOptions& o, const std::string& model,
+                                     const std::string& graph, int workers, int cores) {
   const ExperimentConfig config =
       load_with(o, {"train.model=" + model, fmt::format("train.workers={}", workers), "algorithm.kind=dpsgd",
                     "algorithm.graph=" + graph});
@@ -243,15 +243,32 @@ double mean_same_core_share(const CalibrateOptions& o, const std::string& model,
   sim::PlatformSpec platform;
   platform.gpus_per_node = workers;
   platform.cores_per_node = cores;
-  double sum = 0.0;
-  std::size_t count = 0;
+  std::vector<double> shares;
   for (std::int64_t t = 0; t < 2 * static_cast<std::int64_t>(workers); ++t) {
-    for (const double share : sim::same_core_share(*policy->graph_for(t, nullptr).graph, platform)) {
-      sum += share;
-      ++count;
-    }
+    const std::vector<double> round = sim::same_core_share(*policy->graph_for(t, nullptr).graph, platform);
+    shares.insert(shares.end(), round.begin(), round.end());
   }
-  return count > 0 ? sum / static_cast<double>(count) : 0.0;
+  return shares;
+}
+
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+/// The steps beyond its own that the simulator makes a worker wait on average over `shares` (sim's
+/// gossip_wait_steps), with `turns` and `relief` as the platform's shared_core_turns and same_core_relief.
+double mean_turns(const std::vector<double>& shares, double turns, double relief) {
+  if (shares.empty()) {
+    return turns;
+  }
+  sim::PlatformSpec platform;
+  platform.shared_core_turns = turns;
+  platform.same_core_relief = relief;
+  double sum = 0.0;
+  for (const double share : shares) {
+    sum += sim::gossip_wait_steps(platform, share) - 1.0;
+  }
+  return sum / static_cast<double>(shares.size());
 }
 
 /// The intra-node links and a gossip round's fixed cost (the platform's collective_latency_s: the loss's
@@ -339,13 +356,14 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   // loops send as many messages alike (every port sends and receives two on 4 workers), and their
   // communication apart, beyond what the simulated exchanges differ by, is that relief times the step and
   // the graphs' shares of such in-neighbours apart.
-  double ring_share = 0.0;
-  double one_peer_share = 0.0;
+  std::vector<double> ring_shares;
+  std::vector<double> one_peer_shares;
   m.same_core_relief = 0.0;
   if (m.exponential_loop_comm_s.size() == m.batches.size() && c.cores > 0 && c.workers_per_core > 1) {
-    ring_share = mean_same_core_share(o, m.model, "ring", c.workers, c.cores);
-    one_peer_share = mean_same_core_share(o, m.model, "one-peer-exponential", c.workers, c.cores);
-    const double apart = mean_same_core_share(o, m.model, "exponential", c.workers, c.cores) - ring_share;
+    ring_shares = same_core_shares(o, m.model, "ring", c.workers, c.cores);
+    one_peer_shares = same_core_shares(o, m.model, "one-peer-exponential", c.workers, c.cores);
+    const double apart =
+        mean_of(same_core_shares(o, m.model, "exponential", c.workers, c.cores)) - mean_of(ring_shares);
     if (apart > 0.0) {
       out.write_text(name, validation::platform_toml(c, m));
       const double bandwidth = validation::anchored_fit(c.exchange, m.parameter_bytes).bandwidth_Bps;
@@ -364,7 +382,7 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
     }
   }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    exchange.push_back(m.ring_loop_comm_s[i] - (turns - m.same_core_relief * ring_share) * step(i));
+    exchange.push_back(m.ring_loop_comm_s[i] - mean_turns(ring_shares, turns, m.same_core_relief) * step(i));
   }
   m.ring_exchange_in_loop_s = validation::median(exchange);
   if (m.ring_exchange_in_loop_s <= 0.0) {
@@ -379,7 +397,8 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   m.allreduce_in_loop_s = std::max(validation::median(allreduce), c.small_allreduce_s);
   std::vector<double> one_peer;
   for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
-    one_peer.push_back(m.one_peer_loop_comm_s[i] - (turns - m.same_core_relief * one_peer_share) * step(i));
+    one_peer.push_back(m.one_peer_loop_comm_s[i] -
+                       mean_turns(one_peer_shares, turns, m.same_core_relief) * step(i));
   }
   // The links do not depend on the step: the platform as fitted to the kernels gives the graphs' exchanges.
   out.write_text(name, validation::platform_toml(c, m));

@@ -82,6 +82,10 @@ std::vector<double> same_core_share(const topology::Graph& graph, const Platform
   return share;
 }
 
+double gossip_wait_steps(const PlatformSpec& platform, double share) {
+  return std::max(1.0, 1.0 + platform.shared_core_turns - platform.same_core_relief * share);
+}
+
 void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
                       std::span<double> finish) {
   const std::size_t n = finish.size();
@@ -148,9 +152,8 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
     auto it = relieved_turns.find(step.graph);
     if (it == relieved_turns.end()) {
       std::vector<double> own = same_core_share(*step.graph, spec.platform);
-      // Never less than its own step: the relief spares waiting, not the step.
       for (double& t : own) {
-        t = std::max(1.0, turns - spec.platform.same_core_relief * t);
+        t = gossip_wait_steps(spec.platform, t);
       }
       it = relieved_turns.emplace(step.graph, std::move(own)).first;
     }

@@ -121,6 +121,11 @@ void staggered_finish(const CommTiming& comm, std::span<const double> ready, std
 /// in-neighbour): what reduces its wait for the GPUs sharing that processor by same_core_relief steps.
 std::vector<double> same_core_share(const topology::Graph& graph, const PlatformSpec& platform);
 
+/// The steps of its own a gossiping GPU waits before it communicates, `share` of its in-neighbours being on
+/// its processor: 1 + shared_core_turns - same_core_relief x share, never less than its own step (1).
+/// time_schedule charges it; dbench calibrate subtracts it from what the loops communicated.
+double gossip_wait_steps(const PlatformSpec& platform, double share);
+
 /// Checks the platform for `gpus` GPUs and the options against it (an nvls all-reduce needs a node switch
 /// that reduces and one node, a collnet one a fabric that reduces and several nodes); throws PlatformError
 /// naming the key. CommSimulator's constructor runs it; a config loader runs it without building a simulator.

@@ -70,6 +70,16 @@ TEST_CASE("sim::same_core_share: in-neighbours on a GPU's own processor, placed 
   CHECK(sim::same_core_share(exponential, p) == std::vector<double>(4, 0.0));
 }
 
+TEST_CASE("sim::gossip_wait_steps: the turns less the relief by the share, never less than the own step") {
+  sim::PlatformSpec p;
+  p.shared_core_turns = 0.2;
+  p.same_core_relief = 0.3;
+  CHECK(sim::gossip_wait_steps(p, 0.0) == doctest::Approx(1.2));
+  CHECK(sim::gossip_wait_steps(p, 0.5) == doctest::Approx(1.05));
+  // All in-neighbours on its core: the relief would take 0.1 steps off its own step; the step stays.
+  CHECK(sim::gossip_wait_steps(p, 1.0) == 1.0);
+}
+
 TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve its wait by their share") {
   sim::TimingSpec spec = cpu_node();
   spec.platform.shared_core_turns = 1.0;
