@@ -256,14 +256,17 @@ double mean_of(const std::vector<double>& v) {
 }
 
 /// The steps beyond its own that the simulator makes a worker wait on average over `shares` (sim's
-/// gossip_wait_steps), with `turns` and `relief` as the platform's shared_core_turns and same_core_relief.
-double mean_turns(const std::vector<double>& shares, double turns, double relief) {
+/// gossip_wait_steps), with `turns`, `relief` and `whole` as the platform's shared_core_turns,
+/// same_core_relief and same_core_relief_whole.
+double mean_turns(const std::vector<double>& shares, double turns, double relief,
+                  std::optional<double> whole = std::nullopt) {
   if (shares.empty()) {
     return turns;
   }
   sim::PlatformSpec platform;
   platform.shared_core_turns = turns;
   platform.same_core_relief = relief;
+  platform.same_core_relief_whole = whole;
   double sum = 0.0;
   for (const double share : shares) {
     sum += sim::gossip_wait_steps(platform, share) - 1.0;
@@ -274,39 +277,48 @@ double mean_turns(const std::vector<double>& shares, double turns, double relief
 /// The intra-node links and a gossip round's fixed cost (the platform's collective_latency_s: the loss's
 /// all-reduce and the synchronization every iteration pays, whatever it sends) under which the simulated ring
 /// exchange takes `m.ring_exchange_in_loop_s` and the one-peer graph's `one_peer_s`: two lines in the inverse
-/// bandwidth, two unknowns. Where the one-peer graph's exchange cost as much as the ring's, the links keep
-/// the exchanges' fit and the round's cost takes the rest of the ring's; where the lines do not meet
+/// bandwidth, two unknowns. Without `one_peer_s` (its loop fits the relief of workers whose in-neighbours
+/// share their core instead), or where the one-peer graph's exchange cost as much as the ring's, the links
+/// keep the exchanges' fit and the round's cost takes the rest of the ring's; where the lines do not meet
 /// otherwise (two workers, whose graphs send alike), the ring alone decides the bandwidth and the round costs
 /// nothing extra; where the links' latency alone takes longer than the ring's exchange, latency and transfer
-/// take half of it each.
-void fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& file, int workers,
-                        const validation::AlphaBetaFit& link, double one_peer_s,
-                        validation::ModelCalibration& m) {
+/// take half of it each. Returns the one-peer graph's simulated exchange under the links fitted, the round's
+/// cost included.
+double fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& file, int workers,
+                          const validation::AlphaBetaFit& link, std::optional<double> one_peer_s,
+                          validation::ModelCalibration& m) {
   const ExchangeLine ring = exchange_line(o, file, m.model, "ring", workers, link.bandwidth_Bps);
   const ExchangeLine one_peer =
       exchange_line(o, file, m.model, "one-peer-exponential", workers, link.bandwidth_Bps);
   const double ring_s = m.ring_exchange_in_loop_s;
   m.link_in_loop = link;
   m.round_latency_s = 0.0;
+  const auto one_peer_exchange = [&] {
+    return one_peer.at_zero + one_peer.slope / m.link_in_loop.bandwidth_Bps + m.round_latency_s;
+  };
   if (ring.slope <= 0.0) {
-    return;
+    return one_peer_exchange();
   }
-  if (ring.slope - one_peer.slope > 0.0 && one_peer_s > 0.0) {
+  // What the loops paid beyond the links as the exchanges measured them is the round's, whatever it sends.
+  const double kernel_round = ring_s - ring.at_zero - ring.slope / link.bandwidth_Bps;
+  if (!one_peer_s && kernel_round >= 0.0) {
+    m.round_latency_s = kernel_round;
+    return one_peer_exchange();
+  }
+  if (one_peer_s && ring.slope - one_peer.slope > 0.0 && *one_peer_s > 0.0) {
     const double x =
-        (ring_s - one_peer_s - (ring.at_zero - one_peer.at_zero)) / (ring.slope - one_peer.slope);
+        (ring_s - *one_peer_s - (ring.at_zero - one_peer.at_zero)) / (ring.slope - one_peer.slope);
     const double round = ring_s - ring.at_zero - ring.slope * x;
     if (x > 0.0 && round >= 0.0) {
       m.link_in_loop.bandwidth_Bps = 1.0 / x;
       m.round_latency_s = round;
-      return;
+      return one_peer_exchange();
     }
-    // The one-peer graph's single message a round cost its loop as much as the ring's two: what the loops
-    // paid beyond the links as the exchanges measured them is the round's, whatever it sends (LeNet on 4
-    // workers sharing 2 cores, where a round is mostly waiting for the other core's steps).
-    const double kernel_round = ring_s - ring.at_zero - ring.slope / link.bandwidth_Bps;
+    // The one-peer graph's single message a round cost its loop as much as the ring's two: the round's
+    // cost takes what the ring's loop paid beyond the links.
     if (x <= 0.0 && kernel_round >= 0.0) {
       m.round_latency_s = kernel_round;
-      return;
+      return one_peer_exchange();
     }
   }
   if (ring_s > 1.05 * ring.at_zero) {
@@ -315,6 +327,7 @@ void fit_links_to_loops(const CalibrateOptions& o, const std::filesystem::path& 
     m.link_in_loop.alpha_s = link.alpha_s * (0.5 * ring_s) / std::max(ring.at_zero, 1e-12);
     m.link_in_loop.bandwidth_Bps = ring.slope / (0.5 * ring_s);
   }
+  return one_peer_exchange();
 }
 
 /// Fits `m`'s parts each to its own measurement in dbench train's loops, then writes its platform file: the
@@ -359,13 +372,18 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   std::vector<double> ring_shares;
   std::vector<double> one_peer_shares;
   m.same_core_relief = 0.0;
+  bool relieved = false;
+  // The simulated exchanges below need neither the step nor the turns (they are simulated without turns,
+  // relief or a round's fixed cost): the platform as fitted to the kernels gives them, for the relief's fit
+  // and the links' alike.
+  out.write_text(name, validation::platform_toml(c, m));
   if (m.exponential_loop_comm_s.size() == m.batches.size() && c.cores > 0 && c.workers_per_core > 1) {
     ring_shares = same_core_shares(o, m.model, "ring", c.workers, c.cores);
     one_peer_shares = same_core_shares(o, m.model, "one-peer-exponential", c.workers, c.cores);
     const double apart =
         mean_of(same_core_shares(o, m.model, "exponential", c.workers, c.cores)) - mean_of(ring_shares);
     if (apart > 0.0) {
-      out.write_text(name, validation::platform_toml(c, m));
+      relieved = true;
       const double bandwidth = validation::anchored_fit(c.exchange, m.parameter_bytes).bandwidth_Bps;
       const double exchanges_apart =
           simulated_exchange_s(o, out.path(name), m.model, "ring", c.workers, bandwidth) -
@@ -395,15 +413,47 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   // Not below an all-reduce of one double: where the centralized loop paid no more than the turns, its
   // all-reduce costs next to nothing beyond them.
   m.allreduce_in_loop_s = std::max(validation::median(allreduce), c.small_allreduce_s);
-  std::vector<double> one_peer;
-  for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
-    one_peer.push_back(m.one_peer_loop_comm_s[i] -
-                       mean_turns(one_peer_shares, turns, m.same_core_relief) * step(i));
+  const validation::AlphaBetaFit kernel_link = validation::anchored_fit(c.exchange, m.parameter_bytes);
+  m.same_core_relief_whole.reset();
+  if (!relieved) {
+    std::vector<double> one_peer;
+    for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
+      one_peer.push_back(m.one_peer_loop_comm_s[i] - mean_turns(one_peer_shares, turns, 0.0) * step(i));
+    }
+    fit_links_to_loops(o, out.path(name), c.workers, kernel_link,
+                       one_peer.empty() ? 0.0 : validation::median(one_peer), m);
+    return;
   }
-  // The links do not depend on the step: the platform as fitted to the kernels gives the graphs' exchanges.
-  out.write_text(name, validation::platform_toml(c, m));
-  fit_links_to_loops(o, out.path(name), c.workers, validation::anchored_fit(c.exchange, m.parameter_bytes),
-                     one_peer.empty() ? 0.0 : validation::median(one_peer), m);
+  // Where in-neighbours on a worker's own core relieve it, the one-peer graph's loop tells how much they do
+  // at a whole share (its rounds alternate between none and all of them there), and the links keep the
+  // exchanges' fit. Per batch, the relief at which the simulated mean wait over its rounds equals what its
+  // loop communicated beyond its simulated exchange; the wait falls as the relief grows.
+  const double one_peer_exchange_s =
+      fit_links_to_loops(o, out.path(name), c.workers, kernel_link, std::nullopt, m);
+  const double most = static_cast<double>(c.workers_per_core - 1);
+  std::vector<double> whole;
+  for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
+    const double waited = (m.one_peer_loop_comm_s[i] - one_peer_exchange_s) / step(i);
+    const auto wait = [&](double w) { return mean_turns(one_peer_shares, turns, m.same_core_relief, w); };
+    double low = 0.0;
+    double high = most;
+    if (wait(low) <= waited) {
+      whole.push_back(low);
+      continue;
+    }
+    if (wait(high) >= waited) {
+      whole.push_back(high);
+      continue;
+    }
+    for (int k = 0; k < 50; ++k) {
+      const double mid = 0.5 * (low + high);
+      (wait(mid) > waited ? low : high) = mid;
+    }
+    whole.push_back(0.5 * (low + high));
+  }
+  if (!whole.empty()) {
+    m.same_core_relief_whole = validation::median(whole);
+  }
 }
 
 /// Where the calibration goes (--out, or results/calibration-<workers>); checked before anything is timed.

@@ -122,6 +122,10 @@ bool apply(sim::PlatformSpec& p, const std::string& key, const Value& value, con
     p.same_core_relief = number();
     return true;
   }
+  if (key == "same_core_relief_whole") {
+    p.same_core_relief_whole = number();
+    return true;
+  }
   if (key == "gradient_step_overhead_s") {
     p.gradient_step_overhead_s = ranged();
     return true;

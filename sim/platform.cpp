@@ -309,6 +309,12 @@ void validate(const PlatformSpec& p, int gpus) {
                         fmt::format("must be between 0 and the node's {} GPUs less one, got {}",
                                     p.gpus_per_node, p.same_core_relief));
   }
+  if (p.same_core_relief_whole &&
+      !(*p.same_core_relief_whole >= 0.0 && *p.same_core_relief_whole <= p.gpus_per_node - 1)) {
+    throw PlatformError("platform.same_core_relief_whole",
+                        fmt::format("must be between 0 and the node's {} GPUs less one, got {}",
+                                    p.gpus_per_node, *p.same_core_relief_whole));
+  }
   if (p.nodes_per_switch < 1) {
     throw PlatformError("platform.nodes_per_switch", fmt::format("must be >= 1, got {}", p.nodes_per_switch));
   }

@@ -2,6 +2,7 @@
 // fabric and the GPUs' effective compute rate. SimGrid builds its platform from this in sim/timing.cpp only.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -136,6 +137,12 @@ struct PlatformSpec {
   /// all-reduce waits for every GPU and pays shared_core_turns whole. dbench calibrate fits it on CPU workers
   /// (within [0, shared_core_turns]); 0: the same wait whoever the in-neighbours are.
   double same_core_relief = 0.0;
+  /// The steps spared a gossiping GPU whose in-neighbours all share its processor, where that is not
+  /// same_core_relief (the relief is then a line in the share up to half, same_core_relief / 2 there, and a
+  /// line from there to this at a whole share). dbench calibrate fits it to the one-peer graph's loop, whose
+  /// rounds alternate between in-neighbours on the other core and on the worker's own. Unset:
+  /// same_core_relief.
+  std::optional<double> same_core_relief_whole;
   /// Extra compute of a step whose gradient is all-reduced before it is applied (the gradient kept whole and
   /// the update a pass of its own), over a local step that applies it as it goes; dbench calibrate measures
   /// it on CPU workers, whose local step is fused. 0: none.

@@ -83,7 +83,12 @@ std::vector<double> same_core_share(const topology::Graph& graph, const Platform
 }
 
 double gossip_wait_steps(const PlatformSpec& platform, double share) {
-  return std::max(1.0, 1.0 + platform.shared_core_turns - platform.same_core_relief * share);
+  double spared = platform.same_core_relief * share;
+  if (platform.same_core_relief_whole && share > 0.5) {
+    const double half = 0.5 * platform.same_core_relief;
+    spared = half + (*platform.same_core_relief_whole - half) * (share - 0.5) / 0.5;
+  }
+  return std::max(1.0, 1.0 + platform.shared_core_turns - spared);
 }
 
 void staggered_finish(const CommTiming& comm, std::span<const double> ready, std::span<const double> backward,
@@ -146,7 +151,9 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   // among them relieve it (same_core_relief); every other step waits `turns`.
   std::map<const topology::Graph*, std::vector<double>> relieved_turns;
   const auto turns_of = [&](const topology::ScheduleStep& step) -> const std::vector<double>* {
-    if (spec.platform.same_core_relief <= 0.0 || step.communication != topology::Communication::gossip) {
+    const bool relieved =
+        spec.platform.same_core_relief > 0.0 || spec.platform.same_core_relief_whole.value_or(0.0) > 0.0;
+    if (!relieved || step.communication != topology::Communication::gossip) {
       return nullptr;
     }
     auto it = relieved_turns.find(step.graph);

@@ -122,7 +122,8 @@ void staggered_finish(const CommTiming& comm, std::span<const double> ready, std
 std::vector<double> same_core_share(const topology::Graph& graph, const PlatformSpec& platform);
 
 /// The steps of its own a gossiping GPU waits before it communicates, `share` of its in-neighbours being on
-/// its processor: 1 + shared_core_turns - same_core_relief x share, never less than its own step (1).
+/// its processor: 1 + shared_core_turns less the steps spared (same_core_relief x share, or beyond half a
+/// share the line to same_core_relief_whole where that is set), never less than its own step (1).
 /// time_schedule charges it; dbench calibrate subtracts it from what the loops communicated.
 double gossip_wait_steps(const PlatformSpec& platform, double share);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,12 @@ struct ModelCalibration {
   /// per batch, the ring loop's communication less the exponential graph's, over the step and the two graphs'
   /// shares of such in-neighbours apart; the median, within [0, workers per core - 1]. 0 where not measured.
   double same_core_relief = 0.0;
+  /// The steps spared where all of a worker's in-neighbours share its core (the platform's
+  /// same_core_relief_whole): per batch, the one-peer loop's communication beyond its simulated exchange,
+  /// over the step, is the mean wait over its rounds (in-neighbours on the other core and on the worker's
+  /// own, alternately); the relief that gives it, the median, within [0, workers per core - 1]. Unset where
+  /// no relief is fitted.
+  std::optional<double> same_core_relief_whole;
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
   ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s

@@ -78,6 +78,38 @@ TEST_CASE("sim::gossip_wait_steps: the turns less the relief by the share, never
   CHECK(sim::gossip_wait_steps(p, 0.5) == doctest::Approx(1.05));
   // All in-neighbours on its core: the relief would take 0.1 steps off its own step; the step stays.
   CHECK(sim::gossip_wait_steps(p, 1.0) == 1.0);
+  // A relief of its own at a whole share: up to half a share the line through same_core_relief, from there
+  // a line to same_core_relief_whole.
+  p.shared_core_turns = 0.5;
+  p.same_core_relief_whole = 0.1;
+  CHECK(sim::gossip_wait_steps(p, 0.0) == doctest::Approx(1.5));
+  CHECK(sim::gossip_wait_steps(p, 0.25) == doctest::Approx(1.425));
+  CHECK(sim::gossip_wait_steps(p, 0.5) == doctest::Approx(1.35));
+  CHECK(sim::gossip_wait_steps(p, 0.75) == doctest::Approx(1.375));  // spared halfway from 0.15 to 0.1
+  CHECK(sim::gossip_wait_steps(p, 1.0) == doctest::Approx(1.4));
+}
+
+TEST_CASE(
+    "sim::time_schedule: a relief at a whole share alone relieves the rounds whose in-neighbours all "
+    "share the processor") {
+  sim::TimingSpec spec = cpu_node();
+  spec.platform.shared_core_turns = 1.0;
+  spec.platform.cores_per_node = 2;
+  // One-peer exponential on 4 GPUs over 2 processors: round 0's in-neighbour on the other processor
+  // (share 0), round 1's on the GPU's own (share 1).
+  const topology::GraphSequence one_peer = topology::one_peer_exponential(4);
+  const std::vector<topology::ScheduleStep> rounds{
+      {"one-peer 0", &one_peer.at(0), topology::Communication::gossip},
+      {"one-peer 1", &one_peer.at(1), topology::Communication::gossip}};
+  CHECK(sim::same_core_share(one_peer.at(0), spec.platform) == std::vector<double>(4, 0.0));
+  CHECK(sim::same_core_share(one_peer.at(1), spec.platform) == std::vector<double>(4, 1.0));
+  const double step = sim::compute_seconds(spec.profile, spec.batch_per_gpu, spec.platform);
+  const auto before = sim::time_schedule(spec, rounds);
+  spec.platform.same_core_relief_whole = 0.4;  // same_core_relief 0: only whole shares are relieved
+  const auto relieved = sim::time_schedule(spec, rounds);
+  CHECK(relieved.iterations[0].comm_s == doctest::Approx(before.iterations[0].comm_s).epsilon(1e-12));
+  CHECK(relieved.iterations[1].comm_s ==
+        doctest::Approx(before.iterations[1].comm_s - 0.4 * step).epsilon(1e-9));
 }
 
 TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve its wait by their share") {
@@ -158,6 +190,12 @@ TEST_CASE("sim::validate: the shared-core keys and gradient_step_overhead_s out 
   p.same_core_relief = -0.1;
   CHECK(refused_key(p, 4) == "platform.same_core_relief");
   p.same_core_relief = 2.0;  // beyond shared_core_turns: the wait it spares is not only the turns' slope
+  CHECK(refused_key(p, 4).empty());
+  p.same_core_relief_whole = 3.5;
+  CHECK(refused_key(p, 4) == "platform.same_core_relief_whole");
+  p.same_core_relief_whole = -0.1;
+  CHECK(refused_key(p, 4) == "platform.same_core_relief_whole");
+  p.same_core_relief_whole = 0.0;  // no relief where all in-neighbours share the processor
   CHECK(refused_key(p, 4).empty());
   p.cores_per_node = 5;  // more processors than the node's 4 GPUs
   CHECK(refused_key(p, 4) == "platform.cores_per_node");

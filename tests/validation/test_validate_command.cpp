@@ -121,6 +121,18 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
     CHECK(platform.cores_per_node == 0);
     CHECK(relief == 0.0);
   }
+  // Where a relief was fitted (workers sharing cores, pinned; it may come out 0), the one-peer graph's loop
+  // fitted the relief at a whole share as well.
+  if (per_core > 1 && cores > 0) {
+    const double whole = mlp.at("same_core_relief_whole").get<double>();
+    CHECK(whole >= 0.0);
+    CHECK(whole <= per_core - 1);
+    REQUIRE(platform.same_core_relief_whole.has_value());
+    CHECK(*platform.same_core_relief_whole == doctest::Approx(whole).epsilon(1e-5));
+  } else {
+    CHECK_FALSE(mlp.contains("same_core_relief_whole"));
+    CHECK_FALSE(platform.same_core_relief_whole.has_value());
+  }
   const double overhead = mlp.at("overhead_s").get<double>();
   const double per_sample = mlp.at("flops_per_sample").get<double>() / mlp.at("flops_per_s").get<double>();
   const auto fitted_step = [&](double batch) { return overhead + batch * per_sample; };
