@@ -1,5 +1,6 @@
 // dbench calibrate and dbench validate end to end on 4 local workers, with a small MLP config.
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -209,6 +210,10 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   const std::string csv = read(out / "validation.csv");
   CHECK(dbench::testing::csv_column(csv, "simulated_s").size() == 2);
   CHECK(read(out / "validation.md").find("| dpsgd/one-peer-exponential | mlp | 4 |") != std::string::npos);
+  // The machine's drift, as far as the tolerance let it go, stands beside the errors.
+  CHECK(read(out / "validation.md")
+            .find(fmt::format("stayed within {:.1f} % of the calibration's",
+                              100.0 * json.at("largest_drift").get<double>())) != std::string::npos);
   CHECK(dbench::testing::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
 }
 
