@@ -130,4 +130,14 @@ double SpeedWatch::largest_drift() const {
   return largest;
 }
 
+double SpeedWatch::largest_counted_drift() const {
+  double largest = 0.0;
+  for (const auto& r : readings_) {
+    if (const double d = std::abs(drift(r.seconds)); d <= options_.tolerance) {
+      largest = std::max(largest, d);
+    }
+  }
+  return largest;
+}
+
 }  // namespace dbench::validation

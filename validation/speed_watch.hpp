@@ -61,6 +61,9 @@ class SpeedWatch {
   const std::vector<SpeedReading>& readings() const { return readings_; }
   /// Largest |reading / baseline - 1| of the readings kept (re-measured phases' readings included).
   double largest_drift() const;
+  /// The same over the readings within the tolerance: how far the machine drifted under the measurements
+  /// that counted (a phase whose reading was beyond it was measured again).
+  double largest_counted_drift() const;
 
  private:
   double read(const std::string& after);

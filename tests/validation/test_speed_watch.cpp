@@ -55,6 +55,7 @@ TEST_CASE("validation::SpeedWatch: a steady machine, idle or under a steady load
     CHECK(watch.readings()[2].after == "start");
     CHECK(watch.readings()[4].after == "phase 1");
     CHECK(watch.largest_drift() == doctest::Approx(0.05));
+    CHECK(watch.largest_counted_drift() == doctest::Approx(0.05));
     CHECK(watch.settled() == doctest::Approx(1.04 * speed));
   }
 }
@@ -92,6 +93,8 @@ TEST_CASE("validation::SpeedWatch: a passing spell costs one re-measurement, and
   // The re-measured phase's drifted reading is kept, and counts in the largest drift.
   CHECK(watch.readings().size() == 6);
   CHECK(watch.largest_drift() == doctest::Approx(0.3));
+  // Of the readings that counted, the largest drift is the re-measurement's.
+  CHECK(watch.largest_counted_drift() == doctest::Approx(0.02));
   // A faster machine drifted too (the calibration measured the neighbours).
   Injected faster({1e-5, 1e-5, 1e-5, 0.7e-5});
   SpeedWatch strict = faster.watch(0.15, 0);

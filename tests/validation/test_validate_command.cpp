@@ -213,7 +213,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   // The machine's drift, as far as the tolerance let it go, stands beside the errors.
   CHECK(read(out / "validation.md")
             .find(fmt::format("stayed within {:.1f} % of the calibration's",
-                              100.0 * json.at("largest_drift").get<double>())) != std::string::npos);
+                              100.0 * json.at("largest_counted_drift").get<double>())) != std::string::npos);
   CHECK(dbench::testing::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
 }
 
