@@ -431,10 +431,10 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   const double one_peer_exchange_s =
       fit_links_to_loops(o, out.path(name), c.workers, kernel_link, std::nullopt, m);
   const double most = static_cast<double>(c.workers_per_core - 1);
+  const auto wait = [&](double w) { return mean_turns(one_peer_shares, turns, m.same_core_relief, w); };
   std::vector<double> whole;
   for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
     const double waited = (m.one_peer_loop_comm_s[i] - one_peer_exchange_s) / step(i);
-    const auto wait = [&](double w) { return mean_turns(one_peer_shares, turns, m.same_core_relief, w); };
     double low = 0.0;
     double high = most;
     if (wait(low) <= waited) {

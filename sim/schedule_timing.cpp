@@ -150,9 +150,9 @@ TimingResult time_schedule(const TimingSpec& spec, std::span<const topology::Sch
   // Per gossip graph, each GPU's steps of waiting for the GPUs sharing its processor, where its in-neighbours
   // among them relieve it (same_core_relief); every other step waits `turns`.
   std::map<const topology::Graph*, std::vector<double>> relieved_turns;
+  const bool relieved =
+      spec.platform.same_core_relief > 0.0 || spec.platform.same_core_relief_whole.value_or(0.0) > 0.0;
   const auto turns_of = [&](const topology::ScheduleStep& step) -> const std::vector<double>* {
-    const bool relieved =
-        spec.platform.same_core_relief > 0.0 || spec.platform.same_core_relief_whole.value_or(0.0) > 0.0;
     if (!relieved || step.communication != topology::Communication::gossip) {
       return nullptr;
     }

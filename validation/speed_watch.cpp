@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <utility>
 
@@ -122,22 +123,22 @@ double SpeedWatch::settled() const {
   return seconds.empty() ? 0.0 : median(seconds);
 }
 
-double SpeedWatch::largest_drift() const {
+double SpeedWatch::largest_drift_within(double limit) const {
   double largest = 0.0;
   for (const auto& r : readings_) {
-    largest = std::max(largest, std::abs(drift(r.seconds)));
-  }
-  return largest;
-}
-
-double SpeedWatch::largest_counted_drift() const {
-  double largest = 0.0;
-  for (const auto& r : readings_) {
-    if (const double d = std::abs(drift(r.seconds)); d <= options_.tolerance) {
+    if (const double d = std::abs(drift(r.seconds)); d <= limit) {
       largest = std::max(largest, d);
     }
   }
   return largest;
+}
+
+double SpeedWatch::largest_drift() const {
+  return largest_drift_within(std::numeric_limits<double>::infinity());
+}
+
+double SpeedWatch::largest_counted_drift() const {
+  return largest_drift_within(options_.tolerance);
 }
 
 }  // namespace dbench::validation

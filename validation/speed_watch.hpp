@@ -67,6 +67,8 @@ class SpeedWatch {
 
  private:
   double read(const std::string& after);
+  /// Largest |reading / baseline - 1| of the readings at most `limit` off.
+  double largest_drift_within(double limit) const;
   double drift(double seconds) const { return seconds / baseline_ - 1.0; }
 
   std::function<double()> read_;
