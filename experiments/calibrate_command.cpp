@@ -4,11 +4,13 @@
 // platforms accept. Without --device the CPU workers' models and MPI are timed; with it, the LibTorch worker
 // of `dbench train --device` on that device (a GPU with NCCL, or the CPU with MPI).
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -23,11 +25,13 @@
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
 #include "experiments/input_keys.hpp"
+#include "experiments/signal_cleanup.hpp"
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "experiments/train_recorder.hpp"
 #include "results/atomic_file.hpp"
 #include "results/results_dir.hpp"
+#include "results/results_tree.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
@@ -69,6 +73,9 @@ struct CalibrateOptions {
   std::string speed_check;
   /// Empty: the CPU workers' models (dbench train without --device); else "cpu", "cuda" or "cuda:N".
   std::string device;
+  /// Non-empty (workers of calibrate --local): write the measurements to this file unfitted, without
+  /// dbench train's loops, which the launcher times as fresh runs and fits.
+  std::string unfitted;
   bool quiet = false;
 };
 
@@ -118,11 +125,13 @@ ExperimentConfig load_with(const CalibrateOptions& o, std::vector<std::string> e
   return o.config.empty() ? load_config("", overrides, "<defaults>") : load_config_file(o.config, overrides);
 }
 
+/// Iterations left out at the start of a loop's means, as validate leaves them out by default.
+constexpr std::int64_t kWarmup = 5;
+
 /// Seconds per iteration of dbench train's own loop on the workers of `comm` for `config`, and its parts,
 /// measured as validate measures a run (validation::mean_parts over trace_worker.csv, evaluations left out).
 validation::PartTimes training_loop_parts(const ExperimentConfig& config, const models::Dataset& train,
                                           const models::Dataset& test, runtime::Communicator& comm) {
-  constexpr std::int64_t kWarmup = 5;
   const core::NumericsSpec spec = numerics_spec(config, train);
   const auto policy = make_policy(config);
   TrainRecorder recorder(spec.iterations, false);
@@ -143,13 +152,21 @@ validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
   return runs[runs.size() / 2];
 }
 
+/// Seconds per iteration of one run of dbench train's loop with the given overrides, and its parts.
+using LoopRun = std::function<validation::PartTimes(const std::vector<std::string>& overrides)>;
+
 /// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
-/// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph), the median
-/// of a few runs each (a shared machine has slow spells), with the parts of each.
-void time_training_loops(const CalibrateOptions& o, const std::string& model, const models::Dataset& train,
-                         const models::Dataset& test, runtime::Communicator& comm, bool exponential,
+/// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
+/// workers, each run by `run`, the median of a few runs each (a shared machine has slow spells), with the
+/// parts of each. Replaces what an earlier attempt measured.
+void time_training_loops(const std::string& model, int workers, bool exponential, const LoopRun& run,
                          validation::ModelCalibration& m) {
   constexpr int kRuns = 3;
+  for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
+                     &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
+                     &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
+    loop->clear();
+  }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
     // Runs as long as the runs validate compares (its config's 300 iterations), or about 0.5 s as the kernels
     // timed them: the first tens of iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration
@@ -158,26 +175,26 @@ void time_training_loops(const CalibrateOptions& o, const std::string& model, co
     const auto iterations = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), 300, 2000);
     const std::vector<std::string> common{
         "train.model=" + model, fmt::format("train.batch_per_worker={:g}", m.batches[i]),
-        fmt::format("train.workers={}", comm.size()), fmt::format("train.iterations={}", iterations),
+        fmt::format("train.workers={}", workers), fmt::format("train.iterations={}", iterations),
         fmt::format("train.eval_every={}", iterations)};
     auto with = [&](std::vector<std::string> algorithm) {
       algorithm.insert(algorithm.begin(), common.begin(), common.end());
-      return load_with(o, algorithm);
+      return algorithm;
     };
-    const ExperimentConfig ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
-    const ExperimentConfig centralized = with({"algorithm.kind=centralized"});
-    const ExperimentConfig one_peer = with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"});
-    const ExperimentConfig directed = with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"});
+    const auto ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
+    const auto centralized = with({"algorithm.kind=centralized"});
+    const auto one_peer = with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"});
+    const auto directed = with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"});
     std::vector<validation::PartTimes> ring_runs;
     std::vector<validation::PartTimes> centralized_runs;
     std::vector<validation::PartTimes> one_peer_runs;
     std::vector<validation::PartTimes> exponential_runs;
     for (int r = 0; r < kRuns; ++r) {
-      ring_runs.push_back(training_loop_parts(ring, train, test, comm));
-      centralized_runs.push_back(training_loop_parts(centralized, train, test, comm));
-      one_peer_runs.push_back(training_loop_parts(one_peer, train, test, comm));
+      ring_runs.push_back(run(ring));
+      centralized_runs.push_back(run(centralized));
+      one_peer_runs.push_back(run(one_peer));
       if (exponential) {
-        exponential_runs.push_back(training_loop_parts(directed, train, test, comm));
+        exponential_runs.push_back(run(directed));
       }
     }
     const validation::PartTimes ring_run = median_run(ring_runs);
@@ -471,6 +488,24 @@ results::ResultsDir calibration_out(const CalibrateOptions& o, int workers) {
   }
 }
 
+/// Fits every model timed in dbench train's loops to them, then writes the calibration into `out` and
+/// commits it.
+void fit_and_write(const CalibrateOptions& o, validation::Calibration& c, results::ResultsDir& out) {
+  for (auto& m : c.models) {
+    if (!m.ring_loop_seconds.empty()) {
+      fit_to_loops(o, c, m, out);
+    }
+  }
+  out.write_text("calibration.json", validation::to_json(c).dump(2) + "\n");
+  for (const auto& m : c.models) {
+    out.write_text(fmt::format("{}.toml", m.model), validation::platform_toml(c, m));
+  }
+  out.commit();
+  if (!o.quiet) {
+    print_summary(c, out.target());
+  }
+}
+
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
 /// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
@@ -488,7 +523,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   // Staged from the start: a calibration that fails (or a folder that cannot take it) leaves the previous
   // one whole, and a bad --out is refused before minutes of measurements.
   std::optional<results::ResultsDir> out;
-  if (root) {
+  if (root && o.unfitted.empty()) {
     out.emplace(calibration_out(o, comm.size()));
   }
   const auto train = config_dataset(config, models::Split::train);
@@ -570,7 +605,9 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
     c.small_allreduce_s = validation::seconds_per_call(
         comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
   });
-  if (o.device.empty()) {
+  // Launched by calibrate --local, the workers stop here: the launcher times dbench train's loops as fresh
+  // runs, as validate runs them. Under mpirun alone, the workers time them in their own processes.
+  if (o.device.empty() && o.unfitted.empty()) {
     const auto test = config_dataset(config, models::Split::test);
     for (auto& m : c.models) {
       if (root && !o.quiet) {
@@ -578,12 +615,12 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
                    m.model);
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
-        for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
-                           &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
-                           &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
-          loop->clear();
-        }
-        time_training_loops(o, m.model, train, test, comm, c.cores > 0 && c.workers_per_core > 1, m);
+        time_training_loops(
+            m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1,
+            [&](const std::vector<std::string>& overrides) {
+              return training_loop_parts(load_with(o, overrides), train, test, comm);
+            },
+            m);
       });
     }
   }
@@ -593,19 +630,11 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   if (!root) {
     return;
   }
-  for (auto& m : c.models) {
-    if (!m.ring_loop_seconds.empty()) {
-      fit_to_loops(o, c, m, *out);
-    }
+  if (!o.unfitted.empty()) {
+    results::write_file_atomically(o.unfitted, validation::to_json(c).dump() + "\n");
+    return;
   }
-  out->write_text("calibration.json", validation::to_json(c).dump(2) + "\n");
-  for (const auto& m : c.models) {
-    out->write_text(fmt::format("{}.toml", m.model), validation::platform_toml(c, m));
-  }
-  out->commit();
-  if (!o.quiet) {
-    print_summary(c, out->target());
-  }
+  fit_and_write(o, c, *out);
 }
 
 /// Calibrates on the workers of `comm`, the MPI workers (or the single worker) this process is one of.
@@ -658,10 +687,115 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   if (!o.device.empty()) {
     args.insert(args.end(), {"--device", o.device});
   }
+  if (!o.unfitted.empty()) {
+    args.insert(args.end(), {"--unfitted", o.unfitted});
+  }
   if (o.quiet) {
     args.emplace_back("--quiet");
   }
   return args;
+}
+
+/// Runs `command` (calibrate's workers or dbench train, through mpirun); throws naming `what` when it fails.
+/// A refusal has been said in one line by the command itself.
+void run_launched(const std::vector<std::string>& command, const std::string& what) {
+  const int status = runtime::run_command(command);
+  if (status == runtime::Refused::kExitStatus) {
+    throw runtime::Refused("");
+  }
+  if (status != 0) {
+    throw runtime::LaunchError(fmt::format(
+        "calibrate: {} failed (launcher exit status {}); the messages above name the cause", what, status));
+  }
+}
+
+/// One fresh run of `dbench train --local N` with `overrides`, in `run` (removed after): its seconds per
+/// iteration and their parts, as validate measures its runs (validation::mean_parts over trace_worker.csv,
+/// warm-up and evaluations left out).
+validation::PartTimes fresh_loop_parts(const CalibrateOptions& o, const std::vector<std::string>& overrides,
+                                       const std::filesystem::path& run) {
+  std::vector<std::string> command{runtime::current_executable(), "train"};
+  if (!o.config.empty()) {
+    command.push_back(o.config);
+  }
+  for (const auto* sets : {&o.overrides, &overrides}) {
+    for (const auto& s : *sets) {
+      command.insert(command.end(), {"--set", s});
+    }
+  }
+  command.insert(command.end(), {"--local", std::to_string(o.local), "--out", run.string(), "--quiet"});
+  run_launched(command, fmt::format("dbench train ({})", fmt::join(overrides, ", ")));
+  const auto read = [&](const char* name) { return results::read_results_file(run / name, run / name); };
+  const validation::PartTimes parts = validation::mean_parts(
+      read("trace_worker.csv"), kWarmup, validation::evaluation_iterations(read("metrics.csv")));
+  std::filesystem::remove_all(run);
+  return parts;
+}
+
+/// calibrate --local N on CPU workers: the workers time the kernels and the links and hand them over
+/// unfitted; this process then times dbench train's loops as fresh runs of their own, as validate runs the
+/// cases it compares (a loop timed in a warm worker process differed from fresh runs by up to 8 %), its
+/// reference kernel read around them against the workers' reading, and fits and writes the calibration.
+void calibrate_with_fresh_loops(const CalibrateOptions& o) {
+  SignalCleanup cleanup;  // a stop signal removes the staged calibration and the runs' scratch folder
+  std::optional<results::ResultsDir> out;
+  try {
+    out.emplace(calibration_path(o, o.local), &cleanup);
+  } catch (const results::ResultsDirError& e) {
+    throw std::invalid_argument(fmt::format("--out: {}", e.what()));
+  }
+  const results::StagingDir scratch(out->target(), &cleanup);
+  const std::filesystem::path unfitted = scratch.path() / "unfitted.json";
+  CalibrateOptions workers = o;
+  workers.unfitted = unfitted.string();
+  run_launched(
+      runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(workers), true),
+      fmt::format("{} local workers", o.local));
+  validation::Calibration c = validation::calibration_from_json(
+      nlohmann::json::parse(results::read_results_file(unfitted, unfitted)));
+  const std::filesystem::path speed_file = scratch.path() / "speed.json";
+  validation::SpeedWatch watch(
+      [&] {
+        run_launched(runtime::local_launch_command(
+                         o.local, runtime::current_executable(),
+                         {"calibrate", "--speed-check", speed_file.string(), "--quiet"}, true),
+                     "calibrate --speed-check");
+        return nlohmann::json::parse(results::read_results_file(speed_file, speed_file))
+            .at("reference_kernel_s")
+            .get<double>();
+      },
+      [&](const std::string& line) {
+        if (!o.quiet) {
+          fmt::print(stderr, "{}\n", line);
+        }
+      },
+      {.command = "calibrate", .tolerance = o.drift_tolerance, .retries = o.retries});
+  int runs = 0;
+  try {
+    watch.start(c.reference_kernel_s);
+    for (auto& m : c.models) {
+      if (!o.quiet) {
+        fmt::print(stderr,
+                   "calibrate: {} in dbench train's loop, fresh runs on a ring and with the all-reduce\n",
+                   m.model);
+      }
+      watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
+        time_training_loops(
+            m.model, o.local, c.cores > 0 && c.workers_per_core > 1,
+            [&](const std::vector<std::string>& overrides) {
+              return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
+            },
+            m);
+      });
+    }
+  } catch (const validation::DriftError& e) {
+    throw runtime::Refused(e.what());
+  }
+  // The launcher's readings (fresh processes, as validate takes its own) after the workers'.
+  for (const auto& r : watch.readings()) {
+    c.speed_readings.push_back({"launcher: " + r.after, r.seconds});
+  }
+  fit_and_write(o, c, *out);
 }
 
 /// Throws naming `option` when `values` has fewer than two distinct values: a line is fitted through them.
@@ -707,17 +841,12 @@ void run_calibrate(const CalibrateOptions& o) {
     } catch (const results::ResultsDirError& e) {
       throw std::invalid_argument(fmt::format("--out: {}", e.what()));
     }
-    const int status = runtime::run_command(
-        runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o), true));
-    if (status == runtime::Refused::kExitStatus) {
-      throw runtime::Refused("");  // worker 0 has said why, in one line
+    if (o.speed_check.empty() && o.device.empty()) {
+      calibrate_with_fresh_loops(o);
+      return;
     }
-    if (status != 0) {
-      throw runtime::LaunchError(fmt::format(
-          "calibrate: {} local workers failed (launcher exit status {}); the workers' messages above name "
-          "the cause",
-          o.local, status));
-    }
+    run_launched(runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o), true),
+                 fmt::format("{} local workers", o.local));
     return;
   }
 #if defined(DBENCH_RUNTIME_HAVE_MPI)
@@ -805,6 +934,11 @@ void add_calibrate_command(CLI::App& app) {
                   "Only time the reference kernel on the workers and write its seconds per call to this "
                   "JSON file (what validate reads around its runs)")
       ->check(non_empty_path());
+  cmd->add_option(
+         "--unfitted", options->unfitted,
+         "Workers of calibrate --local: write the measurements unfitted to this file and leave dbench "
+         "train's loops to the launcher")
+      ->group("");
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_calibrate(*options); });
 }

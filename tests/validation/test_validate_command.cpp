@@ -170,6 +170,16 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   // The machine's speed was read at the start and after each measurement.
   CHECK(fits.at("reference_kernel_s").get<double>() > 0.0);
   CHECK(fits.at("speed_readings").size() >= 4);
+  // dbench train's loops ran as fresh runs of their own, launched by calibrate, which read the machine's
+  // speed around them as validate reads it around its runs; nothing of them stays beside the calibration.
+  const auto launcher_reading = [](const nlohmann::json& r) {
+    return r.at("after").get<std::string>().rfind("launcher: ", 0) == 0;
+  };
+  CHECK(std::count_if(fits.at("speed_readings").begin(), fits.at("speed_readings").end(), launcher_reading) >=
+        2);
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    CHECK(entry.path().filename().string().front() != '.');
+  }
   CHECK(fits.at("exchange").at("fit").at("residuals").size() == 4);  // three sizes and the model's
 
   const fs::path out = dir.path() / "validation";
