@@ -698,8 +698,9 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
 
 /// Runs `command` (calibrate's workers or dbench train, through mpirun); throws naming `what` when it fails.
 /// A refusal has been said in one line by the command itself.
-void run_launched(const std::vector<std::string>& command, const std::string& what) {
-  const int status = runtime::run_command(command);
+void run_launched(const std::vector<std::string>& command, const std::string& what,
+                  runtime::Output output = runtime::Output::shown) {
+  const int status = runtime::run_command(command, output);
   if (status == runtime::Refused::kExitStatus) {
     throw runtime::Refused("");
   }
@@ -724,7 +725,9 @@ validation::PartTimes fresh_loop_parts(const CalibrateOptions& o, const std::vec
     }
   }
   command.insert(command.end(), {"--local", std::to_string(o.local), "--out", run.string(), "--quiet"});
-  run_launched(command, fmt::format("dbench train ({})", fmt::join(overrides, ", ")));
+  // Its summary lines are not calibrate's output; its errors still show.
+  run_launched(command, fmt::format("dbench train ({})", fmt::join(overrides, ", ")),
+               runtime::Output::stdout_discarded);
   const auto read = [&](const char* name) { return results::read_results_file(run / name, run / name); };
   const validation::PartTimes parts = validation::mean_parts(
       read("trace_worker.csv"), kWarmup, validation::evaluation_iterations(read("metrics.csv")));

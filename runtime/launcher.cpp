@@ -59,8 +59,8 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 
 // The child between fork and exec. Only async-signal-safe calls: another thread of the parent may have held
 // any lock (malloc's included) at the fork.
-[[noreturn]] void exec_child(char* const* argv, char* const* envp, pid_t parent, int null_fd, int error_fd,
-                             const sigset_t& mask, const StopSignals& signals) {
+[[noreturn]] void exec_child(char* const* argv, char* const* envp, pid_t parent, int null_fd, int null_out_fd,
+                             int error_fd, const sigset_t& mask, const StopSignals& signals) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (::getppid() != parent) {
@@ -74,6 +74,9 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
     }
   }
   ::dup2(null_fd, STDIN_FILENO);  // in a background process group, reading the terminal would stop it
+  if (null_out_fd >= 0) {
+    ::dup2(null_out_fd, STDOUT_FILENO);
+  }
   ::sigprocmask(SIG_SETMASK, &mask, nullptr);
   ::execvpe(argv[0], argv, envp);
   const int error = errno;
@@ -182,7 +185,7 @@ std::vector<std::string> local_launch_command(int workers, const std::string& pr
   return command;
 }
 
-int run_command(const std::vector<std::string>& command) {
+int run_command(const std::vector<std::string>& command, Output output) {
   if (command.empty()) {
     throw LaunchError("run_command: empty command line");
   }
@@ -193,11 +196,15 @@ int run_command(const std::vector<std::string>& command) {
   StopSignals signals;  // from here on a stop signal is passed on, not fatal
 
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int null_out_fd = output == Output::stdout_discarded ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
   int error_pipe[2];
-  if (null_fd < 0 || ::pipe2(error_pipe, O_CLOEXEC) != 0) {
+  if (null_fd < 0 || (output == Output::stdout_discarded && null_out_fd < 0) ||
+      ::pipe2(error_pipe, O_CLOEXEC) != 0) {
     const int error = errno;
-    if (null_fd >= 0) {
-      ::close(null_fd);
+    for (const int fd : {null_fd, null_out_fd}) {
+      if (fd >= 0) {
+        ::close(fd);
+      }
     }
     throw LaunchError(fmt::format("cannot start '{}': {}", command.front(), std::strerror(error)));
   }
@@ -209,11 +216,14 @@ int run_command(const std::vector<std::string>& command) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    exec_child(argv.data(), envp.data(), parent, null_fd, error_pipe[1], previous, signals);
+    exec_child(argv.data(), envp.data(), parent, null_fd, null_out_fd, error_pipe[1], previous, signals);
   }
   const int fork_error = errno;
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   ::close(null_fd);
+  if (null_out_fd >= 0) {
+    ::close(null_out_fd);
+  }
   ::close(error_pipe[1]);
   if (pid < 0) {
     ::close(error_pipe[0]);

@@ -24,8 +24,13 @@ void check_local_workers(int workers);
 std::vector<std::string> local_launch_command(int workers, const std::string& program,
                                               const std::vector<std::string>& args, bool quiet = false);
 
-/// Runs a command line (no shell, stdin from /dev/null) in a process group of its own and returns its exit
-/// status (128 + signal when killed). Nothing it starts outlives this call or this process:
+/// What becomes of a command's standard output: shown as this process's, or discarded (its errors, on stderr,
+/// are still shown).
+enum class Output { shown, stdout_discarded };
+
+/// Runs a command line (no shell, stdin from /dev/null; stdout as `output` says) in a process group of its
+/// own and returns its exit status (128 + signal when killed). Nothing it starts outlives this call or this
+/// process:
 /// - SIGINT, SIGTERM or SIGHUP arriving meanwhile is passed on to the command, which is waited for (and
 ///   killed if it has not ended 10 s later); then Interrupted is thrown;
 /// - the command gets SIGTERM when this process dies, even by SIGKILL, and learns its pid from
@@ -34,7 +39,7 @@ std::vector<std::string> local_launch_command(int workers, const std::string& pr
 ///   this process: mpirun's workers) gets SIGTERM, and SIGKILL 10 s later.
 /// Throws LaunchError when the command cannot be started. Call it from the main thread: the kernel sends the
 /// death signal when the thread that started the command ends.
-int run_command(const std::vector<std::string>& command);
+int run_command(const std::vector<std::string>& command, Output output = Output::shown);
 
 /// The path of the running executable (for re-launching itself).
 std::string current_executable();

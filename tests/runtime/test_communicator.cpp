@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -82,6 +83,13 @@ TEST_CASE("runtime::launcher: --local N runs N copies under mpirun, oversubscrib
   CHECK_THROWS_AS(local_launch_command(0, "/bin/dbench", {}), LaunchError);
   CHECK(run_command({"/bin/sh", "-c", "exit 3"}) == 3);
   CHECK_THROWS_AS(run_command({"/nonexistent/dbench-launcher"}), LaunchError);
+  // A command whose output is not wanted writes it to /dev/null, and can write it (no error from a closed
+  // stream); its stderr stays this process's.
+  const std::string stdout_is_null = "[ \"$(readlink /proc/$$/fd/1)\" = /dev/null ] && echo discarded";
+  CHECK(run_command({"/bin/sh", "-c", stdout_is_null}, Output::stdout_discarded) == 0);
+  const std::string own_stderr = std::filesystem::read_symlink("/proc/self/fd/2").string();
+  CHECK(run_command({"/bin/sh", "-c", "[ \"$(readlink /proc/$$/fd/2)\" = \"$1\" ]", "sh", own_stderr},
+                    Output::stdout_discarded) == 0);
 }
 
 TEST_CASE("runtime::gossip: a worker's mix_row equals its row of the simulator's mix, bit for bit") {
