@@ -152,6 +152,11 @@ validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
   return runs[runs.size() / 2];
 }
 
+/// Runs of each loop at each batch, of which the median counts.
+constexpr int kLoopRuns = 3;
+/// Iterations of a loop's run at least: as many as the runs validate compares (its config's).
+constexpr std::int64_t kLoopIterations = 300;
+
 /// Seconds per iteration of one run of dbench train's loop with the given overrides, and its parts.
 using LoopRun = std::function<validation::PartTimes(const std::vector<std::string>& overrides)>;
 
@@ -161,7 +166,6 @@ using LoopRun = std::function<validation::PartTimes(const std::vector<std::strin
 /// parts of each. Replaces what an earlier attempt measured.
 void time_training_loops(const std::string& model, int workers, bool exponential, const LoopRun& run,
                          validation::ModelCalibration& m) {
-  constexpr int kRuns = 3;
   for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
                      &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
                      &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
@@ -172,7 +176,8 @@ void time_training_loops(const std::string& model, int workers, bool exponential
     // timed them: the first tens of iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration
     // runs 5 % slower than 300-iteration ones), and a calibration from shorter runs predicts them slow.
     const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
-    const auto iterations = std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), 300, 2000);
+    const auto iterations =
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), kLoopIterations, 2000);
     const std::vector<std::string> common{
         "train.model=" + model, fmt::format("train.batch_per_worker={:g}", m.batches[i]),
         fmt::format("train.workers={}", workers), fmt::format("train.iterations={}", iterations),
@@ -189,7 +194,7 @@ void time_training_loops(const std::string& model, int workers, bool exponential
     std::vector<validation::PartTimes> centralized_runs;
     std::vector<validation::PartTimes> one_peer_runs;
     std::vector<validation::PartTimes> exponential_runs;
-    for (int r = 0; r < kRuns; ++r) {
+    for (int r = 0; r < kLoopRuns; ++r) {
       ring_runs.push_back(run(ring));
       centralized_runs.push_back(run(centralized));
       one_peer_runs.push_back(run(one_peer));
@@ -776,15 +781,18 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
   int runs = 0;
   try {
     watch.start(c.reference_kernel_s);
+    const bool exponential = c.cores > 0 && c.workers_per_core > 1;
     for (auto& m : c.models) {
       if (!o.quiet) {
         fmt::print(stderr,
-                   "calibrate: {} in dbench train's loop, fresh runs on a ring and with the all-reduce\n",
-                   m.model);
+                   "calibrate: {} in dbench train's loop, {} fresh runs of {} iterations or more: on a ring, "
+                   "{}the one-peer exponential graph and with the all-reduce\n",
+                   m.model, kLoopRuns * (exponential ? 4 : 3) * m.batches.size(), kLoopIterations,
+                   exponential ? "the directed exponential graph, " : "");
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
         time_training_loops(
-            m.model, o.local, c.cores > 0 && c.workers_per_core > 1,
+            m.model, o.local, exponential,
             [&](const std::vector<std::string>& overrides) {
               return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
             },

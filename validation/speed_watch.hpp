@@ -47,7 +47,7 @@ class SpeedWatch {
 
   /// Takes the first reading (the median of three), which every later one is compared with. `baseline` > 0:
   /// compare with that instead (a calibration's own first reading, for validate), after checking this one
-  /// against it.
+  /// against it: a reading beyond the tolerance is taken again, at most `retries` times, then DriftError.
   void start(double baseline = 0.0);
   /// Runs `measure`, then reads the machine; where the reading is off the first by more than the tolerance,
   /// says so in one line and runs `measure` again, at most `retries` times, then throws DriftError naming the

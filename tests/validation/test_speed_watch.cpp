@@ -108,11 +108,26 @@ TEST_CASE("validation::SpeedWatch: validate compares with the calibration's firs
   watch.start(1e-5);
   CHECK(watch.baseline() == 1e-5);
   CHECK(run_phases(watch, 1) == std::vector<int>{1});
-  // Loaded since the calibration: refused before any run.
+  // Loaded since the calibration: refused before any run, after reading it again `retries` times.
   Injected loaded({1.5e-5});
   SpeedWatch late = loaded.watch();
   CHECK_THROWS_WITH_AS(late.start(1e-5), doctest::Contains("+50 % (slower) against when it was calibrated"),
                        DriftError);
+  CHECK(loaded.next == 9);
+  REQUIRE(loaded.said.size() == 2);
+  CHECK(loaded.said[1].find("reading it again (2 of 2)") != std::string::npos);
+  // A slow spell at the start passes: the second median of three is within the tolerance.
+  Injected spell({1.3e-5, 1.3e-5, 1.3e-5, 1.02e-5});
+  SpeedWatch passing = spell.watch();
+  passing.start(1e-5);
+  CHECK(spell.said.size() == 1);
+  CHECK(spell.said[0].find("+30 % (slower)") != std::string::npos);
+  CHECK(run_phases(passing, 1) == std::vector<int>{1});
+  // Without retries, refused at once.
+  Injected strict_loaded({1.5e-5});
+  SpeedWatch strict = strict_loaded.watch(0.15, 0);
+  CHECK_THROWS_AS(strict.start(1e-5), DriftError);
+  CHECK(strict_loaded.next == 3);
 }
 
 TEST_CASE("validation::reference_kernel_seconds: a positive time on a single worker") {
