@@ -154,7 +154,7 @@ validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
 
 /// Runs of each loop at each batch, of which the median counts.
 constexpr int kLoopRuns = 3;
-/// Iterations of a loop's run at least: as many as the runs validate compares (its config's).
+/// Iterations of a loop's run at least (and about 0.5 s as the kernels timed them, 2000 at most).
 constexpr std::int64_t kLoopIterations = 300;
 
 /// Seconds per iteration of one run of dbench train's loop with the given overrides, and its parts.
@@ -172,9 +172,9 @@ void time_training_loops(const std::string& model, int workers, bool exponential
     loop->clear();
   }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    // Runs as long as the runs validate compares (its config's 300 iterations), or about 0.5 s as the kernels
-    // timed them: the first tens of iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration
-    // runs 5 % slower than 300-iteration ones), and a calibration from shorter runs predicts them slow.
+    // Runs long enough for the steady iteration (about 0.5 s as the kernels timed them): the first tens of
+    // iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration runs 5 % slower than
+    // 300-iteration ones; the MLP's all-reduce on 2 workers 2-3 times slower over up to 150 iterations).
     const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
     const auto iterations =
         std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), kLoopIterations, 2000);
