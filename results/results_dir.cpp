@@ -17,6 +17,7 @@
 #include <system_error>
 #include <utility>
 
+#include "results/atomic_file.hpp"
 #include "results/read_file.hpp"
 
 namespace dbench::results {
@@ -154,17 +155,14 @@ StagingDir::StagingDir(const fs::path& beside, StagingCleanup* cleanup) : cleanu
   if (cleanup_ != nullptr) {
     cleanup_->add(path_);
   }
-  const std::string marker = marker_text();
-  errno = 0;  // so that a failure below reports its own cause, not an older one
-  std::ofstream out(path_ / kMarkerName, std::ios::binary | std::ios::trunc);
-  out.write(marker.data(), static_cast<std::streamsize>(marker.size()));
-  out.close();
-  if (!out) {
-    const int error = errno;
+  // Written whole under a temporary name and renamed: a marker that is there is complete, even when the
+  // process is killed while writing it, so that a later run can take the directory as its own to remove.
+  try {
+    write_file_atomically(path_ / kMarkerName, marker_text());
+  } catch (const std::runtime_error& e) {
     remove();  // no destructor runs for an object whose constructor threw
-    throw ResultsDirError(fmt::format("cannot write '{}' of the staging directory next to '{}': {}",
-                                      kMarkerName, beside.string(),
-                                      error != 0 ? errno_text(error) : "write failed"));
+    throw ResultsDirError(
+        fmt::format("cannot mark the staging directory next to '{}': {}", beside.string(), e.what()));
   }
 }
 
