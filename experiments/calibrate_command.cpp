@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/numerics.hpp"
+#include "experiments/child_runs.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
@@ -701,20 +702,6 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   return args;
 }
 
-/// Runs `command` (calibrate's workers or dbench train, through mpirun); throws naming `what` when it fails.
-/// A refusal has been said in one line by the command itself.
-void run_launched(const std::vector<std::string>& command, const std::string& what,
-                  runtime::Output output = runtime::Output::shown) {
-  const int status = runtime::run_command(command, output);
-  if (status == runtime::Refused::kExitStatus) {
-    throw runtime::Refused("");
-  }
-  if (status != 0) {
-    throw runtime::LaunchError(fmt::format(
-        "calibrate: {} failed (launcher exit status {}); the messages above name the cause", what, status));
-  }
-}
-
 /// One fresh run of `dbench train --local N` with `overrides`, in `run` (removed after): its seconds per
 /// iteration and their parts, as validate measures its runs (validation::mean_parts over trace_worker.csv,
 /// warm-up and evaluations left out).
@@ -731,11 +718,9 @@ validation::PartTimes fresh_loop_parts(const CalibrateOptions& o, const std::vec
   }
   command.insert(command.end(), {"--local", std::to_string(o.local), "--out", run.string(), "--quiet"});
   // Its summary lines are not calibrate's output; its errors still show.
-  run_launched(command, fmt::format("dbench train ({})", fmt::join(overrides, ", ")),
-               runtime::Output::stdout_discarded);
-  const auto read = [&](const char* name) { return results::read_results_file(run / name, run / name); };
-  const validation::PartTimes parts = validation::mean_parts(
-      read("trace_worker.csv"), kWarmup, validation::evaluation_iterations(read("metrics.csv")));
+  run_child(command, "calibrate", fmt::format("dbench train ({})", fmt::join(overrides, ", ")),
+            runtime::Output::stdout_discarded);
+  const validation::PartTimes parts = run_parts(run, kWarmup);
   std::filesystem::remove_all(run);
   return parts;
 }
@@ -756,28 +741,28 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
   const std::filesystem::path unfitted = scratch.path() / "unfitted.json";
   CalibrateOptions workers = o;
   workers.unfitted = unfitted.string();
-  run_launched(
-      runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(workers), true),
-      fmt::format("{} local workers", o.local));
+  run_child(runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(workers), true),
+            "calibrate", fmt::format("{} local workers", o.local));
   validation::Calibration c = validation::calibration_from_json(
       nlohmann::json::parse(results::read_results_file(unfitted, unfitted)));
   const std::filesystem::path speed_file = scratch.path() / "speed.json";
   validation::SpeedWatch watch(
       [&] {
-        run_launched(runtime::local_launch_command(
-                         o.local, runtime::current_executable(),
-                         {"calibrate", "--speed-check", speed_file.string(), "--quiet"}, true),
-                     "calibrate --speed-check");
-        return nlohmann::json::parse(results::read_results_file(speed_file, speed_file))
-            .at("reference_kernel_s")
-            .get<double>();
+        return fresh_speed_reading(runtime::local_launch_command(
+                                       o.local, runtime::current_executable(),
+                                       {"calibrate", "--speed-check", speed_file.string(), "--quiet"}, true),
+                                   speed_file, "calibrate");
       },
       [&](const std::string& line) {
         if (!o.quiet) {
           fmt::print(stderr, "{}\n", line);
         }
       },
-      {.command = "calibrate", .tolerance = o.drift_tolerance, .retries = o.retries});
+      {.command = "calibrate",
+       .tolerance = o.drift_tolerance,
+       .retries = o.retries,
+       .baseline_when = "its workers' reading a moment before, on fresh workers",
+       .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
   int runs = 0;
   try {
     watch.start(c.reference_kernel_s);
@@ -856,8 +841,8 @@ void run_calibrate(const CalibrateOptions& o) {
       calibrate_with_fresh_loops(o);
       return;
     }
-    run_launched(runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o), true),
-                 fmt::format("{} local workers", o.local));
+    run_child(runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(o), true),
+              "calibrate", fmt::format("{} local workers", o.local));
     return;
   }
 #if defined(DBENCH_RUNTIME_HAVE_MPI)

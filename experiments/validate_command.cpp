@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "experiments/child_runs.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
 #include "experiments/device_option.hpp"
@@ -58,17 +59,10 @@ void write_file(const fs::path& path, const std::string& text) {
   results::write_file_atomically(path, text);
 }
 
-/// Runs `dbench args...` as a child process; throws naming what failed.
+/// Runs `dbench args...` as a child process (run_child); throws naming what failed.
 void run_dbench(std::vector<std::string> args, const std::string& what) {
   args.insert(args.begin(), runtime::current_executable());
-  const int status = runtime::run_command(args);
-  if (status == runtime::Refused::kExitStatus) {
-    throw runtime::Refused("");  // the child has said why, in one line
-  }
-  if (status != 0) {
-    throw std::runtime_error(
-        fmt::format("validate: {} failed (exit status {}); its messages above name the cause", what, status));
-  }
+  run_child(args, "validate", what);
 }
 
 /// The [algorithm] overrides of one case: "centralized" or a D-PSGD graph.
@@ -292,11 +286,10 @@ void run_validate(const ValidateOptions& o) {
   const fs::path speed_file = out / "speed.json";
   validation::SpeedWatch watch(
       [&] {
-        run_dbench(
-            with_device(with_workers({"calibrate", "--speed-check", speed_file.string(), "--quiet"}, o.local),
-                        o.device),
-            "dbench calibrate --speed-check");
-        return nlohmann::json::parse(read_file(speed_file)).at("reference_kernel_s").get<double>();
+        std::vector<std::string> command = with_device(
+            with_workers({"calibrate", "--speed-check", speed_file.string(), "--quiet"}, o.local), o.device);
+        command.insert(command.begin(), runtime::current_executable());
+        return fresh_speed_reading(command, speed_file, "validate");
       },
       [&](const std::string& line) {
         if (!o.quiet) {
@@ -321,9 +314,6 @@ void run_validate(const ValidateOptions& o) {
     }
     // The runtime runs several times: a machine shared with other work has slow spells that last longer
     // than one short run, and the median run stands for the machine rather than for one such spell.
-    const auto evaluations_of = [&](const fs::path& run) {
-      return validation::evaluation_iterations(read_file(run / "metrics.csv"));
-    };
     std::vector<std::pair<validation::PartTimes, fs::path>> runs;
     try {
       watch.phase(fmt::format("the {} runs", algorithm), [&] {
@@ -335,9 +325,7 @@ void run_validate(const ValidateOptions& o) {
                                            o.device),
                                sets),
                      fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
-          runs.emplace_back(
-              validation::mean_parts(read_file(run / "trace_worker.csv"), o.warmup, evaluations_of(run)),
-              run);
+          runs.emplace_back(run_parts(run, o.warmup), run);
         }
       });
     } catch (const validation::DriftError& e) {

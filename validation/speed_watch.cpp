@@ -91,18 +91,19 @@ void SpeedWatch::start(double baseline) {
   for (int attempt = 1; attempt <= options_.retries && std::abs(drift(first)) > options_.tolerance;
        ++attempt) {
     say_(fmt::format(
-        "{}: the machine runs {} against when it was calibrated (beyond the {:.0f} % tolerance); "
-        "reading it again ({} of {})",
-        options_.command, drift_words(drift(first)), 100.0 * options_.tolerance, attempt, options_.retries));
+        "{}: the machine runs {} against {} (beyond the {:.0f} % tolerance); reading it again ({} of {})",
+        options_.command, drift_words(drift(first)), options_.baseline_when, 100.0 * options_.tolerance,
+        attempt, options_.retries));
     first = median_of_three();
   }
   if (std::abs(drift(first)) > options_.tolerance) {
     throw DriftError(fmt::format(
-        "{}: the machine runs {} against when it was calibrated (reference kernel {:.3e} s then, {:.3e} s "
-        "now, beyond the {:.0f} % tolerance){}; calibrate again on the machine as it is now",
-        options_.command, drift_words(drift(first)), baseline_, first, 100.0 * options_.tolerance,
-        options_.retries > 0 ? fmt::format(" and stayed so through {} readings again", options_.retries)
-                             : ""));
+        "{}: the machine runs {} against {} (reference kernel {:.3e} s then, {:.3e} s now, beyond the "
+        "{:.0f} % tolerance){}; {}",
+        options_.command, drift_words(drift(first)), options_.baseline_when, baseline_, first,
+        100.0 * options_.tolerance,
+        options_.retries > 0 ? fmt::format(" and stayed so through {} readings again", options_.retries) : "",
+        options_.baseline_remedy));
   }
 }
 

@@ -36,6 +36,10 @@ struct SpeedWatchOptions {
   std::string command;      ///< "calibrate", "validate": the first word of its lines
   double tolerance = 0.15;  ///< largest |reading / first reading - 1| that counts as the same machine
   int retries = 2;          ///< re-measurements of a phase before refusing
+  /// When start's `baseline` was read, as its lines say it: "the machine runs +20 % (slower) against WHEN".
+  std::string baseline_when = "when it was calibrated";
+  /// What start's refusal asks of the user.
+  std::string baseline_remedy = "calibrate again on the machine as it is now";
 };
 
 /// Watches the machine's speed across a series of measurements. `read` takes one reading (on workers: the

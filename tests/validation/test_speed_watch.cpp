@@ -130,6 +130,28 @@ TEST_CASE("validation::SpeedWatch: validate compares with the calibration's firs
   CHECK(strict_loaded.next == 3);
 }
 
+TEST_CASE("validation::SpeedWatch: a baseline read a moment ago is named so, with its own remedy") {
+  // calibrate's launcher compares fresh workers with its own workers' reading, not with a calibration.
+  Injected loaded({1.5e-5});
+  SpeedWatch watch([&] { return loaded.readings[std::min(loaded.next++, loaded.readings.size() - 1)]; },
+                   [&](const std::string& line) { loaded.said.push_back(line); },
+                   {.command = "calibrate",
+                    .retries = 1,
+                    .baseline_when = "its workers' reading",
+                    .baseline_remedy = "nothing is written"});
+  try {
+    watch.start(1e-5);
+    FAIL("a machine 50 % slower than the baseline was taken");
+  } catch (const DriftError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("+50 % (slower) against its workers' reading") != std::string::npos);
+    CHECK(what.find("; nothing is written") != std::string::npos);
+    CHECK(what.find("calibrated") == std::string::npos);
+  }
+  REQUIRE(loaded.said.size() == 1);
+  CHECK(loaded.said[0].find("against its workers' reading (beyond the 15 % tolerance)") != std::string::npos);
+}
+
 TEST_CASE("validation::reference_kernel_seconds: a positive time on a single worker") {
   dbench::runtime::SingleWorkerCommunicator single;
   const double seconds = dbench::validation::reference_kernel_seconds(single);

@@ -1,0 +1,49 @@
+#include "experiments/child_runs.hpp"
+
+#include <fmt/core.h>
+
+#include <nlohmann/json.hpp>
+
+#include "results/results_tree.hpp"
+#include "runtime/errors.hpp"
+
+namespace dbench::experiments {
+
+namespace {
+
+std::string read_run_file(const std::filesystem::path& path) {
+  return results::read_results_file(path, path);
+}
+
+}  // namespace
+
+void run_child(const std::vector<std::string>& command, std::string_view caller, std::string_view what,
+               runtime::Output output) {
+  const int status = runtime::run_command(command, output);
+  if (status == runtime::Refused::kExitStatus) {
+    throw runtime::Refused("");  // the child has said why, in one line
+  }
+  if (status != 0) {
+    throw runtime::LaunchError(fmt::format(
+        "{}: {} failed (exit status {}); the messages above name the cause", caller, what, status));
+  }
+}
+
+double fresh_speed_reading(const std::vector<std::string>& command, const std::filesystem::path& speed_file,
+                           std::string_view caller) {
+  run_child(command, caller, "calibrate --speed-check");
+  const auto json = nlohmann::json::parse(read_run_file(speed_file), nullptr, false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("reference_kernel_s") ||
+      !json["reference_kernel_s"].is_number()) {
+    throw std::runtime_error(fmt::format(
+        "{}: calibrate --speed-check wrote no reference_kernel_s number to {}", caller, speed_file.string()));
+  }
+  return json["reference_kernel_s"].get<double>();
+}
+
+validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup) {
+  return validation::mean_parts(read_run_file(run / "trace_worker.csv"), warmup,
+                                validation::evaluation_iterations(read_run_file(run / "metrics.csv")));
+}
+
+}  // namespace dbench::experiments

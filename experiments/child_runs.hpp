@@ -1,0 +1,34 @@
+// What calibrate and validate do alike with the dbench processes they start: run one and tell a refusal
+// from a failure, read the machine's speed on fresh workers, and read a training run's time per iteration
+// and its parts from the files it wrote.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/launcher.hpp"
+#include "validation/comparison.hpp"
+
+namespace dbench::experiments {
+
+/// Runs `command` (a child dbench, or mpirun starting dbench workers) and waits for it. A refusal (exit
+/// status runtime::Refused::kExitStatus), which the child has said in one line, is rethrown as
+/// runtime::Refused with nothing to add; another failure throws runtime::LaunchError
+/// "CALLER: WHAT failed (exit status N); the messages above name the cause".
+void run_child(const std::vector<std::string>& command, std::string_view caller, std::string_view what,
+               runtime::Output output = runtime::Output::shown);
+
+/// The machine's speed as the reference kernel reads it on fresh workers: runs `command`, a `dbench calibrate
+/// --speed-check SPEED_FILE` launch, through run_child and returns the `reference_kernel_s` it wrote.
+double fresh_speed_reading(const std::vector<std::string>& command, const std::filesystem::path& speed_file,
+                           std::string_view caller);
+
+/// The seconds per iteration of a `dbench train` run in `run` and their parts (validation::mean_parts over
+/// its trace_worker.csv): the first `warmup` iterations and those that evaluated (from its metrics.csv) are
+/// left out.
+validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup);
+
+}  // namespace dbench::experiments
