@@ -106,6 +106,15 @@ void print_summary(const validation::Calibration& c, const std::filesystem::path
     fmt::print("  compute {:6}: {:.3e} FLOP/s, overhead {:.3e} s (R^2 {:.4f}, largest residual {:.1f} %)\n",
                m.model, m.fit.flops_per_s, m.fit.overhead_s, m.fit.line.r_squared,
                100.0 * m.fit.line.max_relative_residual);
+    if (m.step_between) {
+      const auto at = [&](const validation::ComputeFit& f) {
+        return f.overhead_s + m.step_batch * m.flops_per_sample / f.flops_per_s;
+      };
+      fmt::print(
+          "    step at the config's batch {:g}: {:.3e} s, between the timed batches around it (the line "
+          "through all: {:.3e} s)\n",
+          m.step_batch, at(*m.step_between), at(m.fit));
+    }
   }
   for (const auto* l : {&c.point_to_point, &c.exchange, &c.allreduce}) {
     if (l->bytes.empty()) {
@@ -497,10 +506,15 @@ results::ResultsDir calibration_out(const CalibrateOptions& o, int workers) {
 /// Fits every model timed in dbench train's loops to them, then writes the calibration into `out` and
 /// commits it.
 void fit_and_write(const CalibrateOptions& o, validation::Calibration& c, results::ResultsDir& out) {
+  const double batch = static_cast<double>(load_with(o, {}).train.batch_per_worker);
   for (auto& m : c.models) {
     if (!m.ring_loop_seconds.empty()) {
       fit_to_loops(o, c, m, out);
     }
+    // The platform charges the config's batch the step between the timed batches around it; the other
+    // constants keep the line through all of them.
+    m.step_batch = batch;
+    m.step_between = validation::fit_compute_between(m.batches, m.seconds, m.flops_per_sample, batch);
   }
   out.write_text("calibration.json", validation::to_json(c).dump(2) + "\n");
   for (const auto& m : c.models) {

@@ -132,10 +132,19 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
       c.workers, c.device, c.host, m.model, c.workers);
   out += "base = \"custom\"\n";
   out += fmt::format("gpus_per_node = {}\n", c.workers);
-  out += fmt::format("gpu_flops_per_s = {:.6e}\n", m.fit.flops_per_s);
+  if (m.step_between) {
+    out += fmt::format(
+        "# The step at batch {:g} per worker (the config's) lies between two timed batches: the line "
+        "through\n"
+        "# their steps, {:.4e} s there, where the line through all of them (below) gives {:.4e} s.\n",
+        m.step_batch,
+        m.step_between->overhead_s + m.step_batch * m.flops_per_sample / m.step_between->flops_per_s,
+        m.fit.overhead_s + m.step_batch * m.flops_per_sample / m.fit.flops_per_s);
+  }
+  out += fmt::format("gpu_flops_per_s = {:.6e}\n", m.platform_step().flops_per_s);
   out +=
       "# The step's fixed cost, the one-double all-reduce every iteration of dbench train pays included.\n";
-  out += fmt::format("iteration_overhead_s = {:.6e}\n", m.fit.overhead_s);
+  out += fmt::format("iteration_overhead_s = {:.6e}\n", m.platform_step().overhead_s);
   if (c.workers_per_core > 1 || m.gradient_step_overhead_s > 0.0) {
     out += fmt::format(
         "# {} workers pinned to one core take turns on it: each waits for the others' steps before its "
@@ -284,6 +293,11 @@ nlohmann::json to_json(const Calibration& c) {
     if (m.same_core_relief_whole) {
       models.back()["same_core_relief_whole"] = *m.same_core_relief_whole;
     }
+    if (m.step_between) {
+      models.back()["step_between"] = {{"batch", m.step_batch},
+                                       {"overhead_s", m.step_between->overhead_s},
+                                       {"flops_per_s", m.step_between->flops_per_s}};
+    }
   }
   nlohmann::json readings = nlohmann::json::array();
   for (const auto& r : c.speed_readings) {
@@ -343,6 +357,17 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.fit.overhead_s = mj.at("overhead_s").get<double>();
     m.fit.flops_per_s = mj.at("flops_per_s").get<double>();
     m.fit.line = line_from(mj.at("fit"));
+    if (mj.contains("step_between")) {
+      const auto& between = mj.at("step_between");
+      m.step_batch = between.at("batch").get<double>();
+      ComputeFit fit;
+      fit.overhead_s = between.at("overhead_s").get<double>();
+      fit.flops_per_s = between.at("flops_per_s").get<double>();
+      fit.line.intercept = fit.overhead_s;
+      fit.line.slope = m.flops_per_sample / fit.flops_per_s;
+      fit.line.r_squared = 1.0;
+      m.step_between = fit;
+    }
     c.models.push_back(std::move(m));
   }
   c.point_to_point = link_from(j.at("point_to_point"));

@@ -81,6 +81,12 @@ struct ModelCalibration {
   std::vector<double> seconds_alone;   ///< per batch: the step timed back to back with itself, for reference
   std::vector<double> gossip_seconds;  ///< per batch: the ring gossip round of the parameters, timed alone
   ComputeFit fit;                      ///< seconds = overhead_s + batch * flops_per_sample / flops_per_s
+  /// The config's batch per worker (`step_batch`) and, where it lies between two timed batches, the line
+  /// through their steps (fit_compute_between): what the platform file charges a step. Unset: `fit`.
+  double step_batch = 0.0;
+  std::optional<ComputeFit> step_between;
+  /// The compute model the platform file charges: step_between where set, else fit.
+  const ComputeFit& platform_step() const { return step_between ? *step_between : fit; }
 };
 
 /// One communication pattern timed over message sizes and its alpha-beta fit.

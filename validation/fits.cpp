@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dbench::validation {
 
@@ -92,6 +93,58 @@ ComputeFit fit_compute(std::span<const double> batches, std::span<const double> 
   }
   fit.flops_per_s = flops_per_sample / fit.line.slope;
   fit.overhead_s = std::max(0.0, fit.line.intercept);
+  return fit;
+}
+
+std::optional<ComputeFit> fit_compute_between(std::span<const double> batches,
+                                              std::span<const double> seconds, double flops_per_sample,
+                                              double batch) {
+  if (batches.size() != seconds.size() || !(flops_per_sample > 0.0)) {
+    return std::nullopt;
+  }
+  // The timed batches in order, a batch timed twice as the mean of its timings.
+  std::vector<std::pair<double, double>> points;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    points.emplace_back(batches[i], seconds[i]);
+  }
+  std::sort(points.begin(), points.end());
+  std::vector<std::pair<double, double>> timed;
+  for (std::size_t i = 0; i < points.size();) {
+    std::size_t j = i;
+    double sum = 0.0;
+    for (; j < points.size() && points[j].first == points[i].first; ++j) {
+      sum += points[j].second;
+    }
+    timed.emplace_back(points[i].first, sum / static_cast<double>(j - i));
+    i = j;
+  }
+  if (timed.size() < 2 || batch < timed.front().first || batch > timed.back().first) {
+    return std::nullopt;
+  }
+  std::size_t upper = 1;
+  while (upper + 1 < timed.size() && timed[upper].first <= batch) {
+    ++upper;
+  }
+  const auto [b0, t0] = timed[upper - 1];
+  const auto [b1, t1] = timed[upper];
+  const double slope = (t1 - t0) / (b1 - b0);
+  if (!(slope > 0.0)) {
+    return std::nullopt;
+  }
+  ComputeFit fit;
+  fit.line.intercept = t0 - slope * b0;
+  fit.line.slope = slope;
+  fit.line.r_squared = 1.0;
+  if (fit.line.intercept < 0.0) {
+    // No overhead can be negative: the step at `batch` (on the line) is then all FLOPs.
+    if (!(batch > 0.0)) {
+      return std::nullopt;
+    }
+    fit.line.slope = (t0 + slope * (batch - b0)) / batch;
+    fit.line.intercept = 0.0;
+  }
+  fit.overhead_s = fit.line.intercept;
+  fit.flops_per_s = flops_per_sample / fit.line.slope;
   return fit;
 }
 

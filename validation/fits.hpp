@@ -2,6 +2,7 @@
 // (time = alpha + bytes / beta) and the compute model of a worker (time = overhead + batch * FLOPs / rate).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -53,5 +54,16 @@ struct ComputeFit {
 /// backward FLOPs of one sample. Throws FitError when the time does not grow with the batch.
 ComputeFit fit_compute(std::span<const double> batches, std::span<const double> seconds,
                        double flops_per_sample);
+
+/// The compute model at one batch between timed ones: the line through the step at the nearest timed batch
+/// at or below `batch` and the one above it (at the top batch, the one below it and the top). The step is not
+/// a line over all the timed batches where workers share cores (convex for LeNet, concave for the MLP on 4
+/// workers over 2 cores), and the line through all of them misses a batch between two by up to a tenth.
+/// Where that line would need a negative overhead, the step it gives at `batch` with none (all FLOPs).
+/// nullopt where `batch` lies outside the timed batches or the line between its neighbours does not grow: the
+/// fit through all batches stands there. Its `line` is that line (no residuals).
+std::optional<ComputeFit> fit_compute_between(std::span<const double> batches,
+                                              std::span<const double> seconds, double flops_per_sample,
+                                              double batch);
 
 }  // namespace dbench::validation

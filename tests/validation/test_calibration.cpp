@@ -103,6 +103,36 @@ TEST_CASE("validation::platform_toml: read_calibration reads back the fitted pla
   CHECK(sim::compute_seconds(profile, 16, p) == doctest::Approx(2e-5 + 16 * 3e5 / 1.5e10).epsilon(1e-5));
 }
 
+TEST_CASE("validation::platform_toml: the config's batch between two timed ones is charged their line") {
+  const testing::TempDir dir;
+  validation::Calibration c = example();
+  validation::ModelCalibration& m = c.models.front();
+  // Concave: the step at 16 above the line through 8 and 32.
+  m.seconds[1] *= 1.3;
+  m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
+  m.step_batch = 24;
+  m.step_between = validation::fit_compute_between(m.batches, m.seconds, m.flops_per_sample, 24);
+  REQUIRE(m.step_between.has_value());
+  const auto file = dir.path() / "mlp.toml";
+  const std::string toml = validation::platform_toml(c, m);
+  std::ofstream(file) << toml;
+  CHECK(toml.find("The step at batch 24 per worker") != std::string::npos);
+  const sim::PlatformSpec p = experiments::read_calibration(file);
+  models::ModelProfile profile;
+  profile.forward_flops_per_sample = 1e5;
+  profile.backward_flops_per_sample = 2e5;
+  // Halfway between the steps at 16 and 32, not the line through all three.
+  const double between = 0.5 * (m.seconds[1] + m.seconds[2]);
+  CHECK(sim::compute_seconds(profile, 24, p) == doctest::Approx(between).epsilon(1e-5));
+  CHECK(m.fit.overhead_s + 24 * m.flops_per_sample / m.fit.flops_per_s < 0.99 * between);
+  const validation::Calibration back = validation::calibration_from_json(validation::to_json(c));
+  REQUIRE(back.models.front().step_between.has_value());
+  CHECK(back.models.front().step_batch == 24);
+  CHECK(back.models.front().step_between->flops_per_s == doctest::Approx(m.step_between->flops_per_s));
+  CHECK(back.models.front().step_between->overhead_s == doctest::Approx(m.step_between->overhead_s));
+  CHECK_FALSE(validation::calibration_from_json(validation::to_json(example())).models.front().step_between);
+}
+
 TEST_CASE("validation::to_json: the calibration round-trips with its residuals") {
   const validation::Calibration c = example();
   const validation::Calibration back = validation::calibration_from_json(validation::to_json(c));

@@ -98,3 +98,44 @@ TEST_CASE("validation::fit_compute: overhead and rate of t = overhead + batch * 
   CHECK(fit.overhead_s == doctest::Approx(overhead).epsilon(1e-9));
   CHECK_THROWS_AS(fit_compute(batches, seconds, 0.0), FitError);
 }
+
+TEST_CASE("validation::fit_compute_between: the line through the timed batches on either side") {
+  const double flops = 3e5;
+  // Convex, as LeNet's step on shared cores: the line through all four lies above the step at 24.
+  const std::vector<double> batches{8, 16, 32, 64};
+  const std::vector<double> seconds{1.55e-3, 2.16e-3, 3.46e-3, 7.13e-3};
+  const auto all = fit_compute(batches, seconds, flops);
+  const auto near = dbench::validation::fit_compute_between(batches, seconds, flops, 24);
+  REQUIRE(near.has_value());
+  const auto at = [&](const dbench::validation::ComputeFit& f, double b) {
+    return f.overhead_s + b * flops / f.flops_per_s;
+  };
+  CHECK(at(*near, 16) == doctest::Approx(2.16e-3));
+  CHECK(at(*near, 32) == doctest::Approx(3.46e-3));
+  CHECK(at(*near, 24) == doctest::Approx(2.81e-3));
+  CHECK(at(all, 24) > 1.04 * at(*near, 24));
+  // A timed batch: the line passes through its own step; the top batch takes the segment below it.
+  CHECK(at(*dbench::validation::fit_compute_between(batches, seconds, flops, 16), 16) ==
+        doctest::Approx(2.16e-3));
+  // LeNet's steepest segment would need a negative overhead: the step at the batch is then all FLOPs.
+  const auto steepest = dbench::validation::fit_compute_between(batches, seconds, flops, 48);
+  REQUIRE(steepest.has_value());
+  CHECK(steepest->overhead_s == 0.0);
+  CHECK(at(*steepest, 48) == doctest::Approx(0.5 * (3.46e-3 + 7.13e-3)));
+  const std::vector<double> mlp{4.9e-5, 6.1e-5, 1.16e-4, 1.81e-4};
+  const auto top = dbench::validation::fit_compute_between(batches, mlp, flops, 64);
+  REQUIRE(top.has_value());
+  CHECK(at(*top, 32) == doctest::Approx(1.16e-4));
+  CHECK(at(*top, 64) == doctest::Approx(1.81e-4));
+  // Unordered input and a batch timed twice (its mean counts).
+  const std::vector<double> shuffled{32, 16, 16};
+  const std::vector<double> shuffled_s{3.46e-3, 2.0e-3, 2.32e-3};
+  CHECK(at(*dbench::validation::fit_compute_between(shuffled, shuffled_s, flops, 24), 24) ==
+        doctest::Approx(2.81e-3));
+  // Outside the timed batches, or a segment that does not grow: none.
+  CHECK_FALSE(dbench::validation::fit_compute_between(batches, seconds, flops, 4).has_value());
+  CHECK_FALSE(dbench::validation::fit_compute_between(batches, seconds, flops, 128).has_value());
+  const std::vector<double> falling{7.1e-5, 5.75e-5, 1.0e-4, 1.6e-4};
+  CHECK_FALSE(dbench::validation::fit_compute_between(batches, falling, flops, 12).has_value());
+  CHECK(dbench::validation::fit_compute_between(batches, falling, flops, 24).has_value());
+}
