@@ -20,8 +20,8 @@ namespace dbench::validation {
 /// subtracted (interleaved_rounds with `repeats`, record_batch). Between two steps a worker's caches fill
 /// with the messages it received and mixed, and on shared cores with the other workers' data, so a step timed
 /// back to back with itself runs faster than in training (for the MLP on 8 workers sharing 2 cores, 225
-/// against 267 µs). Seconds per step, with the fit of seconds = overhead_s + batch * flops_per_sample /
-/// flops_per_s (ModelProfile's FLOPs).
+/// against 267 µs). Seconds per step (`seconds`, `kernel_seconds`), unfitted: on the CPU workers they size
+/// dbench train's loops, to whose compute calibrate fits the step.
 ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Dataset& train,
                               std::span<const int> batches, int repeats, runtime::Communicator& comm);
 
