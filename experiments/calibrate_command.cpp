@@ -108,7 +108,7 @@ void print_summary(const validation::Calibration& c, const std::filesystem::path
                100.0 * m.fit.line.max_relative_residual);
     if (m.step_between) {
       const auto at = [&](const validation::ComputeFit& f) {
-        return f.overhead_s + m.step_batch * m.flops_per_sample / f.flops_per_s;
+        return f.seconds_at(m.step_batch, m.flops_per_sample);
       };
       fmt::print(
           "    step at the config's batch {:g}: {:.3e} s, between the timed batches around it (the line "
@@ -373,9 +373,7 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   const std::string name = fmt::format("{}.toml", m.model);
   m.seconds = m.ring_loop_compute_s;
   m.fit = validation::fit_compute(m.batches, m.seconds, m.flops_per_sample);
-  const auto step = [&](std::size_t i) {
-    return m.fit.overhead_s + m.batches[i] * m.flops_per_sample / m.fit.flops_per_s;
-  };
+  const auto step = [&](std::size_t i) { return m.fit.seconds_at(m.batches[i], m.flops_per_sample); };
   // The turns: how the ring's communication grows with the step, at most one step per other worker.
   double turns = 0.0;
   if (c.workers_per_core > 1) {

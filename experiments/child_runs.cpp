@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "results/results_tree.hpp"
 #include "runtime/errors.hpp"
@@ -34,11 +35,11 @@ double fresh_speed_reading(const std::vector<std::string>& command, const std::f
   run_child(command, caller, "calibrate --speed-check");
   const auto json = nlohmann::json::parse(read_run_file(speed_file), nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("reference_kernel_s") ||
-      !json["reference_kernel_s"].is_number()) {
+      !json.at("reference_kernel_s").is_number()) {
     throw std::runtime_error(fmt::format(
         "{}: calibrate --speed-check wrote no reference_kernel_s number to {}", caller, speed_file.string()));
   }
-  return json["reference_kernel_s"].get<double>();
+  return json.at("reference_kernel_s").get<double>();
 }
 
 validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup) {

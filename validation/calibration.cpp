@@ -137,9 +137,8 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
         "# The step at batch {:g} per worker (the config's) lies between two timed batches: the line "
         "through\n"
         "# their steps, {:.4e} s there, where the line through all of them (below) gives {:.4e} s.\n",
-        m.step_batch,
-        m.step_between->overhead_s + m.step_batch * m.flops_per_sample / m.step_between->flops_per_s,
-        m.fit.overhead_s + m.step_batch * m.flops_per_sample / m.fit.flops_per_s);
+        m.step_batch, m.step_between->seconds_at(m.step_batch, m.flops_per_sample),
+        m.fit.seconds_at(m.step_batch, m.flops_per_sample));
   }
   out += fmt::format("gpu_flops_per_s = {:.6e}\n", m.platform_step().flops_per_s);
   out +=

@@ -48,6 +48,11 @@ struct ComputeFit {
   double overhead_s = 0.0;   ///< fixed seconds per iteration besides the FLOPs
   double flops_per_s = 0.0;  ///< effective training rate, in the FLOP convention of ModelProfile
   LineFit line;              ///< the fit behind it (x: batch, y: seconds)
+
+  /// The step's seconds at `batch` samples of `flops_per_sample` FLOPs each.
+  [[nodiscard]] double seconds_at(double batch, double flops_per_sample) const {
+    return overhead_s + batch * flops_per_sample / flops_per_s;
+  }
 };
 
 /// Fits the compute model to step times measured at several batch sizes; `flops_per_sample` is forward +

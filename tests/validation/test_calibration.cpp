@@ -124,7 +124,7 @@ TEST_CASE("validation::platform_toml: the config's batch between two timed ones 
   // Halfway between the steps at 16 and 32, not the line through all three.
   const double between = 0.5 * (m.seconds[1] + m.seconds[2]);
   CHECK(sim::compute_seconds(profile, 24, p) == doctest::Approx(between).epsilon(1e-5));
-  CHECK(m.fit.overhead_s + 24 * m.flops_per_sample / m.fit.flops_per_s < 0.99 * between);
+  CHECK(m.fit.seconds_at(24, m.flops_per_sample) < 0.99 * between);
   const validation::Calibration back = validation::calibration_from_json(validation::to_json(c));
   REQUIRE(back.models.front().step_between.has_value());
   CHECK(back.models.front().step_batch == 24);

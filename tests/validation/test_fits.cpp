@@ -107,9 +107,7 @@ TEST_CASE("validation::fit_compute_between: the line through the timed batches o
   const auto all = fit_compute(batches, seconds, flops);
   const auto near = dbench::validation::fit_compute_between(batches, seconds, flops, 24);
   REQUIRE(near.has_value());
-  const auto at = [&](const dbench::validation::ComputeFit& f, double b) {
-    return f.overhead_s + b * flops / f.flops_per_s;
-  };
+  const auto at = [&](const dbench::validation::ComputeFit& f, double b) { return f.seconds_at(b, flops); };
   CHECK(at(*near, 16) == doctest::Approx(2.16e-3));
   CHECK(at(*near, 32) == doctest::Approx(3.46e-3));
   CHECK(at(*near, 24) == doctest::Approx(2.81e-3));
