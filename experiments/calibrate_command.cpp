@@ -156,14 +156,11 @@ validation::PartTimes training_loop_parts(const ExperimentConfig& config, const 
   return {.total_s = parts[0], .compute_s = parts[1], .comm_s = parts[2]};
 }
 
-/// The run of median seconds per iteration among `runs` (an odd count's middle one).
-validation::PartTimes median_run(std::vector<validation::PartTimes> runs) {
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.total_s < b.total_s; });
-  return runs[runs.size() / 2];
-}
-
-/// Runs of each loop at each batch, of which the median counts.
-constexpr int kLoopRuns = 3;
+/// Runs of each loop at each batch, of which each part's median counts (as validate takes its runs'). Five,
+/// not three: a loop's mean communication is carried by the few iterations a worker waits out its
+/// neighbour's 2-4 ms descheduling, and with three runs LeNet's ring on 2 workers at the same batch came out
+/// 10 % apart between calibrations.
+constexpr int kLoopRuns = 5;
 /// Iterations of a loop's run at least (and about 0.5 s as the kernels timed them, 2000 at most).
 constexpr std::int64_t kLoopIterations = 300;
 
@@ -172,8 +169,8 @@ using LoopRun = std::function<validation::PartTimes(const std::vector<std::strin
 
 /// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
 /// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
-/// workers, each run by `run`, the median of a few runs each (a shared machine has slow spells), with the
-/// parts of each. Replaces what an earlier attempt measured.
+/// workers, each run by `run`, each part the median over a few runs (a shared machine has slow spells).
+/// Replaces what an earlier attempt measured.
 void time_training_loops(const std::string& model, int workers, bool exponential, const LoopRun& run,
                          validation::ModelCalibration& m) {
   for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
@@ -212,11 +209,11 @@ void time_training_loops(const std::string& model, int workers, bool exponential
         exponential_runs.push_back(run(directed));
       }
     }
-    const validation::PartTimes ring_run = median_run(ring_runs);
-    const validation::PartTimes centralized_run = median_run(centralized_runs);
-    m.one_peer_loop_comm_s.push_back(median_run(one_peer_runs).comm_s);
+    const validation::PartTimes ring_run = validation::median_parts(ring_runs);
+    const validation::PartTimes centralized_run = validation::median_parts(centralized_runs);
+    m.one_peer_loop_comm_s.push_back(validation::median_parts(one_peer_runs).comm_s);
     if (exponential) {
-      m.exponential_loop_comm_s.push_back(median_run(exponential_runs).comm_s);
+      m.exponential_loop_comm_s.push_back(validation::median_parts(exponential_runs).comm_s);
     }
     m.ring_loop_seconds.push_back(ring_run.total_s);
     m.ring_loop_compute_s.push_back(ring_run.compute_s);

@@ -334,23 +334,11 @@ void run_validate(const ValidateOptions& o) {
     std::sort(runs.begin(), runs.end(),
               [](const auto& a, const auto& b) { return a.first.total_s < b.first.total_s; });
     const auto& median_run = runs[runs.size() / 2].second;
-    // Each part its own median over the runs: a run's communication varies more than its total (one run of
-    // LeNet on 2 workers communicated 541 us against 365-446 us in the four others of the same total).
-    std::vector<double> totals;
-    std::vector<double> computes;
-    std::vector<double> comms;
+    std::vector<validation::PartTimes> run_times;
     for (const auto& run : runs) {
-      totals.push_back(run.first.total_s);
-      computes.push_back(run.first.compute_s);
-      comms.push_back(run.first.comm_s);
+      run_times.push_back(run.first);
     }
-    // The middle value (the upper one of an even count), as the median run is picked.
-    const auto middle = [](std::vector<double> values) {
-      std::sort(values.begin(), values.end());
-      return values[values.size() / 2];
-    };
-    const validation::PartTimes median_parts{
-        .total_s = middle(totals), .compute_s = middle(computes), .comm_s = middle(comms)};
+    const validation::PartTimes median_parts = validation::median_parts(run_times);
     std::vector<std::string> sim_sets = sets;
     for (const auto& s : {fmt::format("train.workers={}", o.local), "platform.preset=" + platform.string(),
                           "platform.timing_model=" + model,

@@ -74,6 +74,23 @@ PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<
   return parts;
 }
 
+PartTimes median_parts(std::span<const PartTimes> runs) {
+  if (runs.empty()) {
+    throw std::invalid_argument("median_parts: no runs");
+  }
+  const auto middle = [&](double PartTimes::*part) {
+    std::vector<double> values;
+    for (const PartTimes& run : runs) {
+      values.push_back(run.*part);
+    }
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+  };
+  return {.total_s = middle(&PartTimes::total_s),
+          .compute_s = middle(&PartTimes::compute_s),
+          .comm_s = middle(&PartTimes::comm_s)};
+}
+
 std::vector<double> evaluation_iterations(std::string_view metrics_csv) {
   std::vector<double> measured;
   for (const double k : read_evaluations(metrics_csv).iterations) {

@@ -27,6 +27,12 @@ struct PartTimes {
 /// without iterations left.
 PartTimes mean_parts(std::string_view trace_csv, std::int64_t warmup, std::span<const double> skip = {});
 
+/// Several runs' parts, each part its own median over the runs (the upper middle of an even count): a run's
+/// communication varies more than its total (one run of LeNet on 2 workers communicated 541 us against
+/// 365-446 us in the four others of the same total), so the median run's parts would carry its spell.
+/// Throws std::invalid_argument on no runs.
+PartTimes median_parts(std::span<const PartTimes> runs);
+
 /// The iterations of a run that measured its replicas: metrics.csv's `iteration` k > 0 is written after
 /// iteration k - 1, which measured them.
 std::vector<double> evaluation_iterations(std::string_view metrics_csv);

@@ -56,6 +56,23 @@ TEST_CASE("validation::mean_parts: per iteration the mean over workers, then ove
   CHECK_THROWS_AS(read_evaluations("iteration,test_accuracy\n0,0.1\n"), std::invalid_argument);
 }
 
+TEST_CASE("validation::median_parts: each part its own median over the runs, not the median run's parts") {
+  // The median run by total (2.0) communicated 1.5; the other runs' communication puts its median at 0.5.
+  const std::vector<PartTimes> runs{{.total_s = 2.0, .compute_s = 0.5, .comm_s = 1.5},
+                                    {.total_s = 1.0, .compute_s = 0.6, .comm_s = 0.4},
+                                    {.total_s = 3.0, .compute_s = 2.5, .comm_s = 0.5}};
+  const PartTimes m = median_parts(runs);
+  CHECK(m.total_s == 2.0);
+  CHECK(m.compute_s == 0.6);
+  CHECK(m.comm_s == 0.5);
+  // An even count: the upper middle, as validate picks its median run.
+  const std::vector<PartTimes> two{{.total_s = 1.0, .compute_s = 1.0, .comm_s = 2.0},
+                                   {.total_s = 3.0, .compute_s = 3.0, .comm_s = 1.0}};
+  CHECK(median_parts(two).total_s == 3.0);
+  CHECK(median_parts(two).comm_s == 2.0);
+  CHECK_THROWS_AS(median_parts({}), std::invalid_argument);
+}
+
 TEST_CASE("tests::csv_column: read with the results' CSV reader: quoted fields, empty and short rows") {
   CHECK(csv_column("case,total_s\n\"dpsgd,ring\",2.5\n", "total_s") == std::vector<double>{2.5});
   const auto short_row = csv_column("iteration,total_s\r\n0,1\r\n1\r\n", "total_s");
