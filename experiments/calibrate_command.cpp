@@ -826,7 +826,13 @@ void run_calibrate(const CalibrateOptions& o) {
   if (o.speed_check.empty()) {
     load_with(o, {});
   }
-  for (const auto& model : o.speed_check.empty() ? o.models : std::vector<std::string>{}) {
+  const std::vector<std::string> models = o.speed_check.empty() ? o.models : std::vector<std::string>{};
+  for (auto it = models.begin(); it != models.end(); ++it) {
+    const std::string& model = *it;
+    if (std::find(models.begin(), it, model) != it) {
+      throw std::invalid_argument(
+          fmt::format("--models: '{}' is given twice; each model is calibrated once, into one file", model));
+    }
     try {
       load_with(o, {"train.model=" + model});
     } catch (const ConfigError& e) {

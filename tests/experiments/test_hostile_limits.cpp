@@ -212,8 +212,12 @@ TEST_CASE("experiments::hostile limits: --models and --algorithms are checked be
   const std::vector<Refused> cases = {
       {"calibrate --models mlp,nope --local 2", temp.path() / "calibration",
        "--models: 'nope' cannot be calibrated: ", "train.model: must be one of"},
+      {"calibrate --models mlp,lenet,mlp --local 2", temp.path() / "calibration",
+       "--models: 'mlp' is given twice", "into one file"},
       {fmt::format("validate {} --algorithms ring,nope --local 2", config), temp.path() / "validation",
        "--algorithms: 'nope' cannot be validated: ", "algorithm.graph: unknown kind 'nope'"},
+      {fmt::format("validate {} --algorithms ring,centralized,ring --local 2", config),
+       temp.path() / "validation", "--algorithms: 'ring' is given twice", "its runs in one folder"},
   };
   for (const auto& refused : cases) {
     const auto result = run_limited(fmt::format("{} --out \"{}\"", refused.arguments, refused.out.string()));

@@ -204,7 +204,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(json.at("max_relative_error").get<double>() >= 0.0);
   CHECK(json.at("max_relative_error_compute").get<double>() >= 0.0);
   CHECK(json.at("max_relative_error_comm").get<double>() >= 0.0);
-  // Read before the first case and after each, against the calibration's first reading.
+  // Read before the first round of runs and after each, against the calibration's first reading.
   CHECK(json.at("reference_kernel_s").get<double>() == fits.at("reference_kernel_s").get<double>());
   CHECK(json.at("speed_readings").size() >= 3);
   CHECK(json.at("largest_drift").get<double>() >= 0.0);
@@ -226,6 +226,14 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
     CHECK(c.at("accuracy_difference").get<double>() <= 1e-6);
   }
   CHECK(json.at("max_relative_error").get<double>() == doctest::Approx(worst));
+  // The runs went in rounds, one of every case each, the second starting with the second case: a slow
+  // spell moves both cases, not one case's runs.
+  const auto finished = [&](const std::string& algorithm, const std::string& run) {
+    return fs::last_write_time(out / "runs" / algorithm / run / "trace_worker.csv");
+  };
+  CHECK(finished("centralized", "runtime") < finished("one-peer-exponential", "runtime"));
+  CHECK(finished("one-peer-exponential", "runtime") < finished("one-peer-exponential", "runtime-2"));
+  CHECK(finished("one-peer-exponential", "runtime-2") < finished("centralized", "runtime-2"));
   const std::string csv = read(out / "validation.csv");
   CHECK(dbench::testing::csv_column(csv, "simulated_s").size() == 2);
   CHECK(read(out / "validation.md").find("| dpsgd/one-peer-exponential | mlp | 4 |") != std::string::npos);
