@@ -66,6 +66,11 @@ struct CalibrateOptions {
   std::vector<int> batches{8, 16, 32, 64};
   std::vector<double> sizes{256, 4096, 16384, 65536, 131072, 262144, 524288, 1048576};
   int repeats = 20;
+  /// Runs of each dbench train loop at each batch, of which each part's median counts (as validate takes its
+  /// runs'). Five, not three: a loop's mean communication is carried by the few iterations a worker waits out
+  /// its neighbour's 2-4 ms descheduling, and with three runs LeNet's ring on 2 workers at the same batch
+  /// came out 10 % apart between calibrations.
+  int loop_runs = 5;
   /// Largest change of the reference kernel's time from the first reading that counts as the same machine.
   double drift_tolerance = 0.15;
   /// Re-measurements of a measurement the machine's speed drifted during, before refusing.
@@ -156,11 +161,6 @@ validation::PartTimes training_loop_parts(const ExperimentConfig& config, const 
   return {.total_s = parts[0], .compute_s = parts[1], .comm_s = parts[2]};
 }
 
-/// Runs of each loop at each batch, of which each part's median counts (as validate takes its runs'). Five,
-/// not three: a loop's mean communication is carried by the few iterations a worker waits out its
-/// neighbour's 2-4 ms descheduling, and with three runs LeNet's ring on 2 workers at the same batch came out
-/// 10 % apart between calibrations.
-constexpr int kLoopRuns = 5;
 /// Iterations of a loop's run at least (and about 0.5 s as the kernels timed them, 2000 at most).
 constexpr std::int64_t kLoopIterations = 300;
 
@@ -169,10 +169,11 @@ using LoopRun = std::function<validation::PartTimes(const std::vector<std::strin
 
 /// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
 /// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
-/// workers, each run by `run`, each part the median over a few runs (a shared machine has slow spells).
+/// workers, each run `runs` times by `run`, each part the median over them (a shared machine has slow
+/// spells).
 /// Replaces what an earlier attempt measured.
-void time_training_loops(const std::string& model, int workers, bool exponential, const LoopRun& run,
-                         validation::ModelCalibration& m) {
+void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
+                         const LoopRun& run, validation::ModelCalibration& m) {
   for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
                      &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
                      &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
@@ -201,7 +202,7 @@ void time_training_loops(const std::string& model, int workers, bool exponential
     std::vector<validation::PartTimes> centralized_runs;
     std::vector<validation::PartTimes> one_peer_runs;
     std::vector<validation::PartTimes> exponential_runs;
-    for (int r = 0; r < kLoopRuns; ++r) {
+    for (int r = 0; r < runs; ++r) {
       ring_runs.push_back(run(ring));
       centralized_runs.push_back(run(centralized));
       one_peer_runs.push_back(run(one_peer));
@@ -631,7 +632,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
         time_training_loops(
-            m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1,
+            m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1, o.loop_runs,
             [&](const std::vector<std::string>& overrides) {
               return training_loop_parts(load_with(o, overrides), train, test, comm);
             },
@@ -691,8 +692,9 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
     return s;
   };
   args.insert(args.end(), {"--models", join(o.models), "--batches", join(o.batches), "--sizes", join(o.sizes),
-                           "--repeats", std::to_string(o.repeats), "--drift-tolerance",
-                           fmt::format("{}", o.drift_tolerance), "--retries", std::to_string(o.retries)});
+                           "--repeats", std::to_string(o.repeats), "--loop-runs", std::to_string(o.loop_runs),
+                           "--drift-tolerance", fmt::format("{}", o.drift_tolerance), "--retries",
+                           std::to_string(o.retries)});
   if (!o.out.empty()) {
     args.insert(args.end(), {"--out", o.out});
   }
@@ -781,12 +783,12 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
         fmt::print(stderr,
                    "calibrate: {} in dbench train's loop, {} fresh runs of {} iterations or more: on a ring, "
                    "{}the one-peer exponential graph and with the all-reduce\n",
-                   m.model, kLoopRuns * (exponential ? 4 : 3) * m.batches.size(), kLoopIterations,
+                   m.model, o.loop_runs * (exponential ? 4 : 3) * m.batches.size(), kLoopIterations,
                    exponential ? "the directed exponential graph, " : "");
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
         time_training_loops(
-            m.model, o.local, exponential,
+            m.model, o.local, exponential, o.loop_runs,
             [&](const std::vector<std::string>& overrides) {
               return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
             },
@@ -931,6 +933,11 @@ void add_calibrate_command(CLI::App& app) {
          "--repeats", options->repeats,
          "Calls per timing at least (more until a timing lasts 20 ms; the median of 7 rounds is kept)")
       ->check(number_in(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--loop-runs", options->loop_runs,
+                  "Runs of each dbench train loop at each batch on CPU workers; each part's median over them "
+                  "is fitted")
+      ->check(number_in(1, 99))
       ->capture_default_str();
   cmd->add_option("--drift-tolerance", options->drift_tolerance,
                   "Largest change of the reference kernel's time, as a fraction, that counts as the same "

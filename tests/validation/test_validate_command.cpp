@@ -75,7 +75,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   const auto calibrate =
       dbench::testing::run_dbench("calibrate \"" + config.string() + "\" " + kSteady +
                                   " --local 4 --models mlp --batches 8,4096 --sizes 1024,65536,1048576 " +
-                                  "--repeats 3 --quiet --out \"" + calibration.string() + "\"");
+                                  "--repeats 3 --loop-runs 3 --quiet --out \"" + calibration.string() + "\"");
   INFO(calibrate.output);
   REQUIRE(calibrate.status == 0);
   // The platform carries the measured all-reduce that centralized steps pay.
