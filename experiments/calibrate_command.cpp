@@ -829,12 +829,8 @@ void run_calibrate(const CalibrateOptions& o) {
     load_with(o, {});
   }
   const std::vector<std::string> models = o.speed_check.empty() ? o.models : std::vector<std::string>{};
-  for (auto it = models.begin(); it != models.end(); ++it) {
-    const std::string& model = *it;
-    if (std::find(models.begin(), it, model) != it) {
-      throw std::invalid_argument(
-          fmt::format("--models: '{}' is given twice; each model is calibrated once, into one file", model));
-    }
+  refuse_repeated(models, "--models", "each model is calibrated once, into one file");
+  for (const std::string& model : models) {
     try {
       load_with(o, {"train.model=" + model});
     } catch (const ConfigError& e) {

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -45,6 +46,14 @@ double fresh_speed_reading(const std::vector<std::string>& command, const std::f
 validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup) {
   return validation::mean_parts(read_run_file(run / "trace_worker.csv"), warmup,
                                 validation::evaluation_iterations(read_run_file(run / "metrics.csv")));
+}
+
+void refuse_repeated(std::span<const std::string> names, std::string_view option, std::string_view why) {
+  for (auto it = names.begin(); it != names.end(); ++it) {
+    if (std::find(names.begin(), it, *it) != it) {
+      throw std::invalid_argument(fmt::format("{}: '{}' is given twice; {}", option, *it, why));
+    }
+  }
 }
 
 }  // namespace dbench::experiments

@@ -1,10 +1,11 @@
 // What calibrate and validate do alike with the dbench processes they start: run one and tell a refusal
 // from a failure, read the machine's speed on fresh workers, and read a training run's time per iteration
-// and its parts from the files it wrote.
+// and its parts from the files it wrote; and the check of the lists of what they start runs for.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,5 +31,9 @@ double fresh_speed_reading(const std::vector<std::string>& command, const std::f
 /// its trace_worker.csv): the first `warmup` iterations and those that evaluated (from its metrics.csv) are
 /// left out.
 validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup);
+
+/// Throws std::invalid_argument "OPTION: 'NAME' is given twice; WHY" for the first name of `names` that an
+/// earlier one repeats: each entry's runs write under its name, so a second would run again over the first's.
+void refuse_repeated(std::span<const std::string> names, std::string_view option, std::string_view why);
 
 }  // namespace dbench::experiments

@@ -222,25 +222,26 @@ void run_validate(const ValidateOptions& o) {
   }
   check_device(o.device);
   const ExperimentConfig config = load_config_file(o.config, o.overrides);
-  // Every case's config is loaded as its runs will load it before the first worker starts: a misspelt
-  // --algorithms entry would otherwise fail only after the calibration and the cases before it.
-  for (auto it = o.algorithms.begin(); it != o.algorithms.end(); ++it) {
-    const std::string& algorithm = *it;
-    if (std::find(o.algorithms.begin(), it, algorithm) != it) {
-      throw std::invalid_argument(fmt::format(
-          "--algorithms: '{}' is given twice; each case is validated once, its runs in one folder",
-          algorithm));
-    }
+  // The sets of each case's runs, in the order of --algorithms.
+  refuse_repeated(o.algorithms, "--algorithms", "each case is validated once, its runs in one folder");
+  std::vector<std::vector<std::string>> case_sets;
+  for (const auto& algorithm : o.algorithms) {
     std::vector<std::string> sets = o.overrides;
     for (const auto& s : case_overrides(algorithm)) {
       sets.push_back(s);
     }
+    case_sets.push_back(std::move(sets));
+  }
+  // Every case's config is loaded as its runs will load it before the first worker starts: a misspelt
+  // --algorithms entry would otherwise fail only after the calibration and the cases before it.
+  for (std::size_t i = 0; i < case_sets.size(); ++i) {
+    std::vector<std::string> sets = case_sets[i];
     sets.push_back(fmt::format("train.workers={}", o.local));
     try {
       load_config_file(o.config, sets);
     } catch (const ConfigError& e) {
       throw std::invalid_argument(
-          fmt::format("--algorithms: '{}' cannot be validated: {}", algorithm, e.what()));
+          fmt::format("--algorithms: '{}' cannot be validated: {}", o.algorithms[i], e.what()));
     }
   }
   const fs::path out = o.out.empty() ? fs::path(fmt::format("results/validation-{}-{}", config.name, o.local))
@@ -307,15 +308,6 @@ void run_validate(const ValidateOptions& o) {
     watch.start(baseline);
   } catch (const validation::DriftError& e) {
     throw runtime::Refused(e.what());
-  }
-  // The sets of each case's runs, in the order of --algorithms.
-  std::vector<std::vector<std::string>> case_sets;
-  for (const auto& algorithm : o.algorithms) {
-    std::vector<std::string> sets = o.overrides;
-    for (const auto& s : case_overrides(algorithm)) {
-      sets.push_back(s);
-    }
-    case_sets.push_back(std::move(sets));
   }
   // The runtime runs several times: a machine shared with other work has slow spells that last longer than
   // one short run, and the median stands for the machine rather than for one such spell. The runs go in
