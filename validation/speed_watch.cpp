@@ -23,7 +23,7 @@ std::string drift_words(double drift) {
 }  // namespace
 
 double reference_kernel_seconds(runtime::Communicator& comm) {
-  // 16 Ki floats (64 KiB): a core's L2; 8 passes of a multiply-add per call, about 0.1 ms.
+  // 16 Ki floats (64 KiB): a core's L2; 8 passes of a multiply-add per call, about 10 us.
   std::vector<float> buffer(16384, 1.0f);
   float scale = 0.999f;
   const auto body = [&] {
@@ -37,10 +37,11 @@ double reference_kernel_seconds(runtime::Communicator& comm) {
   };
   // Each round is timed from one barrier to the next on every worker, so that it spans the turns of workers
   // sharing a core whichever of them starts first (a worker timing only its own calls would miss the turn of
-  // one that had not started yet), and lasts about 20 ms; the median of 7 rounds after an untimed one that
-  // sets the calls per round.
-  constexpr int kRounds = 7;
-  constexpr double kRoundSeconds = 0.02;
+  // one that had not started yet), and lasts about 100 ms; the median of 9 rounds after an untimed one that
+  // sets the calls per round. Rounds of 20 ms (7 of them) read a core kept busy by another process anywhere
+  // from 0.6 to 1.6 times one reading, as the scheduler moved that process between the workers' cores.
+  constexpr int kRounds = 9;
+  constexpr double kRoundSeconds = 0.1;
   std::array<double, 1> token{0.0};
   int calls = 20;
   std::vector<double> per_call;

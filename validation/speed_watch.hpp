@@ -13,9 +13,9 @@
 namespace dbench::validation {
 
 /// Seconds per call of a fixed piece of arithmetic (passes over a buffer that fits a core's caches) that
-/// every worker of `comm` runs at once, each round timed from a barrier to the next (the median of 7 rounds
-/// of about 20 ms). Workers sharing a core, or a core taken by another process, make it slower. Every worker
-/// must call it; all get the same value.
+/// every worker of `comm` runs at once, each round timed from a barrier to the next (the median of 9 rounds
+/// of about 100 ms). Workers sharing a core, or a core taken by another process, make it slower. Every
+/// worker must call it; all get the same value.
 double reference_kernel_seconds(runtime::Communicator& comm);
 
 /// The machine's speed changed beyond the tolerance during a measurement and did not settle: what() is the
