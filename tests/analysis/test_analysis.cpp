@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/analysis.hpp"
+#include "support/approx.hpp"
 
 namespace {
 
@@ -115,18 +116,20 @@ TEST_CASE("analysis::statistics: Student's t p-values match closed forms and a t
   for (const double t : {0.1, 1.0, 3.0, 12.7}) {
     CAPTURE(t);
     CHECK(student_t_two_sided_p(t, 1.0) ==
-          doctest::Approx(1.0 - 2.0 * std::atan(t) / std::numbers::pi).epsilon(1e-10));
-    CHECK(student_t_two_sided_p(-t, 1.0) == doctest::Approx(student_t_two_sided_p(t, 1.0)).epsilon(1e-12));
+          dbench::testing::approx(1.0 - 2.0 * std::atan(t) / std::numbers::pi).epsilon(1e-10));
+    CHECK(student_t_two_sided_p(-t, 1.0) ==
+          dbench::testing::approx(student_t_two_sided_p(t, 1.0)).epsilon(1e-12));
   }
   // df = 2: P(|T| >= t) = 1 - t / sqrt(2 + t^2).
   for (const double t : {0.5, 2.0, 4.303, 40.0}) {
     CAPTURE(t);
-    CHECK(student_t_two_sided_p(t, 2.0) == doctest::Approx(1.0 - t / std::sqrt(2.0 + t * t)).epsilon(1e-10));
+    CHECK(student_t_two_sided_p(t, 2.0) ==
+          dbench::testing::approx(1.0 - t / std::sqrt(2.0 + t * t)).epsilon(1e-10));
   }
   // Tables: t_{0.975, 10} = 2.228 and t_{0.995, 30} = 2.750.
-  CHECK(student_t_two_sided_p(2.228, 10.0) == doctest::Approx(0.05).epsilon(0.002));
-  CHECK(student_t_two_sided_p(2.750, 30.0) == doctest::Approx(0.01).epsilon(0.003));
-  CHECK(student_t_two_sided_p(0.0, 7.0) == doctest::Approx(1.0));
+  CHECK(student_t_two_sided_p(2.228, 10.0) == dbench::testing::approx(0.05).epsilon(0.002));
+  CHECK(student_t_two_sided_p(2.750, 30.0) == dbench::testing::approx(0.01).epsilon(0.003));
+  CHECK(student_t_two_sided_p(0.0, 7.0) == dbench::testing::approx(1.0));
   CHECK(student_t_two_sided_p(INFINITY, 7.0) == 0.0);
   CHECK(std::isnan(student_t_two_sided_p(1.0, 0.0)));
 }
@@ -134,12 +137,12 @@ TEST_CASE("analysis::statistics: Student's t p-values match closed forms and a t
 TEST_CASE("analysis::statistics: the regularized incomplete beta matches its closed forms") {
   for (const double x : {0.0, 0.05, 0.3, 0.5, 0.77, 0.999, 1.0}) {
     CAPTURE(x);
-    CHECK(regularized_incomplete_beta(1.0, 1.0, x) == doctest::Approx(x));
-    CHECK(regularized_incomplete_beta(3.0, 1.0, x) == doctest::Approx(std::pow(x, 3.0)));
-    CHECK(regularized_incomplete_beta(1.0, 2.5, x) == doctest::Approx(1.0 - std::pow(1.0 - x, 2.5)));
+    CHECK(regularized_incomplete_beta(1.0, 1.0, x) == dbench::testing::approx(x));
+    CHECK(regularized_incomplete_beta(3.0, 1.0, x) == dbench::testing::approx(std::pow(x, 3.0)));
+    CHECK(regularized_incomplete_beta(1.0, 2.5, x) == dbench::testing::approx(1.0 - std::pow(1.0 - x, 2.5)));
     // I_x(a, b) = 1 - I_{1-x}(b, a).
     CHECK(regularized_incomplete_beta(2.5, 7.0, x) ==
-          doctest::Approx(1.0 - regularized_incomplete_beta(7.0, 2.5, 1.0 - x)).epsilon(1e-12));
+          dbench::testing::approx(1.0 - regularized_incomplete_beta(7.0, 2.5, 1.0 - x)).epsilon(1e-12));
   }
   CHECK(std::isnan(regularized_incomplete_beta(0.0, 1.0, 0.5)));
   CHECK(std::isnan(regularized_incomplete_beta(1.0, 1.0, 1.5)));
@@ -150,22 +153,22 @@ TEST_CASE("analysis::statistics: Pearson, Spearman and the line fit on hand-comp
   const std::vector<double> y = {2, 4, 5, 4, 5};
   // sxy = 6, sxx = 10, syy = 6: r = 6 / sqrt(60), slope 0.6, intercept 4 - 0.6 * 3.
   const Correlation r = pearson(x, y);
-  CHECK(r.coefficient == doctest::Approx(std::sqrt(0.6)));
+  CHECK(r.coefficient == dbench::testing::approx(std::sqrt(0.6)));
   CHECK(r.n == 5);
   const double t = std::sqrt(0.6) * std::sqrt(3.0 / 0.4);
-  CHECK(r.p_value == doctest::Approx(student_t_two_sided_p(t, 3.0)));
+  CHECK(r.p_value == dbench::testing::approx(student_t_two_sided_p(t, 3.0)));
   const LineFit fit = fit_line(x, y);
-  CHECK(fit.slope == doctest::Approx(0.6));
-  CHECK(fit.intercept == doctest::Approx(2.2));
-  CHECK(fit.r_squared == doctest::Approx(0.6));
+  CHECK(fit.slope == dbench::testing::approx(0.6));
+  CHECK(fit.intercept == dbench::testing::approx(2.2));
+  CHECK(fit.r_squared == dbench::testing::approx(0.6));
 
   // Perfectly monotone but not linear: rho = 1 and p = 0, r below 1.
   const std::vector<double> cubes = {1, 8, 27, 64, 125};
-  CHECK(spearman(x, cubes).coefficient == doctest::Approx(1.0));
+  CHECK(spearman(x, cubes).coefficient == dbench::testing::approx(1.0));
   CHECK(spearman(x, cubes).p_value == 0.0);
   CHECK(pearson(x, cubes).coefficient < 0.99);
   const std::vector<double> falling = {10, 9, 8, 7, 6};
-  CHECK(pearson(x, falling).coefficient == doctest::Approx(-1.0));
+  CHECK(pearson(x, falling).coefficient == dbench::testing::approx(-1.0));
   CHECK(pearson(x, falling).p_value == 0.0);
 
   // Ties: x ranks 1, 2.5, 2.5, 4 and y ranks 1, 3, 2, 4 give rho = 4.5 / sqrt(4.5 * 5) = 3 / sqrt(10);
@@ -174,8 +177,8 @@ TEST_CASE("analysis::statistics: Pearson, Spearman and the line fit on hand-comp
   const std::vector<double> tied_y = {10, 30, 20, 40};
   CHECK(average_ranks(tied_x) == std::vector<double>{1.0, 2.5, 2.5, 4.0});
   const Correlation rho = spearman(tied_x, tied_y);
-  CHECK(rho.coefficient == doctest::Approx(3.0 / std::sqrt(10.0)));
-  CHECK(rho.p_value == doctest::Approx(1.0 - std::sqrt(18.0 / 20.0)));
+  CHECK(rho.coefficient == dbench::testing::approx(3.0 / std::sqrt(10.0)));
+  CHECK(rho.p_value == dbench::testing::approx(1.0 - std::sqrt(18.0 / 20.0)));
   CHECK(average_ranks(std::vector<double>{5, 5, 5}) == std::vector<double>{2.0, 2.0, 2.0});
 }
 
@@ -195,11 +198,11 @@ TEST_CASE("analysis::statistics: degenerate inputs give NaN and a reason, never 
   const std::vector<double> x = {1, NAN, 2, 3, INFINITY};
   const std::vector<double> y = {1, 5, 2, 3, 4};
   CHECK(pearson(x, y).n == 3);
-  CHECK(pearson(x, y).coefficient == doctest::Approx(1.0));
+  CHECK(pearson(x, y).coefficient == dbench::testing::approx(1.0));
   const Spread s = spread(std::vector<double>{1, 2, 3, NAN});
   CHECK(s.n == 3);
-  CHECK(s.mean == doctest::Approx(2.0));
-  CHECK(s.stddev == doctest::Approx(1.0));
+  CHECK(s.mean == dbench::testing::approx(2.0));
+  CHECK(s.stddev == dbench::testing::approx(1.0));
   CHECK(std::isnan(spread(std::vector<double>{4}).stddev));
 }
 
@@ -208,7 +211,7 @@ TEST_CASE("analysis::analysis: summary.csv rows, their grid axes and the errors 
   REQUIRE(runs.size() == 25);
   CHECK(runs.front().label == "centralized");
   CHECK(runs.front().workers == 16);
-  CHECK(runs.front().final_test_accuracy == doctest::Approx(0.899));
+  CHECK(runs.front().final_test_accuracy == dbench::testing::approx(0.899));
   REQUIRE(runs.front().axes.size() == 1);
   CHECK(runs.front().axes[0] == std::pair<std::string, std::string>{"lr", "0.1"});
   CHECK(!runs.back().done());
@@ -235,8 +238,8 @@ TEST_CASE("analysis::analysis: a sweep built to agree with the study gets three 
   const GroupStats& ring16 = a.groups[1];
   CHECK(ring16.label == "ring");
   CHECK(ring16.runs == 3);
-  CHECK(ring16.final_accuracy.mean == doctest::Approx(0.85));
-  CHECK(ring16.final_accuracy.stddev == doctest::Approx(0.001));
+  CHECK(ring16.final_accuracy.mean == dbench::testing::approx(0.85));
+  CHECK(ring16.final_accuracy.stddev == dbench::testing::approx(0.001));
   CHECK(ring16.reached_target == 3);
 
   REQUIRE(a.per_scale.size() == 2);
@@ -257,16 +260,16 @@ TEST_CASE("analysis::analysis: a sweep built to agree with the study gets three 
   REQUIRE(a.ada.size() == 2);
   const AdaComparison& ada = a.ada.back();
   CHECK(ada.workers == 64);
-  CHECK(ada.vs_centralized_pp == doctest::Approx(-0.5));
+  CHECK(ada.vs_centralized_pp == dbench::testing::approx(-0.5));
   CHECK_FALSE(ada.matches_centralized());  // more than 0.3 pp below
   // Ada and centralized training reach the target in the same time; the tie goes to the alternative.
   CHECK(ada.fastest_label == "centralized");
-  CHECK(ada.time_vs_fastest == doctest::Approx(1.0));
+  CHECK(ada.time_vs_fastest == dbench::testing::approx(1.0));
   CHECK(ada.best_static_label == "exponential");
-  CHECK(ada.vs_best_static_pp == doctest::Approx(3.5));
-  CHECK(ada.iterations_to_target == doctest::Approx(100.0));
-  CHECK(ada.best_static_iterations_to_target == doctest::Approx(120.0));
-  CHECK(ada.bytes_per_gpu_vs_centralized == doctest::Approx(2.5 / 4.0));
+  CHECK(ada.vs_best_static_pp == dbench::testing::approx(3.5));
+  CHECK(ada.iterations_to_target == dbench::testing::approx(100.0));
+  CHECK(ada.best_static_iterations_to_target == dbench::testing::approx(120.0));
+  CHECK(ada.bytes_per_gpu_vs_centralized == dbench::testing::approx(2.5 / 4.0));
 }
 
 TEST_CASE(
@@ -309,11 +312,11 @@ TEST_CASE(
   for (const AdaComparison& c : a.ada) {
     CAPTURE(c.label);
     const bool first = c.label == "ada preset=a";
-    CHECK(c.vs_centralized_pp == doctest::Approx(-0.2));
+    CHECK(c.vs_centralized_pp == dbench::testing::approx(-0.2));
     CHECK(c.matches_centralized());
-    CHECK(c.bytes_per_gpu_vs_centralized == doctest::Approx(0.5));
+    CHECK(c.bytes_per_gpu_vs_centralized == dbench::testing::approx(0.5));
     CHECK(c.fastest_label == (first ? "centralized preset=a" : "centralized preset=b"));
-    CHECK(c.time_vs_fastest == doctest::Approx(first ? 0.5 : 2.0));
+    CHECK(c.time_vs_fastest == dbench::testing::approx(first ? 0.5 : 2.0));
   }
 }
 
@@ -433,7 +436,7 @@ TEST_CASE("analysis::analysis: each training design gets its own verdicts and it
   // The design beside the verdict: global batch, iterations and lr at each scale.
   REQUIRE(epochs.scales.size() == 2);
   CHECK(epochs.scales[1].global_batch == 1024);
-  CHECK(epochs.scales[1].iterations == doctest::Approx(585.9375));
+  CHECK(epochs.scales[1].iterations == dbench::testing::approx(585.9375));
   CHECK(epochs.per_scale().find("64 workers: global batch 1024, 586 iterations") != std::string::npos);
   // ln(64) / 0.01 = 416 iterations to mix: the ring at 64 workers had 586 under 10 epochs... and at 16,
   // ln(16) / 0.01 = 277 against 2344: neither is starved; with 400 iterations and gap 0.5 neither either.
@@ -465,7 +468,7 @@ TEST_CASE("analysis::analysis: a graph with fewer iterations than it needs to mi
   CHECK(s.label == "ring");
   CHECK(s.workers == 1008);
   CHECK(s.iterations == 38);
-  CHECK(s.mixing_iterations == doctest::Approx(std::log(1008.0) / 1.9e-5));
+  CHECK(s.mixing_iterations == dbench::testing::approx(std::log(1008.0) / 1.9e-5));
 }
 
 namespace {
@@ -505,11 +508,11 @@ TEST_CASE("analysis::analysis: the regime check fires where centralized training
   REQUIRE(starved.designs.size() == 1);
   const Design& d = starved.designs[0];
   REQUIRE(d.scales.size() == 2);
-  CHECK(d.scales[0].samples_per_replica == doctest::Approx(60000.0 / 16));
-  CHECK(d.scales[1].samples_per_replica == doctest::Approx(60000.0 / 1008));
+  CHECK(d.scales[0].samples_per_replica == dbench::testing::approx(60000.0 / 16));
+  CHECK(d.scales[1].samples_per_replica == dbench::testing::approx(60000.0 / 1008));
   CHECK_FALSE(d.scales[0].collapsed());
   CHECK(d.scales[1].collapsed());
-  CHECK(d.scales[1].centralized_drop_pp == doctest::Approx(100.0 * (0.8585 - 0.2965)));
+  CHECK(d.scales[1].centralized_drop_pp == dbench::testing::approx(100.0 * (0.8585 - 0.2965)));
   CHECK(d.collapsed_scales() == std::vector<int>{1008});
   CHECK(d.regime_unsound());
   const std::string warning = d.regime_warning();
@@ -530,7 +533,7 @@ TEST_CASE("analysis::analysis: the regime check fires where centralized training
   const SweepAnalysis healthy = analyze_sweep(parse_summary_csv(regime_sweep(0.848), "summary.csv"));
   CHECK_FALSE(healthy.designs[0].regime_unsound());
   CHECK(healthy.designs[0].regime_warning().empty());
-  CHECK(healthy.designs[0].scales[1].centralized_drop_pp == doctest::Approx(1.0));
+  CHECK(healthy.designs[0].scales[1].centralized_drop_pp == dbench::testing::approx(1.0));
   for (const Observation& o : healthy.observations) {
     CHECK(o.regime.empty());
   }

@@ -13,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/replica_store.hpp"
 #include "core/sgd.hpp"
+#include "support/approx.hpp"
 #include "test_helpers.hpp"
 
 namespace core = dbench::core;
@@ -140,7 +141,7 @@ TEST_CASE("core::batched_mlp: losses, hits and gradients match a double-precisio
     const std::span<const float> p = pr.store.replica(i);
     const Reference ref = reference(pr.mlp, {p.begin(), p.end()}, pr.inputs.data() + i * pr.batch * 7,
                                     pr.labels.data() + i * pr.batch, pr.batch);
-    CHECK(stats[i].loss == doctest::Approx(ref.loss).epsilon(1e-5));
+    CHECK(stats[i].loss == dbench::testing::approx(ref.loss).epsilon(1e-5));
     CHECK(stats[i].correct == ref.correct);
     double scale = 0.0;
     for (double g : ref.grad) {
@@ -167,7 +168,7 @@ TEST_CASE("core::batched_mlp: the double reference agrees with central finite di
     const double fd = (reference(pr.mlp, plus, pr.inputs.data(), pr.labels.data(), pr.batch).loss -
                        reference(pr.mlp, minus, pr.inputs.data(), pr.labels.data(), pr.batch).loss) /
                       (2 * h);
-    CHECK(fd == doctest::Approx(ref.grad[k]).epsilon(1e-6).scale(1e-3));
+    CHECK(fd == dbench::testing::approx(ref.grad[k]).epsilon(1e-6).scale(1e-3));
   }
 }
 
@@ -192,7 +193,8 @@ TEST_CASE("core::batched_mlp: float gradients agree with finite differences of t
       const double down = pr.train()[i].loss;
       x = saved;
       const double fd = (up - down) / (2.0 * static_cast<double>(h));
-      CHECK(fd == doctest::Approx(grads_copy.data()[i * pr.store.stride() + k]).epsilon(2e-2).scale(0.1));
+      CHECK(fd ==
+            dbench::testing::approx(grads_copy.data()[i * pr.store.stride() + k]).epsilon(2e-2).scale(0.1));
     }
   }
 }
@@ -355,7 +357,7 @@ TEST_CASE("core::batched_mlp: the shared-parameter gradient is the replicas' mea
       REQUIRE(std::abs(grad[k] - mean[k]) < 1e-5 * scale);
     }
     for (std::size_t i = 0; i < 70; ++i) {
-      CHECK(stats[i].loss == doctest::Approx(expected[i].loss).epsilon(1e-5));
+      CHECK(stats[i].loss == dbench::testing::approx(expected[i].loss).epsilon(1e-5));
       CHECK(stats[i].correct == expected[i].correct);
     }
     results.push_back(std::move(grad));
@@ -401,7 +403,7 @@ TEST_CASE("core::batched_mlp: evaluation agrees with the training forward and do
     const std::span<const std::int32_t> y(pr.labels.data() + i * 300, 300);
     const core::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
     CHECK(e.samples == 300);
-    CHECK(e.loss == doctest::Approx(stats[i].loss).epsilon(1e-5));
+    CHECK(e.loss == dbench::testing::approx(stats[i].loss).epsilon(1e-5));
     CHECK(e.correct == static_cast<std::size_t>(stats[i].correct));
     const core::BatchedMlp one_thread(pr.mlp.widths(), 1);
     const core::EvalResult e1 = one_thread.evaluate(pr.store.replica(i), x, y);
@@ -417,7 +419,7 @@ TEST_CASE("core::batched_mlp: evaluation agrees with the training forward and do
     const core::EvalResult e = pr.mlp.evaluate(pr.store.replica(i), x, y);
     CHECK(all[i].loss == e.loss);
     CHECK(all[i].correct == e.correct);
-    CHECK(all[i].accuracy() == doctest::Approx(static_cast<double>(e.correct) / 300.0));
+    CHECK(all[i].accuracy() == dbench::testing::approx(static_cast<double>(e.correct) / 300.0));
   }
 }
 

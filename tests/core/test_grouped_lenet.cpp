@@ -7,6 +7,7 @@
 #include "core/replica_model.hpp"
 #include "core/replica_store.hpp"
 #include "models/torch_models.hpp"
+#include "support/approx.hpp"
 #include "support/torch_doctest.hpp"
 
 namespace {
@@ -65,7 +66,7 @@ TEST_CASE("core::grouped_lenet: each replica's gradient, loss and hits equal its
     const auto logits = module->forward(x);
     const auto loss = torch::nn::functional::cross_entropy(logits, y);
     loss.backward();
-    CHECK(stats[i].loss == doctest::Approx(loss.item<float>()).epsilon(1e-5));
+    CHECK(stats[i].loss == dbench::testing::approx(loss.item<float>()).epsilon(1e-5));
     CHECK(stats[i].correct == (logits.argmax(1) == y).sum().item<std::int64_t>());
     std::vector<float> expected;
     for (const auto& p : module->parameters()) {
@@ -84,7 +85,7 @@ TEST_CASE("core::grouped_lenet: each replica's gradient, loss and hits equal its
     const auto eval = model->evaluate(store.replica(i),
                                       std::span<const float>(inputs).subspan(i * batch * 784, batch * 784),
                                       std::span<const std::int32_t>(labels).subspan(i * batch, batch));
-    CHECK(eval.loss == doctest::Approx(loss.item<double>()).epsilon(1e-5));
+    CHECK(eval.loss == dbench::testing::approx(loss.item<double>()).epsilon(1e-5));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "core/mixing.hpp"
 #include "core/replica_metrics.hpp"
 #include "core/replica_store.hpp"
+#include "support/approx.hpp"
 #include "test_helpers.hpp"
 
 namespace core = dbench::core;
@@ -493,7 +494,7 @@ TEST_CASE("core::mixing: consensus distance decays at the rate the graph's spect
       ratio = d / previous;
       previous = d;
     }
-    CHECK(ratio == doctest::Approx(lambda2 * lambda2).epsilon(1e-3));
+    CHECK(ratio == dbench::testing::approx(lambda2 * lambda2).epsilon(1e-3));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "core/numerics.hpp"
 #include "models/dataset.hpp"
 #include "models/errors.hpp"
+#include "support/approx.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
@@ -80,7 +81,7 @@ TEST_CASE("core::numerics: centralized SGD, 16 replicas, MLP on Fashion-MNIST re
   const auto result =
       ds::run_numerics(spec, fashion(dm::Split::train), fashion(dm::Split::test), policy, rows);
   MESSAGE("test accuracy after 2 epochs: " << result.final_test_accuracy);
-  CHECK(rows.rows.back().epoch == doctest::Approx(2.0).epsilon(0.01));
+  CHECK(rows.rows.back().epoch == dbench::testing::approx(2.0).epsilon(0.01));
   CHECK(result.final_test_accuracy >= 0.85);
   // All-reduce keeps the replicas identical.
   CHECK(rows.rows.back().consensus_distance == doctest::Approx(0.0));
@@ -286,7 +287,7 @@ TEST_CASE("core::numerics: augment_copies trains on the expanded set, its epochs
   Rows rows;
   const auto result = ds::run_numerics(spec, fashion(dm::Split::train), fashion(dm::Split::test), ring, rows);
   MESSAGE("test accuracy after 300 iterations on 20 views: " << result.final_test_accuracy);
-  CHECK(rows.rows.back().epoch == doctest::Approx(300.0 / 9375.0));
+  CHECK(rows.rows.back().epoch == dbench::testing::approx(300.0 / 9375.0));
   CHECK(result.final_test_accuracy > 0.7);
 }
 
@@ -367,18 +368,18 @@ TEST_CASE("core::lr_schedule: warm-up, step and cosine decay") {
   lr.peak = 0.4;
   lr.iterations = 101;
   lr.warmup_iterations = 4;
-  CHECK(lr.at(0) == doctest::Approx(0.1));
-  CHECK(lr.at(3) == doctest::Approx(0.4));
-  CHECK(lr.at(50) == doctest::Approx(0.4));
+  CHECK(lr.at(0) == dbench::testing::approx(0.1));
+  CHECK(lr.at(3) == dbench::testing::approx(0.4));
+  CHECK(lr.at(50) == dbench::testing::approx(0.4));
   lr.decay = ds::LrDecay::step;
   lr.milestones = {10, 20};
   lr.gamma = 0.5;
-  CHECK(lr.at(9) == doctest::Approx(0.4));
-  CHECK(lr.at(10) == doctest::Approx(0.2));
-  CHECK(lr.at(25) == doctest::Approx(0.1));
+  CHECK(lr.at(9) == dbench::testing::approx(0.4));
+  CHECK(lr.at(10) == dbench::testing::approx(0.2));
+  CHECK(lr.at(25) == dbench::testing::approx(0.1));
   lr.decay = ds::LrDecay::cosine;
   lr.min_lr = 0.0;
-  CHECK(lr.at(4) == doctest::Approx(0.4));
-  CHECK(lr.at(52) == doctest::Approx(0.2));  // half way through the decay
+  CHECK(lr.at(4) == dbench::testing::approx(0.4));
+  CHECK(lr.at(52) == dbench::testing::approx(0.2));  // half way through the decay
   CHECK(lr.at(100) == doctest::Approx(0.0));
 }

@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/replica_metrics.hpp"
 #include "core/replica_store.hpp"
+#include "support/approx.hpp"
 #include "test_helpers.hpp"
 
 namespace core = dbench::core;
@@ -36,7 +37,7 @@ TEST_CASE("core::metrics: norms, their variance, consensus distance and average 
     }
   }
   for (std::size_t c = 0; c < p; ++c) {
-    CHECK(m.average[c] == doctest::Approx(mean[c]).epsilon(1e-6));
+    CHECK(m.average[c] == dbench::testing::approx(mean[c]).epsilon(1e-6));
   }
   double total = 0.0;
   for (std::size_t t = 0; t < 4; ++t) {
@@ -51,7 +52,7 @@ TEST_CASE("core::metrics: norms, their variance, consensus distance and average 
         dist += (x - mean[c]) * (x - mean[c]);
       }
       norms[i] = std::sqrt(sq);
-      CHECK(m.norm(i, t) == doctest::Approx(norms[i]).epsilon(1e-12));
+      CHECK(m.norm(i, t) == dbench::testing::approx(norms[i]).epsilon(1e-12));
     }
     double avg_norm = 0.0;
     for (double v : norms) {
@@ -61,11 +62,11 @@ TEST_CASE("core::metrics: norms, their variance, consensus distance and average 
     for (double v : norms) {
       var += (v - avg_norm) * (v - avg_norm) / static_cast<double>(n);
     }
-    CHECK(m.norm_variance[t] == doctest::Approx(var).epsilon(1e-9));
-    CHECK(m.consensus_per_tensor[t] == doctest::Approx(dist / static_cast<double>(n)).epsilon(1e-12));
+    CHECK(m.norm_variance[t] == dbench::testing::approx(var).epsilon(1e-9));
+    CHECK(m.consensus_per_tensor[t] == dbench::testing::approx(dist / static_cast<double>(n)).epsilon(1e-12));
     total += dist / static_cast<double>(n);
   }
-  CHECK(m.consensus_distance == doctest::Approx(total).epsilon(1e-12));
+  CHECK(m.consensus_distance == dbench::testing::approx(total).epsilon(1e-12));
 }
 
 TEST_CASE("core::metrics: identical replicas have zero consensus distance and zero norm variance") {

@@ -8,6 +8,7 @@
 #include "core/errors.hpp"
 #include "core/sgd.hpp"
 #include "core/shared_momentum.hpp"
+#include "support/approx.hpp"
 
 namespace core = dbench::core;
 
@@ -148,7 +149,7 @@ TEST_CASE("core::shared_momentum: without momentum or movement the displacement 
   const std::vector<double> still{0.0, 0.0};
   const auto c = core::shared_momentum_coefficients(still, heavy);
   CHECK(c.from_displacement == 0.0);
-  CHECK(c.from_momentum == doctest::Approx(0.25));
+  CHECK(c.from_momentum == dbench::testing::approx(0.25));
   core::SharedMomentum shared(heavy, std::vector<float>{1.0f, 2.0f});
   CHECK_THROWS_AS(shared.after_average(std::vector<float>{1.0f}), core::ShapeError);
 }

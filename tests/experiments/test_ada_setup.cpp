@@ -11,6 +11,7 @@
 #include "experiments/sim_setup.hpp"
 #include "experiments/timing_setup.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "topology/graph_policy.hpp"
 
 namespace ex = dbench::experiments;
@@ -172,7 +173,7 @@ TEST_CASE("experiments::make_policy: cost-aware Ada keeps only rungs that save t
     CHECK(kept_names == expected);
   }
   // The default asks for 10 %; a saving the local steps do not reach leaves the global average alone.
-  CHECK(ada_config(kLadder).algorithm.ada_min_saving == doctest::Approx(0.10));
+  CHECK(ada_config(kLadder).algorithm.ada_min_saving == dbench::testing::approx(0.10));
   const double local_saving = 1.0 - seconds[1] / seconds[3];
   const auto strict = ada_config(kLadder + fmt::format("ada_cost_aware = true\nada_min_saving = {}\n",
                                                        std::min(0.99, local_saving + 0.01)));

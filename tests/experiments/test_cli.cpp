@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "support/approx.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
@@ -66,7 +67,7 @@ TEST_CASE("experiments::cli: graph --json carries kind, nodes, edges and spectra
   CHECK(json.at("nodes") == 12);
   CHECK(json.at("edges").get<int>() == 24);  // directed: each undirected edge both ways
   CHECK(json.at("spectral_gap").get<double>() ==
-        doctest::Approx(2.0 / 3.0 * (1.0 - std::cos(2.0 * 3.14159265358979323846 / 12.0))));
+        dbench::testing::approx(2.0 / 3.0 * (1.0 - std::cos(2.0 * 3.14159265358979323846 / 12.0))));
 }
 
 TEST_CASE("experiments::cli: graphs writes its report into a results directory") {

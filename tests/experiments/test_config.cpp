@@ -16,6 +16,7 @@
 
 #include "config_fixtures.hpp"
 #include "experiments/config.hpp"
+#include "support/approx.hpp"
 #include "support/run_dbench.hpp"
 
 namespace fs = std::filesystem;
@@ -363,12 +364,12 @@ TEST_CASE("experiments::config: peak_lr applies the linear or square-root scalin
   t.lr = 0.1;
   t.workers = 64;
   t.batch_per_worker = 32;
-  CHECK(dbench::experiments::peak_lr(t) == doctest::Approx(0.1));
+  CHECK(dbench::experiments::peak_lr(t) == dbench::testing::approx(0.1));
   t.linear_scaling = true;
   t.lr_reference_batch = 256;
-  CHECK(dbench::experiments::peak_lr(t) == doctest::Approx(0.1 * 2048.0 / 256.0));
+  CHECK(dbench::experiments::peak_lr(t) == dbench::testing::approx(0.1 * 2048.0 / 256.0));
   t.lr_scaling_rule = "sqrt";
-  CHECK(dbench::experiments::peak_lr(t) == doctest::Approx(0.1 * std::sqrt(8.0)));
+  CHECK(dbench::experiments::peak_lr(t) == dbench::testing::approx(0.1 * std::sqrt(8.0)));
 }
 
 TEST_CASE("experiments::config: the committed experiments/configs/*.toml all load") {

@@ -11,6 +11,7 @@
 #include "core/lr_schedule.hpp"
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
+#include "support/approx.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace dbench::experiments;
@@ -123,16 +124,16 @@ TEST_CASE("config::budget: linear scaling follows Goyal et al. with a gradual wa
   const auto config = load("[train]\nworkers = 64\nepochs = 20\nlinear_scaling = true\nlr = 0.1\n");
   CHECK(config.train.iterations == 1172);
   CHECK(config.train.warmup_iterations == 293);
-  CHECK(peak_lr(config.train) == doctest::Approx(0.4));
-  CHECK(warmup_start_lr(config.train) == doctest::Approx(0.1));
+  CHECK(peak_lr(config.train) == dbench::testing::approx(0.4));
+  CHECK(warmup_start_lr(config.train) == dbench::testing::approx(0.1));
   dbench::core::LrSchedule lr;
   lr.peak = peak_lr(config.train);
   lr.iterations = config.train.iterations;
   lr.warmup_iterations = config.train.warmup_iterations;
   lr.warmup_start = warmup_start_lr(config.train);
-  CHECK(lr.at(0) == doctest::Approx(0.1 + 0.3 / 293.0));
-  CHECK(lr.at(292) == doctest::Approx(0.4));
-  CHECK(lr.at(1000) == doctest::Approx(0.4));
+  CHECK(lr.at(0) == dbench::testing::approx(0.1 + 0.3 / 293.0));
+  CHECK(lr.at(292) == dbench::testing::approx(0.4));
+  CHECK(lr.at(1000) == dbench::testing::approx(0.4));
   // A short run warms up for half of it; a global batch at the reference needs no warm-up; a key given,
   // even 0, is kept.
   CHECK(load("[train]\nworkers = 64\nepochs = 2\nlinear_scaling = true\n").train.warmup_iterations == 59);

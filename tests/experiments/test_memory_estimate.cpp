@@ -9,6 +9,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/memory_estimate.hpp"
+#include "support/approx.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
 
@@ -33,19 +34,19 @@ TEST_CASE("experiments::memory_estimate: the replica matrices are the [N, P] flo
   const auto estimate = de::simulate_memory(config, &mlp, false);
   const auto& matrices = estimate.largest();
   CHECK(matrices.key == "train.workers");
-  CHECK(matrices.bytes == doctest::Approx((3.0 * 1008 + 1) * 50890 * 4));
+  CHECK(matrices.bytes == dbench::testing::approx((3.0 * 1008 + 1) * 50890 * 4));
   CHECK(estimate.total_bytes() > matrices.bytes);
   // Besides them, mostly Fashion-MNIST's 60,000 images (188 MB).
   CHECK(estimate.total_bytes() < 1.2 * matrices.bytes + 60000.0 * 784 * 4);
   // Centralized training mixes nothing; a model without a fused step also needs gradients and the batches.
   config.algorithm.kind = "centralized";
   CHECK(de::simulate_memory(config, &mlp, false).largest().bytes ==
-        doctest::Approx((2.0 * 1008 + 1) * 50890 * 4));
+        dbench::testing::approx((2.0 * 1008 + 1) * 50890 * 4));
   config.algorithm.kind = "dpsgd";
   config.train.model = "lenet";
   const de::NumericsShape lenet{61706, 784, 10};
   const auto unfused = de::simulate_memory(config, &lenet, false);
-  CHECK(unfused.largest().bytes == doctest::Approx((4.0 * 1008 + 1) * 61706 * 4));
+  CHECK(unfused.largest().bytes == dbench::testing::approx((4.0 * 1008 + 1) * 61706 * 4));
   CHECK(unfused.total_bytes() > unfused.largest().bytes + 1008 * 16 * 784 * 4);
   config.train.model = "mlp";
 
@@ -72,7 +73,7 @@ TEST_CASE("experiments::memory_estimate: augmented copies add sample indices, ne
   const auto augmented = de::simulate_memory(config, &mlp, false);
   // 19 more views of 60,000 images: their labels, shard indices and per-epoch orders (24 bytes a sample),
   // 27 MB, where 19 copies of the images would be 3.6 GB.
-  CHECK(augmented.total_bytes() - plain.total_bytes() == doctest::Approx(19.0 * 60000 * 24));
+  CHECK(augmented.total_bytes() - plain.total_bytes() == dbench::testing::approx(19.0 * 60000 * 24));
   CHECK(augmented.largest().key == "train.workers");
 }
 
@@ -91,8 +92,8 @@ TEST_CASE("experiments::memory_estimate: the synthetic task holds its labels, no
     return at->bytes;
   };
   // 12 million labels (48 MB), where their 32 inputs each would be 1.5 GB; and the indices (288 MB).
-  CHECK(part("the training set's labels") == doctest::Approx(12e6 * 4));
-  CHECK(part("the training set's sample indices") == doctest::Approx(12e6 * 24));
+  CHECK(part("the training set's labels") == dbench::testing::approx(12e6 * 4));
+  CHECK(part("the training set's sample indices") == dbench::testing::approx(12e6 * 24));
   CHECK(estimate.total_bytes() < 0.4e9);
 }
 

@@ -16,6 +16,7 @@
 
 #include "experiments/config.hpp"
 #include "experiments/sweep.hpp"
+#include "support/approx.hpp"
 #include "support/files.hpp"
 #include "support/processes.hpp"
 #include "support/run_dbench.hpp"
@@ -127,7 +128,7 @@ seed = [1, 2]
   CHECK(runs[0].config.algorithm.kind == "centralized");
   CHECK(runs[15].config.algorithm.kind == "dpsgd");
   CHECK(runs[15].config.algorithm.graph == "ada");
-  CHECK(runs[15].config.algorithm.ada_low == doctest::Approx(2e-3));
+  CHECK(runs[15].config.algorithm.ada_low == dbench::testing::approx(2e-3));
   CHECK(runs[15].config.train.workers == 64);
   CHECK(runs[15].config.seed == 2);
   CHECK(runs[15].config.train.iterations == 10);
@@ -213,14 +214,14 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
     CHECK(row.at("samples") == "1280");
     CHECK(number(row.at("peak_lr")) == 0.1);
     CHECK(number(row.at("bytes_per_gpu")) ==
-          doctest::Approx(10 * summary.at("bytes_per_gpu_per_iteration").get<double>()));
+          dbench::testing::approx(10 * summary.at("bytes_per_gpu_per_iteration").get<double>()));
     const Csv metrics = read_csv(run_dir / "metrics.csv");
     REQUIRE(metrics.rows.size() == 3);  // iterations 0, 5 and 10
     CHECK(number(row.at("norm_variance_final")) == number(metrics.rows.back().at("norm_variance")));
     CHECK(number(row.at("consensus_distance_mean")) ==
-          doctest::Approx((number(metrics.rows[1].at("consensus_distance")) +
-                           number(metrics.rows[2].at("consensus_distance"))) /
-                          2));
+          dbench::testing::approx((number(metrics.rows[1].at("consensus_distance")) +
+                                   number(metrics.rows[2].at("consensus_distance"))) /
+                                  2));
     CHECK(number(row.at("target_accuracy")) == 0.3);
     std::string first_at_target;
     for (const auto& m : metrics.rows) {
@@ -243,7 +244,7 @@ TEST_CASE("experiments::sweep: a tiny sweep's summary.csv agrees with its runs a
     CHECK(number(row.at("edges")) == (ring ? n : n * (n - 1) / 2));
     CHECK(number(row.at("mean_degree")) == (ring ? 2 : n - 1));
     CHECK(number(row.at("spectral_gap")) ==
-          doctest::Approx(ring ? 2.0 / 3.0 * (1.0 - std::cos(2.0 * kPi / n)) : 1.0).epsilon(1e-9));
+          dbench::testing::approx(ring ? 2.0 / 3.0 * (1.0 - std::cos(2.0 * kPi / n)) : 1.0).epsilon(1e-9));
 
     // The library function gives the same row without the command line.
     const dbench::results::SummaryRow direct = ex::summarize_run(run_dir, 0.3, cache);
@@ -288,7 +289,7 @@ algorithm = ["ring"]
     CHECK(number(row.at("global_batch")) == 16 * workers);
     CHECK(row.at("train_samples") == "1600");
     CHECK(row.at("samples") == "3200");
-    CHECK(number(row.at("peak_lr")) == doctest::Approx(0.1 * 16 * workers / 256));
+    CHECK(number(row.at("peak_lr")) == dbench::testing::approx(0.1 * 16 * workers / 256));
     // Evaluations every half epoch: 4 of them after iteration 0.
     CHECK(read_csv(out / "runs" / row.at("run") / "metrics.csv").rows.size() == 5);
   }

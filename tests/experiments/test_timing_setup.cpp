@@ -15,6 +15,7 @@
 #include "experiments/timing_setup.hpp"
 #include "models/model_profile.hpp"
 #include "models/profile_file.hpp"
+#include "support/approx.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 
@@ -229,7 +230,7 @@ TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary w
   const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));
   CHECK(summary["seconds_per_iteration"].get<double>() > 0.0);
   CHECK(summary["samples_per_second"].get<double>() ==
-        doctest::Approx(48.0 * 32.0 / summary["seconds_per_iteration"].get<double>()));
+        dbench::testing::approx(48.0 * 32.0 / summary["seconds_per_iteration"].get<double>()));
   CHECK(summary["scaling_efficiency"].get<double>() < 1.0);
   CHECK(summary["timing_simulations"].get<int>() == 6);  // one per round of the period ceil(log2 48)
   const std::string trace = read_file(out / "trace.csv");
@@ -261,7 +262,7 @@ TEST_CASE(
   const double per_iteration = summary["seconds_per_iteration"].get<double>();
   CHECK(per_iteration > 0.0);
   CHECK(summary["samples_per_second"].get<double>() > 0.0);
-  CHECK(summary["simulated_seconds"].get<double>() == doctest::Approx(20.0 * per_iteration));
+  CHECK(summary["simulated_seconds"].get<double>() == dbench::testing::approx(20.0 * per_iteration));
   const std::string joined = read_file(out / "accuracy_time.csv");
   CHECK(joined.rfind("iteration,simulated_time_s,test_accuracy", 0) == 0);
   CHECK(joined.find("\n0,0,") != std::string::npos);
@@ -310,9 +311,9 @@ TEST_CASE("experiments::timing_profile: platform.timing_model names a profile fi
   CHECK(bf16.profile.compute_precision == dbench::models::Precision::bf16);
   const double overhead = fp32.platform.iteration_overhead_s;
   CHECK(sim::compute_seconds(bf16.profile, 32, bf16.platform) - overhead ==
-        doctest::Approx(32.0 * 3.0 * resnet50.forward_flops_per_sample / 4e14));
+        dbench::testing::approx(32.0 * 3.0 * resnet50.forward_flops_per_sample / 4e14));
   CHECK(sim::compute_seconds(fp32.profile, 32, fp32.platform) ==
-        doctest::Approx(sim::compute_seconds(resnet50, 32, sim::platform_preset("dgx-h100"))));
+        dbench::testing::approx(sim::compute_seconds(resnet50, 32, sim::platform_preset("dgx-h100"))));
 
   // End to end: the file's model is what simulate times, and its bf16 all-reduce sends half the bytes.
   const auto run = [&](const std::string& file, const std::string& name) {
@@ -329,7 +330,7 @@ TEST_CASE("experiments::timing_profile: platform.timing_model names a profile fi
   const auto full = run("fp32.toml", "out32");
   const auto halved = run("bf16.toml", "out16");
   CHECK(halved["bytes_per_gpu_per_iteration"].get<double>() * 2 ==
-        doctest::Approx(full["bytes_per_gpu_per_iteration"].get<double>()));
+        dbench::testing::approx(full["bytes_per_gpu_per_iteration"].get<double>()));
   CHECK(full["timing_model"] == (dir / "fp32.toml").string());
 
   // A bad profile is refused at load, naming the config key, the file and its field.

@@ -12,6 +12,7 @@
 
 #include "models/dataset.hpp"
 #include "models/errors.hpp"
+#include "support/approx.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dm = dbench::models;
@@ -120,7 +121,7 @@ TEST_CASE("models::fashion_mnist: reads 60000 training images with labels 0..9")
   }
   var /= static_cast<double>(data.images.size());
   CHECK(mean == doctest::Approx(0.0).epsilon(0.002));
-  CHECK(std::sqrt(var) == doctest::Approx(1.0).epsilon(0.002));
+  CHECK(std::sqrt(var) == dbench::testing::approx(1.0).epsilon(0.002));
 }
 
 TEST_CASE("models::fashion_mnist: reads the 10000 test images") {
@@ -148,7 +149,8 @@ TEST_CASE("models::fashion_mnist: reads un-gzipped and gzipped IDX files alike")
   CHECK(a.height == 4);
   CHECK(a.labels == std::vector<std::int32_t>{0, 1, 2, 3, 4});
   // Pixel i of the file holds i % 256.
-  CHECK(a.images[17] == doctest::Approx((17.0f / 255.0f - dm::kFashionMnistMean) / dm::kFashionMnistStd));
+  CHECK(a.images[17] ==
+        dbench::testing::approx((17.0f / 255.0f - dm::kFashionMnistMean) / dm::kFashionMnistStd));
 
   TempDir gz;
   write_gzip(gz.path() / "train-images-idx3-ubyte.gz", idx_images(0x803, 5, 4, 5 * 16));
@@ -227,7 +229,7 @@ TEST_CASE("models::cifar10: what write_cifar10_batch writes, read_cifar10 reads 
     const std::size_t channel = (p % kPixels) / 1024;
     const float expected =
         (static_cast<float>(all_pixels[p]) / 255.0f - dm::kCifar10Mean[channel]) / dm::kCifar10Std[channel];
-    CHECK(train.images[p] == doctest::Approx(expected));
+    CHECK(train.images[p] == dbench::testing::approx(expected));
   }
   const auto test = dm::read_cifar10(dm::Split::test, batches);
   CHECK(test.size == 6);

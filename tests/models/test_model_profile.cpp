@@ -4,6 +4,7 @@
 
 #include "models/errors.hpp"
 #include "models/model_profile.hpp"
+#include "support/approx.hpp"
 #include "support/model_spec.hpp"
 
 namespace dm = dbench::models;
@@ -24,8 +25,8 @@ TEST_CASE("models::profile: mlp 784-64-10 has 50890 parameters and 2 FLOPs per m
   CHECK(p.tensors[3].name == "fc2.bias");
   CHECK(p.parameter_count() == 784 * 64 + 64 + 64 * 10 + 10);
   CHECK(p.parameter_bytes() == 4 * p.parameter_count());
-  CHECK(p.forward_flops_per_sample == doctest::Approx(2.0 * (784 * 64 + 64 * 10)));
-  CHECK(p.backward_flops_per_sample == doctest::Approx(2.0 * p.forward_flops_per_sample));
+  CHECK(p.forward_flops_per_sample == dbench::testing::approx(2.0 * (784 * 64 + 64 * 10)));
+  CHECK(p.backward_flops_per_sample == dbench::testing::approx(2.0 * p.forward_flops_per_sample));
 }
 
 TEST_CASE("models::profile: mlp with no hidden layer is a linear classifier, several widths chain") {
@@ -47,7 +48,7 @@ TEST_CASE("models::profile: lenet on 28x28x1 and 32x32x3 keeps LeNet-5's 16x5x5 
   CHECK(mnist.tensors[4].shape == std::vector<std::int64_t>{120, 400});
   // conv1: 6x28x28 outputs x 25 taps; conv2: 16x10x10 outputs x 150 taps; then 400-120-84-10.
   const double macs = 6.0 * 28 * 28 * 25 + 16.0 * 10 * 10 * 150 + 400.0 * 120 + 120.0 * 84 + 84.0 * 10;
-  CHECK(mnist.forward_flops_per_sample == doctest::Approx(2.0 * macs));
+  CHECK(mnist.forward_flops_per_sample == dbench::testing::approx(2.0 * macs));
   const auto cifar = dm::model_profile(model_spec("lenet", 3, 32, 10));
   CHECK(cifar.parameter_count() == 456 + 2416 + 48120 + 10164 + 850);
 }
@@ -61,15 +62,15 @@ TEST_CASE("models::profile: resnet20 has 0.27 M parameters and no projection sho
     CHECK(t.name.find("downsample") == std::string::npos);
   }
   // ~41 M multiply-accumulates per 32x32 image (He et al. 2016 quote ~41 MFLOPs counting MACs).
-  CHECK(p.forward_flops_per_sample / 2.0 == doctest::Approx(40.55e6).epsilon(0.02));
+  CHECK(p.forward_flops_per_sample / 2.0 == dbench::testing::approx(40.55e6).epsilon(0.02));
 }
 
 TEST_CASE("models::profile: resnet50 at 224x224 has 25,557,032 parameters and ~4.1 GMACs forward") {
   const auto p = dm::model_profile(model_spec("resnet50", 3, 224, 1000));
   CHECK(p.parameter_count() == 25557032);
   CHECK(p.parameter_bytes() == 25557032LL * 4);
-  CHECK(p.forward_flops_per_sample / 2.0 == doctest::Approx(4.09e9).epsilon(0.01));
-  CHECK(p.backward_flops_per_sample == doctest::Approx(2.0 * p.forward_flops_per_sample));
+  CHECK(p.forward_flops_per_sample / 2.0 == dbench::testing::approx(4.09e9).epsilon(0.01));
+  CHECK(p.backward_flops_per_sample == dbench::testing::approx(2.0 * p.forward_flops_per_sample));
   CHECK(p.tensors.front().name == "conv1.weight");
   CHECK(p.tensors[3].name == "layer1.0.conv1.weight");
   CHECK(p.tensors.back().name == "fc.bias");

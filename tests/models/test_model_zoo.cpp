@@ -11,6 +11,7 @@
 #include "models/errors.hpp"
 #include "models/model_profile.hpp"
 #include "models/model_zoo.hpp"
+#include "support/approx.hpp"
 
 namespace dm = dbench::models;
 
@@ -58,8 +59,8 @@ TEST_CASE("models::zoo: torchvision models have the published parameters and GMA
     const auto p = dm::zoo_profile(published.name);
     CHECK(p.name == published.name);
     CHECK(p.parameter_count() == published.parameters);
-    CHECK(forward_macs(p) == doctest::Approx(published.gmacs * 1e9).epsilon(0.05));
-    CHECK(p.backward_flops_per_sample == doctest::Approx(2.0 * p.forward_flops_per_sample));
+    CHECK(forward_macs(p) == dbench::testing::approx(published.gmacs * 1e9).epsilon(0.05));
+    CHECK(p.backward_flops_per_sample == dbench::testing::approx(2.0 * p.forward_flops_per_sample));
   }
 }
 
@@ -69,7 +70,7 @@ TEST_CASE("models::zoo: bert_base has 109,482,240 parameters and Kaplan's comput
   const double n_layer = 12, d_model = 768, d_ff = 3072, n_ctx = 128;
   const double kaplan_macs =
       n_ctx * kaplan_forward_flops_per_token(n_layer, d_model, d_model, d_ff, n_ctx) / 2.0;
-  CHECK(forward_macs(p) == doctest::Approx(kaplan_macs).epsilon(0.05));
+  CHECK(forward_macs(p) == dbench::testing::approx(kaplan_macs).epsilon(0.05));
   CHECK(p.tensors.front().name == "embeddings.word_embeddings.weight");
   CHECK(p.tensors.front().shape == std::vector<std::int64_t>{30522, 768});
   CHECK(p.tensors.back().name == "pooler.dense.bias");
@@ -89,7 +90,7 @@ TEST_CASE("models::zoo: gpt2_small has 124,439,808 parameters, the tied head cou
   const double n_layer = 12, d_model = 768, d_ff = 3072, n_ctx = 1024, n_vocab = 50257;
   const double per_token =
       kaplan_forward_flops_per_token(n_layer, d_model, d_model, d_ff, n_ctx) + 2.0 * d_model * n_vocab;
-  CHECK(forward_macs(p) == doctest::Approx(n_ctx * per_token / 2.0).epsilon(0.05));
+  CHECK(forward_macs(p) == dbench::testing::approx(n_ctx * per_token / 2.0).epsilon(0.05));
 }
 
 TEST_CASE("models::zoo: resnet18 and mobilenet_v2 tensors follow torchvision's named_parameters()") {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "models/rng.hpp"
+#include "support/approx.hpp"
 
 namespace dm = dbench::models;
 
@@ -54,7 +55,7 @@ TEST_CASE("models::rng: normal and gamma samples have the right mean and varianc
     sum_sq += x * x;
   }
   CHECK(sum / kDraws == doctest::Approx(0.0).epsilon(0.01));
-  CHECK(sum_sq / kDraws == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(sum_sq / kDraws == dbench::testing::approx(1.0).epsilon(0.01));
   for (double shape : {0.1, 0.5, 1.0, 4.0}) {
     double g_sum = 0.0;
     double g_sq = 0.0;
@@ -66,8 +67,8 @@ TEST_CASE("models::rng: normal and gamma samples have the right mean and varianc
     }
     const double mean = g_sum / kDraws;
     CAPTURE(shape);
-    CHECK(mean == doctest::Approx(shape).epsilon(0.03));
-    CHECK(g_sq / kDraws - mean * mean == doctest::Approx(shape).epsilon(0.06));  // Var = shape
+    CHECK(mean == dbench::testing::approx(shape).epsilon(0.03));
+    CHECK(g_sq / kDraws - mean * mean == dbench::testing::approx(shape).epsilon(0.06));  // Var = shape
   }
 }
 

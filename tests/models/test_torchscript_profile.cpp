@@ -11,6 +11,7 @@
 #include "models/model_profile.hpp"
 #include "models/profile_file.hpp"
 #include "models/torchscript_profile.hpp"
+#include "support/approx.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
@@ -133,7 +134,7 @@ TEST_CASE(
   // 2 x (6 x 28 x 28 x 25 + 16 x 10 x 10 x 150 + 400 x 120 + 120 x 84 + 84 x 10) = 833040.
   CHECK(reference.forward_flops_per_sample == 833040.0);
   CHECK(profile.forward_flops_per_sample ==
-        doctest::Approx(reference.forward_flops_per_sample).epsilon(0.02));
+        dbench::testing::approx(reference.forward_flops_per_sample).epsilon(0.02));
   CHECK(profile.backward_flops_per_sample == 2.0 * profile.forward_flops_per_sample);
   // Each convolution and linear layer once, not again as the _convolution or addmm it runs inside.
   const auto* conv = find(result.counted, "aten::conv2d");
@@ -164,11 +165,11 @@ TEST_CASE("models::torchscript_profile: a transformer block matches the closed-f
   // Per token 4 d^2 (projections) + 2 d d_ff (MLP) MACs, and 2 T^2 d for Q K^T and the weighted values.
   const double macs =
       kTokens * (4.0 * kWidth * kWidth + 2.0 * kWidth * kHidden) + 2.0 * kTokens * kTokens * kWidth;
-  CHECK(profile.forward_flops_per_sample == doctest::Approx(2.0 * macs).epsilon(0.02));
+  CHECK(profile.forward_flops_per_sample == dbench::testing::approx(2.0 * macs).epsilon(0.02));
   const auto* matmul = find(result.counted, "aten::matmul");
   REQUIRE(matmul != nullptr);
   CHECK(matmul->calls == 2);
-  CHECK(matmul->flops == doctest::Approx(2.0 * 2.0 * kTokens * kTokens * kWidth));
+  CHECK(matmul->flops == dbench::testing::approx(2.0 * 2.0 * kTokens * kTokens * kWidth));
   CHECK(result.uncounted.empty());
 }
 
@@ -222,7 +223,7 @@ TEST_CASE("models::torchscript_profile: dbench profile writes a profile file tha
   CHECK(profile.name == "block");
   CHECK(profile.tensors.size() == expected.tensors.size());
   CHECK(profile.parameter_count() == expected.parameter_count());
-  CHECK(profile.forward_flops_per_sample == doctest::Approx(expected.forward_flops_per_sample));
+  CHECK(profile.forward_flops_per_sample == dbench::testing::approx(expected.forward_flops_per_sample));
 
   const auto bad = dbench::testing::run_dbench("profile \"" + module.string() + "\" --input 16x");
   CHECK(bad.status != 0);
@@ -241,7 +242,7 @@ def forward(self, x):
       models::torchscript_profile(saved(module, dir, "tokens.pt"), {8}, {"tokens", models::InputType::kLong});
   CHECK(result.profile.parameter_count() == 100 * 32 + 10 * 32);
   // The embedding is a lookup; the head is 8 tokens x 32 x 10 multiply-accumulates.
-  CHECK(result.profile.forward_flops_per_sample == doctest::Approx(2.0 * 8 * 32 * 10));
+  CHECK(result.profile.forward_flops_per_sample == dbench::testing::approx(2.0 * 8 * 32 * 10));
   REQUIRE(result.counted.size() == 1);
   CHECK(result.counted.front().name.find("in aten::einsum") != std::string::npos);
 }
@@ -262,7 +263,7 @@ def forward(self, x):
   const auto* inner = find(result.counted, "aten::addmm_ in aten::conv_tbc");
   REQUIRE(inner != nullptr);
   CHECK(result.counted.size() == 2);
-  CHECK(find(result.counted, "aten::linear")->flops == doctest::Approx(2.0 * 8 * 4 * 2));
+  CHECK(find(result.counted, "aten::linear")->flops == dbench::testing::approx(2.0 * 8 * 4 * 2));
 }
 
 TEST_CASE("models::torchscript_profile: scaled dot-product attention counts both products once") {
@@ -277,7 +278,8 @@ def forward(self, x):
   // attention counts the 16 x 17 / 2 unmasked pairs, as the zoo's GPT-2 does.
   const auto result = models::torchscript_profile(saved(module, dir, "attention.pt"), {4, 16, 16}, {"a"});
   const double head = 2.0 * 16 + 2.0 * 16;
-  CHECK(result.profile.forward_flops_per_sample == doctest::Approx(4 * head * (16 * 16 + 16 * 17 / 2)));
+  CHECK(result.profile.forward_flops_per_sample ==
+        dbench::testing::approx(4 * head * (16 * 16 + 16 * 17 / 2)));
   REQUIRE(result.counted.size() == 1);
   CHECK(result.counted.front().name == "aten::_scaled_dot_product_attention");
   CHECK(result.counted.front().calls == 2);

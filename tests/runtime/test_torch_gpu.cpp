@@ -16,6 +16,7 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/nccl_communicator.hpp"
 #include "runtime/torch_worker.hpp"
+#include "support/approx.hpp"
 
 namespace {
 
@@ -50,7 +51,7 @@ TEST_SUITE("gpu") {
     buffers.mix(1, sources, weights);
     const auto mixed = download(buffers[1]);
     for (std::size_t i = 0; i < a.size(); ++i) {
-      CHECK(mixed[i] == doctest::Approx(0.5f * a[i] + 0.25f * b[i]));
+      CHECK(mixed[i] == dbench::testing::approx(0.5f * a[i] + 0.25f * b[i]));
     }
     buffers.swap(0, 1);
     CHECK(download(buffers[0]) == mixed);
@@ -60,7 +61,7 @@ TEST_SUITE("gpu") {
     nccl.allreduce(buffers[0], dbench::runtime::ReduceOp::sum);
     const auto doubled = download(buffers[0]);
     for (std::size_t i = 0; i < a.size(); ++i) {
-      CHECK(doubled[i] == doctest::Approx(2.0f * mixed[i]));
+      CHECK(doubled[i] == dbench::testing::approx(2.0f * mixed[i]));
     }
   }
 

@@ -19,6 +19,7 @@
 #include "experiments/config.hpp"
 #include "experiments/sim_setup.hpp"
 #include "runtime/checkpoint.hpp"
+#include "support/approx.hpp"
 #include "support/files.hpp"
 #include "support/run_dbench.hpp"
 #include "support/temp_dir.hpp"
@@ -285,7 +286,7 @@ void check_same_schedule(const Schedule& realized, const Schedule& simulated, do
     CAPTURE(i);
     CHECK(std::isnan(realized.signals[i]) == std::isnan(simulated.signals[i]));
     if (!std::isnan(realized.signals[i])) {
-      CHECK(realized.signals[i] == doctest::Approx(simulated.signals[i]).epsilon(tolerance));
+      CHECK(realized.signals[i] == dbench::testing::approx(simulated.signals[i]).epsilon(tolerance));
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include "sim/allreduce_plan.hpp"
 #include "sim/platform.hpp"
+#include "support/approx.hpp"
 
 namespace sim = dbench::sim;
 
@@ -52,7 +53,7 @@ TEST_CASE("sim::TreePlan: every edge moves each chunk once each way, after the c
       CAPTURE(n);
       CAPTURE(chunks);
       const sim::TreePlan plan = sim::tree_plan(n, 1e6, chunks);
-      CHECK(plan.chunk_bytes == doctest::Approx(1e6 / (2.0 * chunks)));
+      CHECK(plan.chunk_bytes == dbench::testing::approx(1e6 / (2.0 * chunks)));
       CHECK(plan.steps() == chunks + 2 * plan.trees[0].levels - 1);
       for (int t = 0; t < 2; ++t) {
         const auto& tree = plan.trees[static_cast<std::size_t>(t)];
@@ -133,8 +134,8 @@ TEST_CASE("sim::HierarchicalPlan: each chunk takes 2(g-1) intra-node and 2(nodes
     CHECK(intra == chunks * 14);
     CHECK(inter == chunks * 6);
     // Per GPU: 2 (g - 1) S / g inside the node and 2 (nodes - 1) S / n across: the unpipelined bytes.
-    CHECK(intra_bytes == doctest::Approx(14.0 * 8e6 / 8));
-    CHECK(inter_bytes == doctest::Approx(6.0 * 8e6 / 32));
+    CHECK(intra_bytes == dbench::testing::approx(14.0 * 8e6 / 8));
+    CHECK(inter_bytes == dbench::testing::approx(6.0 * 8e6 / 32));
   }
   const sim::HierarchicalPlan plan = sim::hierarchical_plan(p, n, 8e6, 1);
   CHECK(plan.intra_next(7) == 0);

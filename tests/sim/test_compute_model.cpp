@@ -10,6 +10,7 @@
 #include "sim/compute_model.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
@@ -56,8 +57,8 @@ TEST_CASE(
   const double count = static_cast<double>(n) * iterations;
   const double mean = sum / count;
   const double sd = std::sqrt(squares / count - mean * mean);
-  CHECK(mean == doctest::Approx(1.0).epsilon(0.005));
-  CHECK(sd / mean == doctest::Approx(0.2).epsilon(0.02));
+  CHECK(mean == dbench::testing::approx(1.0).epsilon(0.005));
+  CHECK(sd / mean == dbench::testing::approx(0.2).epsilon(0.02));
   // Counter-based: iteration 5 is the same whether or not others were drawn, and another seed differs.
   std::vector<double> again(f.size());
   std::vector<double> other(f.size());
@@ -81,12 +82,12 @@ TEST_CASE("sim::ComputeModel: slowdown, tail and stragglers") {
   for (int g = 0; g < 64; ++g) {
     const bool straggler =
         std::binary_search(model.straggler_gpus().begin(), model.straggler_gpus().end(), g);
-    CHECK(f[static_cast<std::size_t>(g)] == doctest::Approx(straggler ? 2.3 : 1.15));
+    CHECK(f[static_cast<std::size_t>(g)] == dbench::testing::approx(straggler ? 2.3 : 1.15));
   }
   // One GPU alone is not slowed by the job it is not in.
   std::vector<double> one(1);
   sim::ComputeModel(p, 1, 1).factors(0, one);
-  CHECK(one[0] == doctest::Approx(p.stragglers > 0 ? 2.0 : 1.0));
+  CHECK(one[0] == dbench::testing::approx(p.stragglers > 0 ? 2.0 : 1.0));
 
   sim::PlatformSpec tail = sim::platform_preset("dgx-h100");
   tail.compute_tail_probability = 0.01;
@@ -98,7 +99,7 @@ TEST_CASE("sim::ComputeModel: slowdown, tail and stragglers") {
     tailed.factors(it, t);
     slowed += static_cast<int>(std::count(t.begin(), t.end(), 5.0));
   }
-  CHECK(slowed == doctest::Approx(1000.0).epsilon(0.1));  // 1 % of 10^5 draws, within 3 sigma
+  CHECK(slowed == dbench::testing::approx(1000.0).epsilon(0.1));  // 1 % of 10^5 draws, within 3 sigma
 }
 
 TEST_CASE("sim::platform: bad compute variation is rejected naming the key") {

@@ -9,6 +9,7 @@
 #include "sim/max_min_flows.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 
@@ -36,14 +37,14 @@ sim::MaxMinFlows flows(std::vector<double> capacity,
 
 TEST_CASE("sim::max_min_flows: a lone flow takes its bytes over its narrowest link") {
   const auto t = sim::max_min_finish_times(flows({10.0, 4.0, 8.0}, {{20.0, {0, 1, 2}}}));
-  CHECK(t.at(0) == doctest::Approx(5.0).epsilon(1e-15));
+  CHECK(t.at(0) == dbench::testing::approx(5.0).epsilon(1e-15));
 }
 
 TEST_CASE("sim::max_min_flows: two flows halve a link until the shorter one ends") {
   // a at C/2 ends at 2a/C; b then has b - a left at C: (a + b) / C.
   const auto t = sim::max_min_finish_times(flows({2.0}, {{3.0, {0}}, {5.0, {0}}}));
-  CHECK(t.at(0) == doctest::Approx(3.0).epsilon(1e-15));
-  CHECK(t.at(1) == doctest::Approx(4.0).epsilon(1e-15));
+  CHECK(t.at(0) == dbench::testing::approx(3.0).epsilon(1e-15));
+  CHECK(t.at(1) == dbench::testing::approx(4.0).epsilon(1e-15));
 }
 
 TEST_CASE("sim::max_min_flows: a flow limited elsewhere leaves its share to the others") {
@@ -51,14 +52,14 @@ TEST_CASE("sim::max_min_flows: a flow limited elsewhere leaves its share to the 
   // Until t = 1: link 1 is the bottleneck, A and C at 2, B at the 8 link 0 has left; C ends.
   // Until t = 7/3: A alone on link 1 at 4, B at 6; B ends (8 B left at 6 B/s). Then A's last 8/3 B at 4.
   const auto t = sim::max_min_finish_times(flows({10.0, 4.0}, {{10.0, {0, 1}}, {16.0, {0}}, {2.0, {1}}}));
-  CHECK(t.at(2) == doctest::Approx(1.0).epsilon(1e-15));
-  CHECK(t.at(1) == doctest::Approx(7.0 / 3.0).epsilon(1e-15));
-  CHECK(t.at(0) == doctest::Approx(3.0).epsilon(1e-15));
+  CHECK(t.at(2) == dbench::testing::approx(1.0).epsilon(1e-15));
+  CHECK(t.at(1) == dbench::testing::approx(7.0 / 3.0).epsilon(1e-15));
+  CHECK(t.at(0) == dbench::testing::approx(3.0).epsilon(1e-15));
 }
 
 TEST_CASE("sim::max_min_flows: a link crossed twice counts twice and empty flows end at once") {
   const auto t = sim::max_min_finish_times(flows({4.0}, {{8.0, {0, 0}}, {0.0, {0}}, {3.0, {}}}));
-  CHECK(t.at(0) == doctest::Approx(4.0).epsilon(1e-15));
+  CHECK(t.at(0) == dbench::testing::approx(4.0).epsilon(1e-15));
   CHECK(t.at(1) == 0.0);
   CHECK(t.at(2) == 0.0);
 }

@@ -8,6 +8,7 @@
 
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph.hpp"
@@ -56,8 +57,8 @@ TEST_CASE("sim::multi_building: one message takes its route's latencies plus byt
   const double other_building = same_building + 2.0 * p.inter_building_latency_s;
   const double nic_s = static_cast<double>(bytes) / p.nic_bandwidth_Bps;
   const double uplink_s = static_cast<double>(bytes) / p.inter_building_bandwidth_Bps;
-  CHECK(sim::fabric_latency_s(p, 8) == doctest::Approx(4.0 * p.switch_latency_s + 40e-6));
-  CHECK(sim::fabric_latency_s(small_campus(1), 8) == doctest::Approx(4.0 * p.switch_latency_s));
+  CHECK(sim::fabric_latency_s(p, 8) == dbench::testing::approx(4.0 * p.switch_latency_s + 40e-6));
+  CHECK(sim::fabric_latency_s(small_campus(1), 8) == dbench::testing::approx(4.0 * p.switch_latency_s));
   for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
     CAPTURE(static_cast<int>(fidelity));
     sim::CommSimulator simulator(p, 8, options(fidelity));
@@ -68,7 +69,7 @@ TEST_CASE("sim::multi_building: one message takes its route's latencies plus byt
     CHECK(relative_error(building, same_building + nic_s) < 1e-3);
     CHECK(relative_error(campus, other_building + uplink_s) < 1e-3);
     // Between buildings: the uplinks' latency twice, and the uplink's bandwidth instead of the NIC's.
-    CHECK(campus - building == doctest::Approx(2.0 * p.inter_building_latency_s + uplink_s - nic_s));
+    CHECK(campus - building == dbench::testing::approx(2.0 * p.inter_building_latency_s + uplink_s - nic_s));
   }
 }
 
@@ -165,6 +166,7 @@ TEST_CASE("sim::multi_building: the campus preset spreads its nodes over 4 build
   CHECK(sim::building_count(campus, nodes) == 4);
   CHECK(sim::building_count(campus, 5) == 3);  // 2, 2 and 1 nodes
   // The uplink is 1/16 of a 4,096-node building's bisection (2,048 node links).
-  CHECK(campus.inter_building_bandwidth_Bps == doctest::Approx(2048.0 * campus.switch_bandwidth_Bps / 16.0));
+  CHECK(campus.inter_building_bandwidth_Bps ==
+        dbench::testing::approx(2048.0 * campus.switch_bandwidth_Bps / 16.0));
   CHECK_NOTHROW(sim::validate(campus, 131072));
 }

@@ -9,6 +9,7 @@
 
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 
@@ -115,7 +116,7 @@ TEST_CASE("sim::timing: in-switch reduction moves S (n+1)/n per port at its own 
     sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::nvls));
     const sim::CommTiming t = simulator.allreduce(bytes);
     CHECK(relative_error(t.seconds, expected) < 0.01);
-    CHECK(t.bytes_sent_per_gpu == doctest::Approx(s * (n + 1) / n));
+    CHECK(t.bytes_sent_per_gpu == dbench::testing::approx(s * (n + 1) / n));
     CHECK(simulator.allreduce_algorithms().at(bytes).name() == "nvls/bulk");
   }
   // The ring moves 2(n-1)/n S at 0.8 x 100 GB/s (S / 45.7 GB/s), the switch (n+1)/n S at 0.5 x 100 GB/s
@@ -164,7 +165,7 @@ TEST_CASE("sim::timing: in-network reduction sends each GPU's shard through its 
       sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::collnet));
       const sim::CommTiming t = simulator.allreduce(bytes);
       CHECK(relative_error(t.seconds, expected) < 0.01);
-      CHECK(t.bytes_sent_per_gpu == doctest::Approx(s));
+      CHECK(t.bytes_sent_per_gpu == dbench::testing::approx(s));
       CHECK(simulator.allreduce_algorithms().at(bytes).name() == "collnet/bulk");
     }
   }
@@ -185,7 +186,7 @@ TEST_CASE(
   const sim::CommTiming b = full.allreduce(bytes);
   CHECK(relative_error(a.seconds, b.seconds) < 0.02);
   // Reduce-scatter and all-gather inside the node, the shard once up.
-  CHECK(a.bytes_sent_per_gpu == doctest::Approx((2.0 * (g - 1) + 1.0) * s / g));
+  CHECK(a.bytes_sent_per_gpu == dbench::testing::approx((2.0 * (g - 1) + 1.0) * s / g));
   // The NICs carry S / g each way, against the inter-node ring's 2 (nodes - 1) / nodes of it: at 1 GB the
   // in-network reduction is the fastest, and auto takes it.
   sim::CommSimulator hierarchical(p, n, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::hierarchical));

@@ -7,6 +7,7 @@
 
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
@@ -47,9 +48,12 @@ TEST_CASE("sim::time_schedule: workers sharing a core wait for each other's step
     spec.platform.shared_core_turns = 0.0;
     // The step itself is unchanged; the other worker's turn is added to the communication, and to the
     // iteration.
-    CHECK(shared.iterations[1].compute_s == doctest::Approx(alone.iterations[1].compute_s).epsilon(1e-12));
-    CHECK(shared.iterations[1].comm_s == doctest::Approx(alone.iterations[1].comm_s + step).epsilon(1e-9));
-    CHECK(shared.seconds_per_iteration == doctest::Approx(alone.seconds_per_iteration + step).epsilon(1e-9));
+    CHECK(shared.iterations[1].compute_s ==
+          dbench::testing::approx(alone.iterations[1].compute_s).epsilon(1e-12));
+    CHECK(shared.iterations[1].comm_s ==
+          dbench::testing::approx(alone.iterations[1].comm_s + step).epsilon(1e-9));
+    CHECK(shared.seconds_per_iteration ==
+          dbench::testing::approx(alone.seconds_per_iteration + step).epsilon(1e-9));
   }
 }
 
@@ -74,19 +78,20 @@ TEST_CASE("sim::gossip_wait_steps: the turns less the relief by the share, never
   sim::PlatformSpec p;
   p.shared_core_turns = 0.2;
   p.same_core_relief = 0.3;
-  CHECK(sim::gossip_wait_steps(p, 0.0) == doctest::Approx(1.2));
-  CHECK(sim::gossip_wait_steps(p, 0.5) == doctest::Approx(1.05));
+  CHECK(sim::gossip_wait_steps(p, 0.0) == dbench::testing::approx(1.2));
+  CHECK(sim::gossip_wait_steps(p, 0.5) == dbench::testing::approx(1.05));
   // All in-neighbours on its core: the relief would take 0.1 steps off its own step; the step stays.
   CHECK(sim::gossip_wait_steps(p, 1.0) == 1.0);
   // A relief of its own at a whole share: up to half a share the line through same_core_relief, from there
   // a line to same_core_relief_whole.
   p.shared_core_turns = 0.5;
   p.same_core_relief_whole = 0.1;
-  CHECK(sim::gossip_wait_steps(p, 0.0) == doctest::Approx(1.5));
-  CHECK(sim::gossip_wait_steps(p, 0.25) == doctest::Approx(1.425));
-  CHECK(sim::gossip_wait_steps(p, 0.5) == doctest::Approx(1.35));
-  CHECK(sim::gossip_wait_steps(p, 0.75) == doctest::Approx(1.375));  // spared halfway from 0.15 to 0.1
-  CHECK(sim::gossip_wait_steps(p, 1.0) == doctest::Approx(1.4));
+  CHECK(sim::gossip_wait_steps(p, 0.0) == dbench::testing::approx(1.5));
+  CHECK(sim::gossip_wait_steps(p, 0.25) == dbench::testing::approx(1.425));
+  CHECK(sim::gossip_wait_steps(p, 0.5) == dbench::testing::approx(1.35));
+  CHECK(sim::gossip_wait_steps(p, 0.75) ==
+        dbench::testing::approx(1.375));  // spared halfway from 0.15 to 0.1
+  CHECK(sim::gossip_wait_steps(p, 1.0) == dbench::testing::approx(1.4));
 }
 
 TEST_CASE(
@@ -107,9 +112,9 @@ TEST_CASE(
   const auto before = sim::time_schedule(spec, rounds);
   spec.platform.same_core_relief_whole = 0.4;  // same_core_relief 0: only whole shares are relieved
   const auto relieved = sim::time_schedule(spec, rounds);
-  CHECK(relieved.iterations[0].comm_s == doctest::Approx(before.iterations[0].comm_s).epsilon(1e-12));
+  CHECK(relieved.iterations[0].comm_s == dbench::testing::approx(before.iterations[0].comm_s).epsilon(1e-12));
   CHECK(relieved.iterations[1].comm_s ==
-        doctest::Approx(before.iterations[1].comm_s - 0.4 * step).epsilon(1e-9));
+        dbench::testing::approx(before.iterations[1].comm_s - 0.4 * step).epsilon(1e-9));
 }
 
 TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve its wait by their share") {
@@ -131,19 +136,19 @@ TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve i
   CHECK(refused_key(spec.platform, 4).empty());
   // The ring's in-neighbours are all on the other processor, the all-reduce waits for everyone: unchanged.
   CHECK(sim::time_schedule(spec, on_ring).iterations[1].comm_s ==
-        doctest::Approx(ring_before.iterations[1].comm_s).epsilon(1e-12));
+        dbench::testing::approx(ring_before.iterations[1].comm_s).epsilon(1e-12));
   CHECK(sim::time_schedule(spec, allreduce).iterations[1].comm_s ==
-        doctest::Approx(allreduce_before.iterations[1].comm_s).epsilon(1e-12));
+        dbench::testing::approx(allreduce_before.iterations[1].comm_s).epsilon(1e-12));
   // Half the exponential graph's in-neighbours share the processor: 0.6 x 0.5 steps less of waiting.
   const auto relieved = sim::time_schedule(spec, on_exponential);
   CHECK(relieved.iterations[1].compute_s ==
-        doctest::Approx(exponential_before.iterations[1].compute_s).epsilon(1e-12));
+        dbench::testing::approx(exponential_before.iterations[1].compute_s).epsilon(1e-12));
   CHECK(relieved.iterations[1].comm_s ==
-        doctest::Approx(exponential_before.iterations[1].comm_s - 0.3 * step).epsilon(1e-9));
+        dbench::testing::approx(exponential_before.iterations[1].comm_s - 0.3 * step).epsilon(1e-9));
   // Full fidelity charges the same.
   spec.options.fidelity = sim::Fidelity::full;
   CHECK(sim::time_schedule(spec, on_exponential).iterations[1].comm_s ==
-        doctest::Approx(relieved.iterations[1].comm_s).epsilon(1e-9));
+        dbench::testing::approx(relieved.iterations[1].comm_s).epsilon(1e-9));
   // A relief beyond the turns spares all of them, never the GPU's own step: the exchange alone remains.
   spec.options.fidelity = sim::Fidelity::fast;
   spec.platform.same_core_relief = 3.0;
@@ -151,7 +156,7 @@ TEST_CASE("sim::time_schedule: in-neighbours sharing a GPU's processor relieve i
   const auto no_turns = sim::time_schedule(spec, on_exponential);
   spec.platform.shared_core_turns = 1.0;
   CHECK(sim::time_schedule(spec, on_exponential).iterations[1].comm_s ==
-        doctest::Approx(no_turns.iterations[1].comm_s).epsilon(1e-9));
+        dbench::testing::approx(no_turns.iterations[1].comm_s).epsilon(1e-9));
 }
 
 TEST_CASE(
@@ -166,10 +171,12 @@ TEST_CASE(
   spec.platform.gradient_step_overhead_s = 3e-5;
   const auto after = sim::time_schedule(spec, schedule);
   CHECK(after.iterations[0].compute_s ==
-        doctest::Approx(before.iterations[0].compute_s + 3e-5).epsilon(1e-12));
-  CHECK(after.iterations[0].comm_s == doctest::Approx(before.iterations[0].comm_s).epsilon(1e-9));
-  CHECK(after.iterations[1].compute_s == doctest::Approx(before.iterations[1].compute_s).epsilon(1e-12));
-  CHECK(after.iterations[2].compute_s == doctest::Approx(before.iterations[2].compute_s).epsilon(1e-12));
+        dbench::testing::approx(before.iterations[0].compute_s + 3e-5).epsilon(1e-12));
+  CHECK(after.iterations[0].comm_s == dbench::testing::approx(before.iterations[0].comm_s).epsilon(1e-9));
+  CHECK(after.iterations[1].compute_s ==
+        dbench::testing::approx(before.iterations[1].compute_s).epsilon(1e-12));
+  CHECK(after.iterations[2].compute_s ==
+        dbench::testing::approx(before.iterations[2].compute_s).epsilon(1e-12));
 }
 
 TEST_CASE("sim::validate: the shared-core keys and gradient_step_overhead_s out of range name their key") {

@@ -11,6 +11,7 @@
 #include "sim/allreduce_plan.hpp"
 #include "sim/platform.hpp"
 #include "sim/timing.hpp"
+#include "support/approx.hpp"
 #include "timing_fixtures.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
@@ -49,7 +50,7 @@ TEST_CASE("sim::timing: ring all-reduce on a homogeneous star matches 2(n-1)(alp
           2.0 * (n - 1) * (star_alpha(p) + static_cast<double>(bytes) / (n * p.nic_bandwidth_Bps));
       const sim::CommTiming timing = simulator.allreduce(bytes);
       CHECK(relative_error(timing.seconds, expected) < 0.01);
-      CHECK(timing.bytes_sent_per_gpu == doctest::Approx(2.0 * (n - 1) * 1e8 / n));
+      CHECK(timing.bytes_sent_per_gpu == dbench::testing::approx(2.0 * (n - 1) * 1e8 / n));
     }
   }
 }
@@ -158,16 +159,16 @@ TEST_CASE("sim::time_schedule: each graph of a schedule is simulated once and ev
   REQUIRE(result.iterations.size() == 23);
   const double compute = sim::compute_seconds(profile, 32, spec.platform);
   for (const auto& row : result.iterations) {
-    CHECK(row.compute_s == doctest::Approx(compute));
-    CHECK(row.total_s == doctest::Approx(row.compute_s + row.comm_s));
-    CHECK(row.bytes_sent == doctest::Approx(static_cast<double>(profile.parameter_bytes())));
+    CHECK(row.compute_s == dbench::testing::approx(compute));
+    CHECK(row.total_s == dbench::testing::approx(row.compute_s + row.comm_s));
+    CHECK(row.bytes_sent == dbench::testing::approx(static_cast<double>(profile.parameter_bytes())));
   }
   // Each GPU waits only for its own in-neighbour, so the GPUs drift apart and a graph's second use (iteration
   // 5) does not repeat its first; never does a GPU wait longer than for the pattern's slowest message after
   // the latest GPU is ready (the global barrier the rows were before per-GPU clocks).
   CHECK(result.iterations[0].comm_s <= result.iterations[5].comm_s * 1.01);
-  CHECK(result.samples_per_second == doctest::Approx(32.0 * 32.0 / result.seconds_per_iteration));
-  CHECK(result.scaling_efficiency == doctest::Approx(compute / result.seconds_per_iteration));
+  CHECK(result.samples_per_second == dbench::testing::approx(32.0 * 32.0 / result.seconds_per_iteration));
+  CHECK(result.scaling_efficiency == dbench::testing::approx(compute / result.seconds_per_iteration));
   CHECK(result.scaling_efficiency < 1.0);
 
   // Full fidelity simulates every iteration with each GPU's own start. The first iterations (together, then
@@ -198,7 +199,7 @@ TEST_CASE("sim::time_schedule: buckets overlapped with the backward pass hide co
   CHECK(buckets.seconds_per_iteration < whole.seconds_per_iteration);
   CHECK(buckets.seconds_per_iteration >= whole.single_gpu_seconds_per_iteration);
   CHECK(buckets.iterations[0].total_s ==
-        doctest::Approx(buckets.iterations[0].compute_s + buckets.iterations[0].comm_s));
+        dbench::testing::approx(buckets.iterations[0].compute_s + buckets.iterations[0].comm_s));
 }
 
 TEST_CASE("sim::timing: a platform's measured all-reduce replaces the simulated one, in either fidelity") {
@@ -210,9 +211,9 @@ TEST_CASE("sim::timing: a platform's measured all-reduce replaces the simulated 
   for (const auto fidelity : {sim::Fidelity::fast, sim::Fidelity::full}) {
     sim::CommSimulator simulator(p, 8, options(fidelity, sim::AllReduceAlgorithm::tree));
     const sim::CommTiming t = simulator.allreduce(bytes);
-    CHECK(t.seconds == doctest::Approx(expected).epsilon(1e-12));
+    CHECK(t.seconds == dbench::testing::approx(expected).epsilon(1e-12));
     // The bytes a ring sends, 2 (n - 1) S / n per GPU, as without a measurement.
-    CHECK(t.bytes_sent_per_gpu == doctest::Approx(2.0 * 7 * 4e6 / 8));
+    CHECK(t.bytes_sent_per_gpu == dbench::testing::approx(2.0 * 7 * 4e6 / 8));
     CHECK(t.gpu_seconds.size() == 8);
     CHECK(simulator.simulations() == 0);
   }
@@ -221,20 +222,20 @@ TEST_CASE("sim::timing: a platform's measured all-reduce replaces the simulated 
   sim::CommSimulator bucketed(p, 8, options(sim::Fidelity::fast, sim::AllReduceAlgorithm::ring, 1'000'000));
   const double backward = 1e-3;
   CHECK(bucketed.overlapped_allreduce(bytes, backward).seconds ==
-        doctest::Approx(backward / 4 + 4 * (3e-5 + 1e6 / 2e9)).epsilon(1e-12));
+        dbench::testing::approx(backward / 4 + 4 * (3e-5 + 1e6 / 2e9)).epsilon(1e-12));
   // One worker pays the measured collective too (the runtime calls it with one worker as well), and nothing
   // without a measurement.
   sim::CommSimulator alone(p, 1, options(sim::Fidelity::fast));
-  CHECK(alone.allreduce(bytes).seconds == doctest::Approx(expected).epsilon(1e-12));
+  CHECK(alone.allreduce(bytes).seconds == dbench::testing::approx(expected).epsilon(1e-12));
   CHECK(alone.allreduce(bytes).bytes_sent_per_gpu == 0.0);
   CHECK(alone.overlapped_allreduce(bytes, backward).seconds ==
-        doctest::Approx(backward + 3e-5 + 4e6 / 2e9).epsilon(1e-12));
+        dbench::testing::approx(backward + 3e-5 + 4e6 / 2e9).epsilon(1e-12));
   // Without a measurement the ring is simulated: 2 (n - 1) (alpha + S / (n B)).
   p.allreduce_bandwidth_Bps = 0.0;
   CHECK(sim::CommSimulator(p, 1, options(sim::Fidelity::fast)).allreduce(bytes).seconds == 0.0);
   sim::CommSimulator simulated(p, 8, options(sim::Fidelity::fast));
   CHECK(simulated.allreduce(bytes).seconds ==
-        doctest::Approx(14.0 * (star_alpha(p) + 4e6 / 8 / p.nic_bandwidth_Bps)).epsilon(1e-3));
+        dbench::testing::approx(14.0 * (star_alpha(p) + 4e6 / 8 / p.nic_bandwidth_Bps)).epsilon(1e-3));
 }
 
 TEST_CASE("sim::platform: presets reproduce their published ResNet-50 throughput") {
@@ -306,7 +307,7 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
   const auto a = sim::time_schedule(spec, global);
   const auto b = sim::time_schedule(spec, allreduce);
   // Separate simulators: equal up to rounding at the magnitude of SimGrid's running clock.
-  CHECK(a.seconds_per_iteration == doctest::Approx(b.seconds_per_iteration).epsilon(1e-9));
+  CHECK(a.seconds_per_iteration == dbench::testing::approx(b.seconds_per_iteration).epsilon(1e-9));
   CHECK(a.simulations == b.simulations);
   CHECK(a.allreduce_algorithms == b.allreduce_algorithms);
   spec.options.allreduce = sim::AllReduceAlgorithm::ring;
@@ -319,9 +320,10 @@ TEST_CASE("sim::time_schedule: averaging over the complete graph is timed as an 
   const auto bytes = static_cast<double>(spec.profile.parameter_bytes());
   const sim::CommTiming expected =
       sim::CommSimulator(spec.platform, 16, {}).gossip(complete, spec.profile.parameter_bytes());
-  CHECK(gossip.iterations[0].comm_s == doctest::Approx(expected.seconds));
-  CHECK(gossip.iterations[0].gpu_bytes_sent[3] == doctest::Approx(15.0 * bytes));
-  CHECK(sim::time_schedule(spec, allreduce).iterations[0].comm_s == doctest::Approx(1e-4 + bytes / 1e9));
+  CHECK(gossip.iterations[0].comm_s == dbench::testing::approx(expected.seconds));
+  CHECK(gossip.iterations[0].gpu_bytes_sent[3] == dbench::testing::approx(15.0 * bytes));
+  CHECK(sim::time_schedule(spec, allreduce).iterations[0].comm_s ==
+        dbench::testing::approx(1e-4 + bytes / 1e9));
 }
 
 TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind the backward pass") {
@@ -340,12 +342,13 @@ TEST_CASE("sim::time_schedule: a global parameter average is never hidden behind
   const auto r = sim::time_schedule(spec, schedule);
   CHECK(r.simulations == 3);  // gradient buckets, the parameters' all-reduce, the ring
   CHECK(r.iterations[1].total_s > r.iterations[0].total_s);
-  CHECK(r.iterations[1].total_s == doctest::Approx(r.iterations[1].compute_s + r.iterations[1].comm_s));
+  CHECK(r.iterations[1].total_s ==
+        dbench::testing::approx(r.iterations[1].compute_s + r.iterations[1].comm_s));
   // The same communication from the same (synchronised) start, up to the clocks' rounding; after the ring,
   // whose GPUs drift apart, the average also waits for the last of them.
   CHECK(r.iterations[3].total_s >= r.iterations[1].total_s);
-  CHECK(r.iterations[3].total_s == doctest::Approx(r.iterations[1].total_s).epsilon(1e-3));
-  CHECK(r.iterations[4].total_s == doctest::Approx(r.iterations[0].total_s).epsilon(1e-9));
+  CHECK(r.iterations[3].total_s == dbench::testing::approx(r.iterations[1].total_s).epsilon(1e-3));
+  CHECK(r.iterations[4].total_s == dbench::testing::approx(r.iterations[0].total_s).epsilon(1e-9));
 }
 
 TEST_CASE("sim::time_schedule: per-GPU rows give each GPU its own bytes and its own time") {
@@ -363,9 +366,10 @@ TEST_CASE("sim::time_schedule: per-GPU rows give each GPU its own bytes and its 
   CHECK(row.gpu_bytes_sent[3] == s);
   // The hub's NIC carries 7 copies each way, so every GPU waits about as long as the hub: the slowest is the
   // iteration's communication.
-  CHECK(*std::max_element(row.gpu_comm_s.begin(), row.gpu_comm_s.end()) == doctest::Approx(row.comm_s));
-  CHECK(row.gpu_comm_s[0] == doctest::Approx(row.comm_s));
-  CHECK(row.gpu_total_s[3] == doctest::Approx(row.compute_s + row.gpu_comm_s[3]));
+  CHECK(*std::max_element(row.gpu_comm_s.begin(), row.gpu_comm_s.end()) ==
+        dbench::testing::approx(row.comm_s));
+  CHECK(row.gpu_comm_s[0] == dbench::testing::approx(row.comm_s));
+  CHECK(row.gpu_total_s[3] == dbench::testing::approx(row.compute_s + row.gpu_comm_s[3]));
 }
 
 TEST_CASE("sim::timing: a pipelined tree on a homogeneous star takes the plan's alpha-beta step sum") {
@@ -403,7 +407,7 @@ TEST_CASE("sim::timing: a pipelined tree on a homogeneous star takes the plan's 
         sim::CommSimulator simulator(p, n, options(fidelity, sim::AllReduceAlgorithm::tree));
         const sim::CommTiming t = simulator.allreduce(bytes);
         CHECK(relative_error(t.seconds, expected) < 0.01);
-        CHECK(t.bytes_sent_per_gpu == doctest::Approx(2.0 * (n - 1) * s / n));
+        CHECK(t.bytes_sent_per_gpu == dbench::testing::approx(2.0 * (n - 1) * s / n));
         CHECK(t.messages == 4LL * plan.chunks * (n - 1));
       }
     }
@@ -450,7 +454,7 @@ TEST_CASE("sim::timing: a pipelined hierarchical all-reduce agrees with full fid
       // Each GPU still sends what the unpipelined algorithm sends.
       const auto s = static_cast<double>(bytes);
       const int g = p.gpus_per_node;
-      CHECK(t.bytes_sent_per_gpu == doctest::Approx(2.0 * (g - 1) * s / g + 2.0 * 7 * s / n));
+      CHECK(t.bytes_sent_per_gpu == dbench::testing::approx(2.0 * (g - 1) * s / g + 2.0 * 7 * s / n));
     }
   }
 }

@@ -1,6 +1,7 @@
 // Base-(k+1) and hyper-hypercube graphs: exact consensus in their period with at most k peers per round.
 #include <doctest/doctest.h>
 
+#include "support/approx.hpp"
 #include "tests/topology/helpers.hpp"
 #include "topology/base_graph.hpp"
 #include "topology/graph_analysis.hpp"
@@ -58,16 +59,16 @@ TEST_CASE("topology::simple-base: n = 5, k = 1 is two hypercube rounds, one pair
   const auto s = topo::simple_base_graph(5, 1);
   REQUIRE(s.period() == 5);
   const auto& pairing = s.rounds()[2];
-  CHECK(pairing.weight(4, 0) == doctest::Approx(4.0 / 5));
-  CHECK(pairing.weight(4, 4) == doctest::Approx(1.0 / 5));
-  CHECK(pairing.weight(0, 0) == doctest::Approx(1.0 / 5));
+  CHECK(pairing.weight(4, 0) == dbench::testing::approx(4.0 / 5));
+  CHECK(pairing.weight(4, 4) == dbench::testing::approx(1.0 / 5));
+  CHECK(pairing.weight(0, 0) == dbench::testing::approx(1.0 / 5));
   CHECK(pairing.weight(1, 1) == 1.0);
 }
 
 TEST_CASE("topology::hyper-hypercube: exact in as many rounds as factors, rejects large prime factors") {
   const auto s = topo::hyper_hypercube(6, 2);
   REQUIRE(s.period() == 2);
-  CHECK(s.rounds()[0].weight(0, 1) == doctest::Approx(1.0 / 3));
+  CHECK(s.rounds()[0].weight(0, 1) == dbench::testing::approx(1.0 / 3));
   CHECK(consensus_error_after_period(s, 1) < 1e-12);
   CHECK(topo::hyper_hypercube(1296, 5).period() == 4);  // 6^4
   CHECK(topo::hyper_hypercube(1024, 1).period() == 10);

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "support/approx.hpp"
 #include "tests/topology/helpers.hpp"
 #include "topology/generators.hpp"
 
@@ -151,9 +152,9 @@ TEST_CASE("topology::exponential: row i holds i and i - 2^k for k < ceil(log2 n)
     for (const int i : {0, 1, n - 1}) {
       const auto row = g.row(i);
       CHECK(static_cast<int>(row.size()) == tau + 1);
-      CHECK(g.weight(i, i) == doctest::Approx(1.0 / (tau + 1)));
+      CHECK(g.weight(i, i) == dbench::testing::approx(1.0 / (tau + 1)));
       for (int k = 0; k < tau; ++k) {
-        CHECK(g.weight(i, ((i - (1 << k)) % n + n) % n) == doctest::Approx(1.0 / (tau + 1)));
+        CHECK(g.weight(i, ((i - (1 << k)) % n + n) % n) == dbench::testing::approx(1.0 / (tau + 1)));
       }
     }
   }

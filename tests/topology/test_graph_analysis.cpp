@@ -1,6 +1,7 @@
 // Statistics: edge counts, degrees and diameters against closed forms.
 #include <doctest/doctest.h>
 
+#include "support/approx.hpp"
 #include "tests/topology/helpers.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_analysis.hpp"
@@ -16,7 +17,7 @@ TEST_CASE("topology::analyze: ring edges, degrees and diameter") {
   CHECK_FALSE(s.directed);
   CHECK(s.in_degree.min == 2);
   CHECK(s.in_degree.max == 2);
-  CHECK(s.out_degree.mean == doctest::Approx(2.0));
+  CHECK(s.out_degree.mean == dbench::testing::approx(2.0));
   CHECK(s.diameter == 5);
   CHECK(s.diameter_exact);
   CHECK(s.connected);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "support/approx.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_policy.hpp"
 
@@ -134,11 +135,11 @@ TEST_CASE("topology::ada: measures at its global averages and probes the one-ste
     }
   }
   CHECK(ada.rung() == 0);
-  CHECK(ada.reference_spread() == doctest::Approx(1.0));
-  CHECK(ada.last_ratio() == doctest::Approx(3.0));
+  CHECK(ada.reference_spread() == dbench::testing::approx(1.0));
+  CHECK(ada.last_ratio() == dbench::testing::approx(3.0));
   // The step chosen right after a comparison carries the ratio; the probe's answer is no comparison.
   CHECK(std::isnan(steps[1].signal));
-  CHECK(steps[5].signal == doctest::Approx(3.0));
+  CHECK(steps[5].signal == dbench::testing::approx(3.0));
   CHECK(std::isnan(steps[6].signal));
 }
 
@@ -150,8 +151,8 @@ TEST_CASE("topology::ada: denser above the band at once, sparser after patience 
   auto steps = drive(
       ada, 0, 6, [](std::int64_t k) { return k == 1 ? 1.0 : 6.0; }, latest, last_average);
   CHECK(ada.rung() == 1);
-  CHECK(ada.last_ratio() == doctest::Approx(6.0));
-  CHECK(steps[5].signal == doctest::Approx(6.0));
+  CHECK(ada.last_ratio() == dbench::testing::approx(6.0));
+  CHECK(steps[5].signal == dbench::testing::approx(6.0));
   CHECK(steps[5].communication == dt::Communication::global_average);
   // On the global average every measurement is a one-step spread: ratio 1, below the band; after two of
   // them Ada tries the sparser rung again.

@@ -5,6 +5,7 @@
 #include <complex>
 #include <numbers>
 
+#include "support/approx.hpp"
 #include "tests/topology/helpers.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_analysis.hpp"
@@ -69,7 +70,7 @@ TEST_CASE("topology::torus: spectral gap from eigenvalues (1 + 2cos(2πa/R) + 2c
 
 TEST_CASE("topology::complete: spectral gap is 1") {
   for (const int n : {2, 3, 10, 100}) {
-    CHECK(topo::spectral_gap(topo::complete(n)).gap == doctest::Approx(1.0).epsilon(1e-9));
+    CHECK(topo::spectral_gap(topo::complete(n)).gap == dbench::testing::approx(1.0).epsilon(1e-9));
   }
 }
 
@@ -165,7 +166,7 @@ TEST_CASE("topology::one-peer-exponential: exact after τ = 10 rounds at n = 102
   CHECK(topo::testing::consensus_error_after_period(inexact, 1) > 1e-6);
   const auto stats = topo::analyze(inexact);
   CHECK_FALSE(stats.exact_consensus);
-  CHECK(stats.spectral_gap == doctest::Approx(1.0 - std::pow(residual, 1.0 / 10)).epsilon(1e-6));
+  CHECK(stats.spectral_gap == dbench::testing::approx(1.0 - std::pow(residual, 1.0 / 10)).epsilon(1e-6));
 }
 
 TEST_CASE("topology::spectral: the period contraction of a static graph is its |λ2| when W is symmetric") {

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "support/approx.hpp"
 #include "tests/topology/helpers.hpp"
 #include "topology/generators.hpp"
 #include "topology/graph_analysis.hpp"
@@ -64,15 +65,15 @@ TEST_CASE("topology::weights: the exponential family is not symmetric") {
 }
 
 TEST_CASE("topology::weights: regular kinds get 1/(d+1)") {
-  CHECK(topo::ring(10).weight(3, 4) == doctest::Approx(1.0 / 3));
-  CHECK(topo::ring(10).weight(3, 3) == doctest::Approx(1.0 / 3));
-  CHECK(topo::torus(36).weight(7, 7) == doctest::Approx(1.0 / 5));
-  CHECK(topo::torus(36).weight(7, 8) == doctest::Approx(1.0 / 5));
-  CHECK(topo::hypercube(32).weight(0, 16) == doctest::Approx(1.0 / 6));
-  CHECK(topo::complete(7).weight(2, 5) == doctest::Approx(1.0 / 7));
+  CHECK(topo::ring(10).weight(3, 4) == dbench::testing::approx(1.0 / 3));
+  CHECK(topo::ring(10).weight(3, 3) == dbench::testing::approx(1.0 / 3));
+  CHECK(topo::torus(36).weight(7, 7) == dbench::testing::approx(1.0 / 5));
+  CHECK(topo::torus(36).weight(7, 8) == dbench::testing::approx(1.0 / 5));
+  CHECK(topo::hypercube(32).weight(0, 16) == dbench::testing::approx(1.0 / 6));
+  CHECK(topo::complete(7).weight(2, 5) == dbench::testing::approx(1.0 / 7));
   const auto rr = topo::random_regular(40, 5, 1);
   for (const auto& e : rr.row(0)) {
-    CHECK(e.weight == doctest::Approx(1.0 / 6));
+    CHECK(e.weight == dbench::testing::approx(1.0 / 6));
   }
 }
 
@@ -80,11 +81,11 @@ TEST_CASE("topology::star: Metropolis-Hastings weights") {
   const int n = 11;
   const auto g = topo::star(n);
   // W_0i = 1 / (1 + max(d_0, d_i)) = 1 / (1 + (n - 1)) = 1/n.
-  CHECK(g.weight(0, 0) == doctest::Approx(1.0 / n));  // the hub keeps 1 - (n - 1)/n
+  CHECK(g.weight(0, 0) == dbench::testing::approx(1.0 / n));  // the hub keeps 1 - (n - 1)/n
   for (int i = 1; i < n; ++i) {
-    CHECK(g.weight(0, i) == doctest::Approx(1.0 / n));
-    CHECK(g.weight(i, 0) == doctest::Approx(1.0 / n));
-    CHECK(g.weight(i, i) == doctest::Approx(1.0 - 1.0 / n));
+    CHECK(g.weight(0, i) == dbench::testing::approx(1.0 / n));
+    CHECK(g.weight(i, 0) == dbench::testing::approx(1.0 / n));
+    CHECK(g.weight(i, i) == dbench::testing::approx(1.0 - 1.0 / n));
   }
   CHECK(topo::check_mixing(g).symmetric);
   CHECK(topo::check_mixing(g).column_stochastic);
@@ -92,8 +93,8 @@ TEST_CASE("topology::star: Metropolis-Hastings weights") {
 
 TEST_CASE("topology::star: uniform weights are row- but not column-stochastic") {
   const auto g = topo::star(6, topo::WeightScheme::uniform);
-  CHECK(g.weight(0, 0) == doctest::Approx(1.0 / 6));
-  CHECK(g.weight(1, 0) == doctest::Approx(0.5));
+  CHECK(g.weight(0, 0) == dbench::testing::approx(1.0 / 6));
+  CHECK(g.weight(1, 0) == dbench::testing::approx(0.5));
   const auto checks = topo::check_mixing(g);
   CHECK(checks.row_stochastic);
   CHECK_FALSE(checks.column_stochastic);
@@ -104,8 +105,8 @@ TEST_CASE("topology::weights: Metropolis-Hastings on an irregular graph") {
   // Path 0 - 1 - 2: degrees 1, 2, 1.
   const std::vector<topo::Edge> path = {{0, 1}, {1, 2}};
   const auto g = topo::weighted_graph("path", 3, path, topo::WeightScheme::metropolis_hastings);
-  CHECK(g.weight(0, 1) == doctest::Approx(1.0 / 3));
-  CHECK(g.weight(0, 0) == doctest::Approx(2.0 / 3));
-  CHECK(g.weight(1, 1) == doctest::Approx(1.0 / 3));
+  CHECK(g.weight(0, 1) == dbench::testing::approx(1.0 / 3));
+  CHECK(g.weight(0, 0) == dbench::testing::approx(2.0 / 3));
+  CHECK(g.weight(1, 1) == dbench::testing::approx(1.0 / 3));
   CHECK(topo::check_mixing(g).column_stochastic);
 }

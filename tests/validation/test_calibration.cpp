@@ -7,6 +7,7 @@
 
 #include "experiments/timing_setup.hpp"
 #include "sim/platform.hpp"
+#include "support/approx.hpp"
 #include "support/temp_dir.hpp"
 #include "validation/calibration.hpp"
 
@@ -58,7 +59,7 @@ TEST_CASE(
   l.fit = validation::fit_alpha_beta(l.bytes, l.seconds);
   const validation::AlphaBetaFit at = validation::anchored_fit(l, 200000);
   CHECK(at.alpha_s == l.fit.alpha_s);
-  CHECK(at.alpha_s + 200000 / at.bandwidth_Bps == doctest::Approx(l.seconds.back()).epsilon(1e-12));
+  CHECK(at.alpha_s + 200000 / at.bandwidth_Bps == dbench::testing::approx(l.seconds.back()).epsilon(1e-12));
   // A size not measured, or a measurement not above the latency, leaves the fit as it is.
   CHECK(validation::anchored_fit(l, 12345).bandwidth_Bps == l.fit.bandwidth_Bps);
   CHECK(validation::anchored_fit(l, 0).bandwidth_Bps == l.fit.bandwidth_Bps);
@@ -75,7 +76,7 @@ TEST_CASE(
   std::ofstream(dir.path() / "mlp.toml") << toml;
   const sim::PlatformSpec p = experiments::read_calibration(dir.path() / "mlp.toml");
   CHECK(p.allreduce_latency_s + 65536 / p.allreduce_bandwidth_Bps ==
-        doctest::Approx(c.allreduce.seconds[1]).epsilon(1e-5));
+        dbench::testing::approx(c.allreduce.seconds[1]).epsilon(1e-5));
 }
 
 TEST_CASE("validation::platform_toml: read_calibration reads back the fitted platform") {
@@ -86,21 +87,22 @@ TEST_CASE("validation::platform_toml: read_calibration reads back the fitted pla
   const sim::PlatformSpec p = experiments::read_calibration(file);
   CHECK(p.name == "mlp");
   CHECK(p.gpus_per_node == 4);
-  CHECK(p.gpu_flops_per_s == doctest::Approx(1.5e10).epsilon(1e-5));
-  CHECK(p.iteration_overhead_s == doctest::Approx(2e-5).epsilon(1e-5));
+  CHECK(p.gpu_flops_per_s == dbench::testing::approx(1.5e10).epsilon(1e-5));
+  CHECK(p.iteration_overhead_s == dbench::testing::approx(2e-5).epsilon(1e-5));
   // A message crosses two GPU ports: the exchange's alpha split over them.
-  CHECK(p.intra_node_latency_s == doctest::Approx(2e-6).epsilon(1e-5));
-  CHECK(p.intra_node_bandwidth_Bps == doctest::Approx(6e9).epsilon(1e-5));
+  CHECK(p.intra_node_latency_s == dbench::testing::approx(2e-6).epsilon(1e-5));
+  CHECK(p.intra_node_bandwidth_Bps == dbench::testing::approx(6e9).epsilon(1e-5));
   CHECK(p.fabric == sim::Fabric::star);
   // Centralized steps pay the all-reduce as measured.
-  CHECK(p.allreduce_latency_s == doctest::Approx(8e-6).epsilon(1e-5));
-  CHECK(p.allreduce_bandwidth_Bps == doctest::Approx(1e9).epsilon(1e-5));
+  CHECK(p.allreduce_latency_s == dbench::testing::approx(8e-6).epsilon(1e-5));
+  CHECK(p.allreduce_bandwidth_Bps == dbench::testing::approx(1e9).epsilon(1e-5));
   CHECK_NOTHROW(sim::validate(p, 4));
   // One node: the simulated compute is the fitted model.
   models::ModelProfile profile;
   profile.forward_flops_per_sample = 1e5;
   profile.backward_flops_per_sample = 2e5;
-  CHECK(sim::compute_seconds(profile, 16, p) == doctest::Approx(2e-5 + 16 * 3e5 / 1.5e10).epsilon(1e-5));
+  CHECK(sim::compute_seconds(profile, 16, p) ==
+        dbench::testing::approx(2e-5 + 16 * 3e5 / 1.5e10).epsilon(1e-5));
 }
 
 TEST_CASE("validation::platform_toml: the config's batch between two timed ones is charged their line") {
@@ -123,13 +125,14 @@ TEST_CASE("validation::platform_toml: the config's batch between two timed ones 
   profile.backward_flops_per_sample = 2e5;
   // Halfway between the steps at 16 and 32, not the line through all three.
   const double between = 0.5 * (m.seconds[1] + m.seconds[2]);
-  CHECK(sim::compute_seconds(profile, 24, p) == doctest::Approx(between).epsilon(1e-5));
+  CHECK(sim::compute_seconds(profile, 24, p) == dbench::testing::approx(between).epsilon(1e-5));
   CHECK(m.fit.seconds_at(24, m.flops_per_sample) < 0.99 * between);
   const validation::Calibration back = validation::calibration_from_json(validation::to_json(c));
   REQUIRE(back.models.front().step_between.has_value());
   CHECK(back.models.front().step_batch == 24);
-  CHECK(back.models.front().step_between->flops_per_s == doctest::Approx(m.step_between->flops_per_s));
-  CHECK(back.models.front().step_between->overhead_s == doctest::Approx(m.step_between->overhead_s));
+  CHECK(back.models.front().step_between->flops_per_s ==
+        dbench::testing::approx(m.step_between->flops_per_s));
+  CHECK(back.models.front().step_between->overhead_s == dbench::testing::approx(m.step_between->overhead_s));
   CHECK_FALSE(validation::calibration_from_json(validation::to_json(example())).models.front().step_between);
 }
 
@@ -139,9 +142,9 @@ TEST_CASE("validation::to_json: the calibration round-trips with its residuals")
   CHECK(back.workers == 4);
   CHECK(back.host == "test-host");
   REQUIRE(back.models.size() == 1);
-  CHECK(back.models[0].fit.flops_per_s == doctest::Approx(c.models[0].fit.flops_per_s));
+  CHECK(back.models[0].fit.flops_per_s == dbench::testing::approx(c.models[0].fit.flops_per_s));
   CHECK(back.models[0].fit.line.residuals.size() == 3);
-  CHECK(back.exchange.fit.bandwidth_Bps == doctest::Approx(6e9));
+  CHECK(back.exchange.fit.bandwidth_Bps == dbench::testing::approx(6e9));
   CHECK(back.allreduce.seconds == c.allreduce.seconds);
   CHECK(back.models[0].seconds_alone == c.models[0].seconds_alone);
   CHECK(back.models[0].gossip_seconds == c.models[0].gossip_seconds);

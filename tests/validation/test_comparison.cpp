@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "support/approx.hpp"
 #include "support/csv_column.hpp"
 #include "validation/comparison.hpp"
 
@@ -38,10 +39,10 @@ TEST_CASE("validation::mean_parts: per iteration the mean over workers, then ove
       "3,0,50,50,100\n3,1,50,50,100\n";
   const std::vector<double> evaluations{3};
   const PartTimes p = mean_parts(trace, 1, evaluations);
-  CHECK(p.compute_s == doctest::Approx(2.0));
-  CHECK(p.comm_s == doctest::Approx(3.0));
-  CHECK(p.total_s == doctest::Approx(5.0));
-  CHECK(mean_parts(trace, 0).total_s == doctest::Approx((18.0 + 5 + 5 + 100) / 4));
+  CHECK(p.compute_s == dbench::testing::approx(2.0));
+  CHECK(p.comm_s == dbench::testing::approx(3.0));
+  CHECK(p.total_s == dbench::testing::approx(5.0));
+  CHECK(mean_parts(trace, 0).total_s == dbench::testing::approx((18.0 + 5 + 5 + 100) / 4));
   CHECK_THROWS_AS(mean_parts(trace, 4), std::invalid_argument);
   CHECK_THROWS_AS(mean_parts("iteration,total_s\n0,1\n", 0), std::invalid_argument);
   CHECK(csv_column(trace, "iteration") == std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3});
@@ -83,8 +84,8 @@ TEST_CASE("tests::csv_column: read with the results' CSV reader: quoted fields, 
 }
 
 TEST_CASE("validation::relative_error: |simulated - measured| / measured") {
-  CHECK(relative_error(1.1, 1.0) == doctest::Approx(0.1));
-  CHECK(relative_error(0.8, 1.0) == doctest::Approx(0.2));
+  CHECK(relative_error(1.1, 1.0) == dbench::testing::approx(0.1));
+  CHECK(relative_error(0.8, 1.0) == dbench::testing::approx(0.2));
   CHECK(relative_error(0.0, 0.0) == 0.0);
   CHECK(std::isinf(relative_error(1.0, 0.0)));
 }
@@ -94,13 +95,13 @@ TEST_CASE("validation::validation_json: per-case errors and the largest as max_r
   cases[1].numerics_accuracy[1] = 0.5 + 1e-7;
   const auto json = validation_json(cases);
   REQUIRE(json.at("cases").size() == 2);
-  CHECK(json.at("max_relative_error").get<double>() == doctest::Approx(0.2));
-  CHECK(json.at("max_accuracy_difference").get<double>() == doctest::Approx(1e-7));
+  CHECK(json.at("max_relative_error").get<double>() == dbench::testing::approx(0.2));
+  CHECK(json.at("max_accuracy_difference").get<double>() == dbench::testing::approx(1e-7));
   const auto& ring = json.at("cases")[1];
   CHECK(ring.at("case") == "dpsgd/ring");
   CHECK(ring.at("measured").at("seconds_per_iteration").get<double>() == 2.0);
-  CHECK(ring.at("simulated").at("comm_s").get<double>() == doctest::Approx(1.2));
-  CHECK(ring.at("relative_error").at("compute_s").get<double>() == doctest::Approx(0.6));
+  CHECK(ring.at("simulated").at("comm_s").get<double>() == dbench::testing::approx(1.2));
+  CHECK(ring.at("relative_error").at("compute_s").get<double>() == dbench::testing::approx(0.6));
   // Accuracy curves of different lengths cannot be compared: null, not a number.
   cases[0].numerics_accuracy.push_back(0.7);
   CHECK(validation_json(cases).at("max_accuracy_difference").is_null());
@@ -114,7 +115,7 @@ TEST_CASE("validation::validation_markdown and validation_csv: one row per case,
   CHECK(md.find("20.0 %") != std::string::npos);
   const std::string csv = validation_csv(cases);
   CHECK(csv.rfind("case,algorithm,graph,model,workers,measured_s,simulated_s,relative_error,", 0) == 0);
-  CHECK(csv_column(csv, "relative_error")[1] == doctest::Approx(0.2));
+  CHECK(csv_column(csv, "relative_error")[1] == dbench::testing::approx(0.2));
   const std::string accuracy = accuracy_csv(cases);
   CHECK(csv_column(accuracy, "runtime_test_accuracy").size() == 4);
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "support/approx.hpp"
 #include "validation/fits.hpp"
 
 namespace {
@@ -25,26 +26,26 @@ TEST_CASE("validation::fit_line: exact data gives the line back with zero residu
   }
   for (const bool relative : {false, true}) {
     const auto fit = fit_line(x, y, relative);
-    CHECK(fit.intercept == doctest::Approx(3.0).epsilon(1e-12));
-    CHECK(fit.slope == doctest::Approx(0.5).epsilon(1e-12));
+    CHECK(fit.intercept == dbench::testing::approx(3.0).epsilon(1e-12));
+    CHECK(fit.slope == dbench::testing::approx(0.5).epsilon(1e-12));
     REQUIRE(fit.residuals.size() == x.size());
     for (const double r : fit.residuals) {
       CHECK(std::abs(r) < 1e-12);
     }
     CHECK(fit.rms_residual < 1e-12);
-    CHECK(fit.r_squared == doctest::Approx(1.0));
+    CHECK(fit.r_squared == dbench::testing::approx(1.0));
   }
 }
 
 TEST_CASE("validation::fit_line: ordinary least squares of a known set") {
   // x = 0, 1, 2; y = 1, 2, 4: slope 1.5, intercept 5/6, residuals +1/6, -1/3, +1/6.
   const auto fit = fit_line(std::vector<double>{0, 1, 2}, std::vector<double>{1, 2, 4});
-  CHECK(fit.slope == doctest::Approx(1.5));
-  CHECK(fit.intercept == doctest::Approx(5.0 / 6.0));
-  CHECK(fit.residuals[0] == doctest::Approx(1.0 / 6.0));
-  CHECK(fit.residuals[1] == doctest::Approx(-1.0 / 3.0));
-  CHECK(fit.rms_residual == doctest::Approx(std::sqrt((1.0 / 36 + 1.0 / 9 + 1.0 / 36) / 3.0)));
-  CHECK(fit.r_squared == doctest::Approx(1.0 - (1.0 / 6.0) / (14.0 / 3.0)));
+  CHECK(fit.slope == dbench::testing::approx(1.5));
+  CHECK(fit.intercept == dbench::testing::approx(5.0 / 6.0));
+  CHECK(fit.residuals[0] == dbench::testing::approx(1.0 / 6.0));
+  CHECK(fit.residuals[1] == dbench::testing::approx(-1.0 / 3.0));
+  CHECK(fit.rms_residual == dbench::testing::approx(std::sqrt((1.0 / 36 + 1.0 / 9 + 1.0 / 36) / 3.0)));
+  CHECK(fit.r_squared == dbench::testing::approx(1.0 - (1.0 / 6.0) / (14.0 / 3.0)));
 }
 
 TEST_CASE("validation::fit_line: rejects what cannot be fitted") {
@@ -62,8 +63,8 @@ TEST_CASE("validation::fit_alpha_beta: exact alpha-beta times recover alpha and 
     seconds.push_back(alpha + b / beta);
   }
   const auto fit = fit_alpha_beta(kSizes, seconds);
-  CHECK(fit.alpha_s == doctest::Approx(alpha).epsilon(1e-9));
-  CHECK(fit.bandwidth_Bps == doctest::Approx(beta).epsilon(1e-9));
+  CHECK(fit.alpha_s == dbench::testing::approx(alpha).epsilon(1e-9));
+  CHECK(fit.bandwidth_Bps == dbench::testing::approx(beta).epsilon(1e-9));
   CHECK(fit.line.max_relative_residual < 1e-9);
 }
 
@@ -75,9 +76,9 @@ TEST_CASE("validation::fit_alpha_beta: +-3 % noise keeps alpha and beta within 6
     seconds.push_back((alpha + kSizes[i] / beta) * (i % 2 == 0 ? 1.03 : 0.97));
   }
   const auto fit = fit_alpha_beta(kSizes, seconds);
-  CHECK(fit.alpha_s == doctest::Approx(alpha).epsilon(0.06));
-  CHECK(fit.bandwidth_Bps == doctest::Approx(beta).epsilon(0.06));
-  CHECK(fit.line.max_relative_residual == doctest::Approx(0.03).epsilon(0.5));
+  CHECK(fit.alpha_s == dbench::testing::approx(alpha).epsilon(0.06));
+  CHECK(fit.bandwidth_Bps == dbench::testing::approx(beta).epsilon(0.06));
+  CHECK(fit.line.max_relative_residual == dbench::testing::approx(0.03).epsilon(0.5));
 }
 
 TEST_CASE("validation::fit_alpha_beta: a time that does not grow with size has no bandwidth") {
@@ -94,8 +95,8 @@ TEST_CASE("validation::fit_compute: overhead and rate of t = overhead + batch * 
     seconds.push_back(overhead + b * flops / rate);
   }
   const auto fit = fit_compute(batches, seconds, flops);
-  CHECK(fit.flops_per_s == doctest::Approx(rate).epsilon(1e-9));
-  CHECK(fit.overhead_s == doctest::Approx(overhead).epsilon(1e-9));
+  CHECK(fit.flops_per_s == dbench::testing::approx(rate).epsilon(1e-9));
+  CHECK(fit.overhead_s == dbench::testing::approx(overhead).epsilon(1e-9));
   CHECK_THROWS_AS(fit_compute(batches, seconds, 0.0), FitError);
 }
 
@@ -108,28 +109,28 @@ TEST_CASE("validation::fit_compute_between: the line through the timed batches o
   const auto near = dbench::validation::fit_compute_between(batches, seconds, flops, 24);
   REQUIRE(near.has_value());
   const auto at = [&](const dbench::validation::ComputeFit& f, double b) { return f.seconds_at(b, flops); };
-  CHECK(at(*near, 16) == doctest::Approx(2.16e-3));
-  CHECK(at(*near, 32) == doctest::Approx(3.46e-3));
-  CHECK(at(*near, 24) == doctest::Approx(2.81e-3));
+  CHECK(at(*near, 16) == dbench::testing::approx(2.16e-3));
+  CHECK(at(*near, 32) == dbench::testing::approx(3.46e-3));
+  CHECK(at(*near, 24) == dbench::testing::approx(2.81e-3));
   CHECK(at(all, 24) > 1.04 * at(*near, 24));
   // A timed batch: the line passes through its own step; the top batch takes the segment below it.
   CHECK(at(*dbench::validation::fit_compute_between(batches, seconds, flops, 16), 16) ==
-        doctest::Approx(2.16e-3));
+        dbench::testing::approx(2.16e-3));
   // LeNet's steepest segment would need a negative overhead: the step at the batch is then all FLOPs.
   const auto steepest = dbench::validation::fit_compute_between(batches, seconds, flops, 48);
   REQUIRE(steepest.has_value());
   CHECK(steepest->overhead_s == 0.0);
-  CHECK(at(*steepest, 48) == doctest::Approx(0.5 * (3.46e-3 + 7.13e-3)));
+  CHECK(at(*steepest, 48) == dbench::testing::approx(0.5 * (3.46e-3 + 7.13e-3)));
   const std::vector<double> mlp{4.9e-5, 6.1e-5, 1.16e-4, 1.81e-4};
   const auto top = dbench::validation::fit_compute_between(batches, mlp, flops, 64);
   REQUIRE(top.has_value());
-  CHECK(at(*top, 32) == doctest::Approx(1.16e-4));
-  CHECK(at(*top, 64) == doctest::Approx(1.81e-4));
+  CHECK(at(*top, 32) == dbench::testing::approx(1.16e-4));
+  CHECK(at(*top, 64) == dbench::testing::approx(1.81e-4));
   // Unordered input and a batch timed twice (its mean counts).
   const std::vector<double> shuffled{32, 16, 16};
   const std::vector<double> shuffled_s{3.46e-3, 2.0e-3, 2.32e-3};
   CHECK(at(*dbench::validation::fit_compute_between(shuffled, shuffled_s, flops, 24), 24) ==
-        doctest::Approx(2.81e-3));
+        dbench::testing::approx(2.81e-3));
   // Outside the timed batches, or a segment that does not grow: none.
   CHECK_FALSE(dbench::validation::fit_compute_between(batches, seconds, flops, 4).has_value());
   CHECK_FALSE(dbench::validation::fit_compute_between(batches, seconds, flops, 128).has_value());

@@ -36,13 +36,13 @@ std::string read(const fs::path& path) {
 /// The mean communication per iteration the platform in `calibration` charges `graph` on 4 workers of the
 /// MLP at batch 24, as validate simulates it.
 double simulated_comm(const fs::path& calibration, const std::string& graph, const fs::path& out) {
-  const auto simulate =
-      dbench::testing::run_dbench("simulate " + kConfig +
-                                  " --timing-only --quiet --set train.workers=4 --set "
-                                  "train.batch_per_worker=24 --set train.iterations=40 "
-                                  "--set algorithm.graph=" +
-                                  graph + " --set \"platform.preset=" + (calibration / "mlp.toml").string() +
-                                  "\" --set platform.timing_model=mlp --out \"" + out.string() + "\"");
+  const auto simulate = dbench::testing::run_dbench(
+      "simulate " + kConfig +
+      " --timing-only --quiet --set train.workers=4 --set "
+      "train.batch_per_worker=24 --set train.iterations=40 --set platform.timing_batch_per_gpu=24 "
+      "--set algorithm.graph=" +
+      graph + " --set \"platform.preset=" + (calibration / "mlp.toml").string() +
+      "\" --set platform.timing_model=mlp --out \"" + out.string() + "\"");
   INFO(simulate.output);
   REQUIRE(simulate.status == 0);
   const auto comm = dbench::testing::csv_column(read(out / "trace.csv"), "comm_s");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/communicator.hpp"
+#include "support/approx.hpp"
 #include "validation/speed_watch.hpp"
 
 namespace {
@@ -54,9 +55,9 @@ TEST_CASE("validation::SpeedWatch: a steady machine, idle or under a steady load
     CHECK(watch.readings().size() == 6);
     CHECK(watch.readings()[2].after == "start");
     CHECK(watch.readings()[4].after == "phase 1");
-    CHECK(watch.largest_drift() == doctest::Approx(0.05));
-    CHECK(watch.largest_counted_drift() == doctest::Approx(0.05));
-    CHECK(watch.settled() == doctest::Approx(1.04 * speed));
+    CHECK(watch.largest_drift() == dbench::testing::approx(0.05));
+    CHECK(watch.largest_counted_drift() == dbench::testing::approx(0.05));
+    CHECK(watch.settled() == dbench::testing::approx(1.04 * speed));
   }
 }
 
@@ -92,9 +93,9 @@ TEST_CASE("validation::SpeedWatch: a passing spell costs one re-measurement, and
   CHECK(clock.said.size() == 1);
   // The re-measured phase's drifted reading is kept, and counts in the largest drift.
   CHECK(watch.readings().size() == 6);
-  CHECK(watch.largest_drift() == doctest::Approx(0.3));
+  CHECK(watch.largest_drift() == dbench::testing::approx(0.3));
   // Of the readings that counted, the largest drift is the re-measurement's.
-  CHECK(watch.largest_counted_drift() == doctest::Approx(0.02));
+  CHECK(watch.largest_counted_drift() == dbench::testing::approx(0.02));
   // A faster machine drifted too (the calibration measured the neighbours).
   Injected faster({1e-5, 1e-5, 1e-5, 0.7e-5});
   SpeedWatch strict = faster.watch(0.15, 0);
