@@ -173,7 +173,10 @@ using LoopRun = std::function<validation::PartTimes(const std::vector<std::strin
 /// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
 /// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
 /// workers, each run `runs` times by `run`, each part the median over them (a shared machine has slow
-/// spells).
+/// spells). The runs go in rounds, one run of every loop at every batch a round, so that each median spans
+/// the whole phase, as validate's medians over its rounds do: timed batch by batch, a spell of a few seconds
+/// shifts one batch's figures against its neighbours', and the line between them that charges the batch a
+/// config trains at.
 /// Replaces what an earlier attempt measured.
 void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
                          const LoopRun& run, validation::ModelCalibration& m) {
@@ -182,6 +185,9 @@ void time_training_loops(const std::string& model, int workers, bool exponential
                      &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
     loop->clear();
   }
+  enum Loop : std::size_t { kRing, kCentralized, kOnePeer, kDirected, kLoops };
+  const std::size_t loops = exponential ? kLoops : kDirected;
+  std::vector<std::array<std::vector<std::string>, kLoops>> overrides(m.batches.size());
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
     // Runs long enough for the steady iteration (about 0.5 s as the kernels timed them): the first tens of
     // iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration runs 5 % slower than
@@ -197,27 +203,25 @@ void time_training_loops(const std::string& model, int workers, bool exponential
       algorithm.insert(algorithm.begin(), common.begin(), common.end());
       return algorithm;
     };
-    const auto ring = with({"algorithm.kind=dpsgd", "algorithm.graph=ring"});
-    const auto centralized = with({"algorithm.kind=centralized"});
-    const auto one_peer = with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"});
-    const auto directed = with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"});
-    std::vector<validation::PartTimes> ring_runs;
-    std::vector<validation::PartTimes> centralized_runs;
-    std::vector<validation::PartTimes> one_peer_runs;
-    std::vector<validation::PartTimes> exponential_runs;
-    for (int r = 0; r < runs; ++r) {
-      ring_runs.push_back(run(ring));
-      centralized_runs.push_back(run(centralized));
-      one_peer_runs.push_back(run(one_peer));
-      if (exponential) {
-        exponential_runs.push_back(run(directed));
+    overrides[i] = {with({"algorithm.kind=dpsgd", "algorithm.graph=ring"}),
+                    with({"algorithm.kind=centralized"}),
+                    with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"}),
+                    with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"})};
+  }
+  std::vector<std::array<std::vector<validation::PartTimes>, kLoops>> measured(m.batches.size());
+  for (int r = 0; r < runs; ++r) {
+    for (std::size_t i = 0; i < m.batches.size(); ++i) {
+      for (std::size_t loop = 0; loop < loops; ++loop) {
+        measured[i][loop].push_back(run(overrides[i][loop]));
       }
     }
-    const validation::PartTimes ring_run = validation::median_parts(ring_runs);
-    const validation::PartTimes centralized_run = validation::median_parts(centralized_runs);
-    m.one_peer_loop_comm_s.push_back(validation::median_parts(one_peer_runs).comm_s);
+  }
+  for (std::size_t i = 0; i < m.batches.size(); ++i) {
+    const validation::PartTimes ring_run = validation::median_parts(measured[i][kRing]);
+    const validation::PartTimes centralized_run = validation::median_parts(measured[i][kCentralized]);
+    m.one_peer_loop_comm_s.push_back(validation::median_parts(measured[i][kOnePeer]).comm_s);
     if (exponential) {
-      m.exponential_loop_comm_s.push_back(validation::median_parts(exponential_runs).comm_s);
+      m.exponential_loop_comm_s.push_back(validation::median_parts(measured[i][kDirected]).comm_s);
     }
     m.ring_loop_seconds.push_back(ring_run.total_s);
     m.ring_loop_compute_s.push_back(ring_run.compute_s);
@@ -457,12 +461,29 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   }
   // Where in-neighbours on a worker's own core relieve it, the one-peer graph's loop tells how much they do
   // at a whole share (its rounds alternate between none and all of them there), and the links keep the
-  // exchanges' fit. Per batch, the relief at which the simulated mean wait over its rounds equals what its
-  // loop communicated beyond its simulated exchange; the wait falls as the relief grows.
+  // exchanges' fit.
   const double one_peer_exchange_s =
       fit_links_to_loops(o, out.path(name), c.workers, kernel_link, std::nullopt, m);
   const double most = static_cast<double>(c.workers_per_core - 1);
   const auto wait = [&](double w) { return mean_turns(one_peer_shares, turns, m.same_core_relief, w); };
+  // Under another process's load on a core, the one-peer graph's loop can pay less than its simulated
+  // exchange even at the most relief (the MLP on 4 workers beside a busy loop: 5.8 ms against 6.8 ms):
+  // the waits are that process's time slices, not steps, and a worker waits for one in-neighbour a round
+  // there, for two on the ring. The links then take both loops' exchanges, as where no relief is fitted.
+  std::vector<double> beyond_most;
+  for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
+    beyond_most.push_back(m.one_peer_loop_comm_s[i] - wait(most) * step(i));
+  }
+  if (!beyond_most.empty()) {
+    const double beyond = validation::median(beyond_most);
+    if (beyond < one_peer_exchange_s) {
+      fit_links_to_loops(o, out.path(name), c.workers, kernel_link, beyond, m);
+      m.same_core_relief_whole = most;
+      return;
+    }
+  }
+  // Per batch, the relief at which the simulated mean wait over its rounds equals what its loop communicated
+  // beyond its simulated exchange; the wait falls as the relief grows.
   std::vector<double> whole;
   for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
     const double waited = (m.one_peer_loop_comm_s[i] - one_peer_exchange_s) / step(i);
@@ -484,18 +505,6 @@ void fit_to_loops(const CalibrateOptions& o, const validation::Calibration& c,
   }
   if (!whole.empty()) {
     m.same_core_relief_whole = validation::median(whole);
-  }
-  // Under another process's load on a core, the one-peer graph's loop can pay less than its simulated
-  // exchange even at the most relief (the MLP on 4 workers beside a busy loop: 5.8 ms against 6.8 ms):
-  // the waits are that process's time slices, not steps, and a worker waits for one in-neighbour a round
-  // there, for two on the ring. The links then take both loops' exchanges, as where no relief is fitted.
-  std::vector<double> beyond_most;
-  for (std::size_t i = 0; i < m.batches.size() && i < m.one_peer_loop_comm_s.size(); ++i) {
-    beyond_most.push_back(m.one_peer_loop_comm_s[i] - wait(most) * step(i));
-  }
-  if (!beyond_most.empty() && validation::median(beyond_most) < one_peer_exchange_s) {
-    fit_links_to_loops(o, out.path(name), c.workers, kernel_link, validation::median(beyond_most), m);
-    m.same_core_relief_whole = most;
   }
 }
 
