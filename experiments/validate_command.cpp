@@ -222,8 +222,8 @@ void run_validate(const ValidateOptions& o) {
   }
   check_device(o.device);
   const ExperimentConfig config = load_config_file(o.config, o.overrides);
-  // The sets of each case's runs, in the order of --algorithms.
   refuse_repeated(o.algorithms, "--algorithms", "each case is validated once, its runs in one folder");
+  // The sets of each case's runs, in the order of --algorithms.
   std::vector<std::vector<std::string>> case_sets;
   for (const auto& algorithm : o.algorithms) {
     std::vector<std::string> sets = o.overrides;
