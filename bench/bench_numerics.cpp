@@ -20,6 +20,7 @@
 
 #include "core/aligned_buffer.hpp"
 #include "core/batched_mlp.hpp"
+#include "core/denormals.hpp"
 #include "core/mixing.hpp"
 #include "core/numerics.hpp"
 #include "core/parallel.hpp"
@@ -379,6 +380,7 @@ bool parse(int argc, char** argv, Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dbench::core::flush_denormals();  // as dbench computes
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
