@@ -77,6 +77,9 @@ struct CalibrateOptions {
   int retries = 2;
   /// Non-empty: only time the reference kernel on the workers and write its seconds per call there.
   std::string speed_check;
+  /// With speed_check: also time the config's model's local step at its batch per worker there
+  /// (validation::step_reading_seconds), the machine's speed for that model's own kernels.
+  bool speed_step = false;
   /// Empty: the CPU workers' models (dbench train without --device); else "cpu", "cuda" or "cuda:N".
   std::string device;
   /// Non-empty (workers of calibrate --local): write the measurements to this file unfitted, without
@@ -177,9 +180,11 @@ using LoopRun = std::function<validation::PartTimes(const std::vector<std::strin
 /// the whole phase, as validate's medians over its rounds do: timed batch by batch, a spell of a few seconds
 /// shifts one batch's figures against its neighbours', and the line between them that charges the batch a
 /// config trains at.
+/// `round_done`, where set, is called after each round (calibrate --local reads the machine's speed there).
 /// Replaces what an earlier attempt measured.
 void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
-                         const LoopRun& run, validation::ModelCalibration& m) {
+                         const LoopRun& run, validation::ModelCalibration& m,
+                         const std::function<void(int round)>& round_done = {}) {
   for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
                      &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
                      &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
@@ -214,6 +219,9 @@ void time_training_loops(const std::string& model, int workers, bool exponential
       for (std::size_t loop = 0; loop < loops; ++loop) {
         measured[i][loop].push_back(run(overrides[i][loop]));
       }
+    }
+    if (round_done) {
+      round_done(r);
     }
   }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {
@@ -551,11 +559,19 @@ void fit_and_write(const CalibrateOptions& o, validation::Calibration& c, result
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
   const bool root = comm.rank() == 0;
   if (!o.speed_check.empty()) {
-    // Only the reference kernel, for validate's readings around its runs.
-    const double seconds = validation::reference_kernel_seconds(comm);
+    // Only the reference kernel (and the model's step), for the readings around validate's runs and
+    // calibrate's loops.
+    nlohmann::json speed{{"reference_kernel_s", validation::reference_kernel_seconds(comm)}};
+    if (o.speed_step) {
+      ExperimentConfig config = load_with(o, {});
+      config.train.workers = comm.size();
+      const auto train = config_dataset(config, models::Split::train);
+      speed["step_s"] = validation::step_reading_seconds(numerics_spec(config, train), train, comm);
+      speed["step_model"] = config.train.model;
+      speed["step_batch"] = config.train.batch_per_worker;
+    }
     if (root) {
-      results::write_file_atomically(o.speed_check,
-                                     nlohmann::json{{"reference_kernel_s", seconds}}.dump() + "\n");
+      results::write_file_atomically(o.speed_check, speed.dump() + "\n");
     }
     return;
   }
@@ -577,7 +593,7 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   // Every measurement is bracketed by readings of the reference kernel; one taken while the machine's speed
   // drifted is taken again, and a drift that stays refuses the calibration.
   validation::SpeedWatch watch(
-      [&] { return validation::reference_kernel_seconds(comm); },
+      [&] { return validation::Speed{.kernel_s = validation::reference_kernel_seconds(comm)}; },
       [&](const std::string& line) {
         if (root && !o.quiet) {
           fmt::print(stderr, "{}\n", line);
@@ -725,6 +741,9 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   if (!o.speed_check.empty()) {
     args.insert(args.end(), {"--speed-check", o.speed_check});
   }
+  if (o.speed_step) {
+    args.emplace_back("--speed-step");
+  }
   if (!o.device.empty()) {
     args.insert(args.end(), {"--device", o.device});
   }
@@ -781,28 +800,41 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
   validation::Calibration c = validation::calibration_from_json(
       nlohmann::json::parse(results::read_results_file(unfitted, unfitted)));
   const std::filesystem::path speed_file = scratch.path() / "speed.json";
-  validation::SpeedWatch watch(
-      [&] {
-        return fresh_speed_reading(runtime::local_launch_command(
-                                       o.local, runtime::current_executable(),
-                                       {"calibrate", "--speed-check", speed_file.string(), "--quiet"}, true),
-                                   speed_file, "calibrate");
-      },
-      [&](const std::string& line) {
-        if (!o.quiet) {
-          fmt::print(stderr, "{}\n", line);
-        }
-      },
-      {.command = "calibrate",
-       .tolerance = o.drift_tolerance,
-       .retries = o.retries,
-       .baseline_when = "its workers' reading a moment before, on fresh workers",
-       .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
+  const int batch = load_with(o, {}).train.batch_per_worker;
   int runs = 0;
-  try {
-    watch.start(c.reference_kernel_s);
-    const bool exponential = c.cores > 0 && c.workers_per_core > 1;
-    for (auto& m : c.models) {
+  const bool exponential = c.cores > 0 && c.workers_per_core > 1;
+  for (auto& m : c.models) {
+    // The readings around a model's loops time its own step at the config's batch too: the machine's speed
+    // for the kernels whose compute the loops fit, which validate's readings are compared with. The step
+    // decides nothing here (its tolerance is not applied): the loops' medians over rounds spread across the
+    // phase stand for the machine over the phase, as the readings' median then does; the reference kernel
+    // still re-measures or refuses a phase under another process's load.
+    std::vector<std::string> check_args{"calibrate"};
+    if (!o.config.empty()) {
+      check_args.push_back(o.config);
+    }
+    for (const auto& s : o.overrides) {
+      check_args.insert(check_args.end(), {"--set", s});
+    }
+    check_args.insert(check_args.end(), {"--set", "train.model=" + m.model, "--speed-check",
+                                         speed_file.string(), "--speed-step", "--quiet"});
+    const std::vector<std::string> check =
+        runtime::local_launch_command(o.local, runtime::current_executable(), check_args, true);
+    validation::SpeedWatch watch(
+        [&] { return fresh_speed_reading(check, speed_file, "calibrate"); },
+        [&](const std::string& line) {
+          if (!o.quiet) {
+            fmt::print(stderr, "{}\n", line);
+          }
+        },
+        {.command = "calibrate",
+         .tolerance = o.drift_tolerance,
+         .step_tolerance = std::numeric_limits<double>::infinity(),
+         .retries = o.retries,
+         .baseline_when = "its workers' reading a moment before, on fresh workers",
+         .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
+    try {
+      watch.start(c.reference_kernel_s);
       if (!o.quiet) {
         fmt::print(stderr,
                    "calibrate: {} in dbench train's loop, {} fresh runs of {} iterations or more: on a ring, "
@@ -816,15 +848,21 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
             [&](const std::vector<std::string>& overrides) {
               return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
             },
-            m);
+            m,
+            [&](int round) {
+              watch.note(fmt::format("{} loops, round {} of {}", m.model, round + 1, o.loop_runs));
+            });
       });
+    } catch (const validation::DriftError& e) {
+      throw runtime::Refused(e.what());
     }
-  } catch (const validation::DriftError& e) {
-    throw runtime::Refused(e.what());
-  }
-  // The launcher's readings (fresh processes, as validate takes its own) after the workers'.
-  for (const auto& r : watch.readings()) {
-    c.speed_readings.push_back({"launcher: " + r.after, r.seconds});
+    m.speed_step_s = watch.settled_step();
+    m.speed_step_batch = batch;
+    // The launcher's readings (fresh processes, as validate takes its own) after the workers'.
+    for (const auto& r : watch.readings()) {
+      c.speed_readings.push_back(
+          {fmt::format("launcher, {}: {}", m.model, r.after), r.seconds, r.step_seconds});
+    }
   }
   fit_and_write(o, c, *out);
 }
@@ -878,10 +916,16 @@ void run_calibrate(const CalibrateOptions& o) {
   require_two_distinct("--sizes", o.sizes, "message sizes");
   // Each model's config is loaded here as the workers will load it, so that a misspelt --models entry or a
   // bad config is refused before any worker starts, not by every worker after the launch.
-  // A speed check reads no config: only the reference kernel runs. The config itself first, so that its
-  // own errors are not blamed on a model.
-  if (o.speed_check.empty()) {
+  // A speed check reads no config unless it times the model's step too. The config itself first, so that
+  // its own errors are not blamed on a model.
+  if (o.speed_check.empty() || o.speed_step) {
     load_with(o, {});
+  }
+  if (o.speed_step && !o.device.empty()) {
+    throw std::invalid_argument(
+        "--speed-step: the step it reads is the CPU workers'; a calibration with --device reads the "
+        "reference "
+        "kernel alone");
   }
   const std::vector<std::string> models = o.speed_check.empty() ? o.models : std::vector<std::string>{};
   refuse_repeated(models, "--models", "each model is calibrated once, into one file");
@@ -1003,6 +1047,10 @@ void add_calibrate_command(CLI::App& app) {
                   "Only time the reference kernel on the workers and write its seconds per call to this "
                   "JSON file (what validate reads around its runs)")
       ->check(non_empty_path());
+  cmd->add_flag("--speed-step", options->speed_step,
+                "With --speed-check: also time the config's model's local training step at its batch per "
+                "worker, and write its seconds per step there")
+      ->needs("--speed-check");
   cmd->add_option(
          "--unfitted", options->unfitted,
          "Workers of calibrate --local: write the measurements unfitted to this file and leave dbench "
@@ -1015,7 +1063,7 @@ void add_calibrate_command(CLI::App& app) {
           ->check(non_empty_path());
   for (const char* measuring :
        {"--local", "--device", "--models", "--batches", "--sizes", "--repeats", "--loop-runs",
-        "--drift-tolerance", "--retries", "--speed-check", "--unfitted"}) {
+        "--drift-tolerance", "--retries", "--speed-check", "--speed-step", "--unfitted"}) {
     refit->excludes(measuring);
   }
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");

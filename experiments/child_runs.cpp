@@ -31,8 +31,8 @@ void run_child(const std::vector<std::string>& command, std::string_view caller,
   }
 }
 
-double fresh_speed_reading(const std::vector<std::string>& command, const std::filesystem::path& speed_file,
-                           std::string_view caller) {
+validation::Speed fresh_speed_reading(const std::vector<std::string>& command,
+                                      const std::filesystem::path& speed_file, std::string_view caller) {
   run_child(command, caller, "calibrate --speed-check");
   const auto json = nlohmann::json::parse(read_run_file(speed_file), nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("reference_kernel_s") ||
@@ -40,7 +40,15 @@ double fresh_speed_reading(const std::vector<std::string>& command, const std::f
     throw std::runtime_error(fmt::format(
         "{}: calibrate --speed-check wrote no reference_kernel_s number to {}", caller, speed_file.string()));
   }
-  return json.at("reference_kernel_s").get<double>();
+  validation::Speed speed{.kernel_s = json.at("reference_kernel_s").get<double>()};
+  if (const auto step = json.find("step_s"); step != json.end()) {
+    if (!step->is_number()) {
+      throw std::runtime_error(fmt::format(
+          "{}: calibrate --speed-check wrote a step_s that is no number to {}", caller, speed_file.string()));
+    }
+    speed.step_s = step->get<double>();
+  }
+  return speed;
 }
 
 validation::PartTimes run_parts(const std::filesystem::path& run, std::int64_t warmup) {

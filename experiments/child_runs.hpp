@@ -12,6 +12,7 @@
 
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
+#include "validation/speed_watch.hpp"
 
 namespace dbench::experiments {
 
@@ -22,10 +23,11 @@ namespace dbench::experiments {
 void run_child(const std::vector<std::string>& command, std::string_view caller, std::string_view what,
                runtime::Output output = runtime::Output::shown);
 
-/// The machine's speed as the reference kernel reads it on fresh workers: runs `command`, a `dbench calibrate
-/// --speed-check SPEED_FILE` launch, through run_child and returns the `reference_kernel_s` it wrote.
-double fresh_speed_reading(const std::vector<std::string>& command, const std::filesystem::path& speed_file,
-                           std::string_view caller);
+/// The machine's speed as the reference kernel (and, with --speed-step, the model's step) reads it on fresh
+/// workers: runs `command`, a `dbench calibrate --speed-check SPEED_FILE` launch, through run_child and
+/// returns the `reference_kernel_s` and `step_s` (0 where absent) it wrote.
+validation::Speed fresh_speed_reading(const std::vector<std::string>& command,
+                                      const std::filesystem::path& speed_file, std::string_view caller);
 
 /// The seconds per iteration of a `dbench train` run in `run` and their parts (validation::mean_parts over
 /// its trace_worker.csv): the first `warmup` iterations and those that evaluated (from its metrics.csv) are

@@ -43,7 +43,11 @@ struct ValidateOptions {
   int runs = 5;
   /// Largest change of the reference kernel's time that counts as the same machine; 0: the calibration's.
   double drift_tolerance = 0.0;
-  int retries = 2;  ///< re-runs of a case the machine's speed drifted during, before refusing
+  /// Largest change of the model's step that counts as the machine calibrated (SpeedWatchOptions).
+  double step_tolerance = 0.06;
+  /// Re-runs of a case the machine's speed drifted during, before refusing; without --calibration, also the
+  /// calibrations taken again when the machine differs from its own calibration at the start.
+  int retries = 2;
   /// Empty: dbench train's CPU workers; else its LibTorch worker on "cpu", "cuda" or "cuda:N".
   std::string device;
   bool quiet = false;
@@ -161,9 +165,11 @@ struct CalibrationFacts {
   std::string device = "cpu-worker";
   double reference_kernel_s = 0.0;  ///< 0: not read
   double drift_tolerance = 0.0;     ///< 0: not recorded
+  double speed_step_s = 0.0;        ///< the validated model's step reading; 0: not read
+  int speed_step_batch = 0;         ///< the batch it was read at
 };
 
-CalibrationFacts read_calibration_facts(const fs::path& calibration) {
+CalibrationFacts read_calibration_facts(const fs::path& calibration, const std::string& model) {
   CalibrationFacts facts;
   const fs::path file = calibration / "calibration.json";
   if (!fs::is_directory(calibration) || !fs::exists(file)) {
@@ -184,6 +190,12 @@ CalibrationFacts read_calibration_facts(const fs::path& calibration) {
     }
     facts.reference_kernel_s = json.value("reference_kernel_s", 0.0);
     facts.drift_tolerance = json.value("drift_tolerance", 0.0);
+    for (const auto& m : json.value("models", nlohmann::json::array())) {
+      if (m.is_object() && m.value("model", std::string()) == model) {
+        facts.speed_step_s = m.value("speed_step_s", 0.0);
+        facts.speed_step_batch = m.value("speed_step_batch", 0);
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(
         fmt::format("--calibration: {}: not valid JSON: {}", file.string(), e.what()));
@@ -250,14 +262,14 @@ void run_validate(const ValidateOptions& o) {
   std::optional<CalibrationFacts> given;
   if (!o.calibration.empty()) {
     // A calibration that cannot serve fails before anything is written.
-    given = read_calibration_facts(o.calibration);
+    given = read_calibration_facts(o.calibration, model);
     check_calibrated_device(*given, o.calibration, o.device);
     platform_file(o.calibration, model);
   }
   fs::create_directories(out / "runs");
-  fs::path calibration = o.calibration;
-  if (calibration.empty()) {
-    calibration = out / "calibration";
+  const bool calibrating = o.calibration.empty();
+  const fs::path calibration = calibrating ? out / "calibration" : fs::path(o.calibration);
+  const auto calibrate = [&] {
     if (!o.quiet) {
       fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
     }
@@ -272,6 +284,9 @@ void run_validate(const ValidateOptions& o) {
     }
     run_dbench(with_sets(with_device(with_workers(args, o.local), o.device), o.overrides),
                "dbench calibrate");
+  };
+  if (calibrating) {
+    calibrate();
   }
   const fs::path platform = platform_file(calibration, model);
   // The calibrated node holds the workers that ran together; other worker counts would spill onto
@@ -281,33 +296,57 @@ void run_validate(const ValidateOptions& o) {
         "--calibration: {} was calibrated on {} workers, not the {} of --local; calibrate with --local {}",
         platform.string(), calibrated, o.local, o.local));
   }
-  // The machine's speed, read by the reference kernel on the workers before the first case and after each,
-  // against the calibration's own first reading: a case run while it drifted is run again, and a drift that
-  // stays (or a machine that changed since the calibration) refuses the validation.
-  const CalibrationFacts facts = given ? *given : read_calibration_facts(calibration);
-  const double baseline = facts.reference_kernel_s;
-  const double calibrated_tolerance = facts.drift_tolerance;
-  const double tolerance = o.drift_tolerance > 0.0      ? o.drift_tolerance
-                           : calibrated_tolerance > 0.0 ? calibrated_tolerance
-                                                        : 0.15;
+  // The machine's speed, read by the reference kernel (and, on CPU workers, the model's own step at the
+  // calibration's batch) on the workers before the first case and after each round, against the
+  // calibration's readings: a round run while it drifted is run again, and a drift that stays (or a machine
+  // that changed since the calibration) refuses the validation. A validation that calibrated itself
+  // calibrates again where the machine already differs at the start.
   const fs::path speed_file = out / "speed.json";
-  validation::SpeedWatch watch(
-      [&] {
-        std::vector<std::string> command = with_device(
-            with_workers({"calibrate", "--speed-check", speed_file.string(), "--quiet"}, o.local), o.device);
-        command.insert(command.begin(), runtime::current_executable());
-        return fresh_speed_reading(command, speed_file, "validate");
-      },
-      [&](const std::string& line) {
-        if (!o.quiet) {
-          fmt::print(stderr, "{}\n", line);
-        }
-      },
-      {.command = "validate", .tolerance = tolerance, .retries = o.retries});
-  try {
-    watch.start(baseline);
-  } catch (const validation::DriftError& e) {
-    throw runtime::Refused(e.what());
+  std::optional<validation::SpeedWatch> watch;
+  double tolerance = 0.0;
+  for (int attempt = 0;; ++attempt) {
+    const CalibrationFacts facts = given ? *given : read_calibration_facts(calibration, model);
+    tolerance = o.drift_tolerance > 0.0       ? o.drift_tolerance
+                : facts.drift_tolerance > 0.0 ? facts.drift_tolerance
+                                              : 0.15;
+    std::vector<std::string> check{runtime::current_executable(), "calibrate"};
+    const bool step = facts.speed_step_s > 0.0 && o.device.empty();
+    if (step) {
+      check.push_back(o.config);
+      std::vector<std::string> sets = o.overrides;
+      sets.push_back("train.model=" + model);
+      sets.push_back(fmt::format("train.batch_per_worker={}", facts.speed_step_batch));
+      check = with_sets(check, sets);
+    }
+    check.insert(check.end(), {"--speed-check", speed_file.string(), "--quiet"});
+    if (step) {
+      check.emplace_back("--speed-step");
+    }
+    check = with_device(with_workers(check, o.local), o.device);
+    watch.emplace([check, &speed_file] { return fresh_speed_reading(check, speed_file, "validate"); },
+                  [&](const std::string& line) {
+                    if (!o.quiet) {
+                      fmt::print(stderr, "{}\n", line);
+                    }
+                  },
+                  validation::SpeedWatchOptions{.command = "validate",
+                                                .tolerance = tolerance,
+                                                .step_tolerance = o.step_tolerance,
+                                                .retries = o.retries});
+    try {
+      watch->start(facts.reference_kernel_s, facts.speed_step_s);
+      break;
+    } catch (const validation::DriftError& e) {
+      if (!calibrating || attempt >= o.retries) {
+        throw runtime::Refused(e.what());
+      }
+      if (!o.quiet) {
+        fmt::print(stderr,
+                   "validate: the machine still differs from its calibration; calibrating again ({} of {})\n",
+                   attempt + 1, o.retries);
+      }
+      calibrate();
+    }
   }
   // The runtime runs several times: a machine shared with other work has slow spells that last longer than
   // one short run, and the median stands for the machine rather than for one such spell. The runs go in
@@ -319,7 +358,7 @@ void run_validate(const ValidateOptions& o) {
   for (int r = 0; r < o.runs; ++r) {
     std::vector<std::pair<validation::PartTimes, fs::path>> round(case_count);
     try {
-      watch.phase(fmt::format("round {} of {} (one run of every case)", r + 1, o.runs), [&] {
+      watch->phase(fmt::format("round {} of {} (one run of every case)", r + 1, o.runs), [&] {
         if (!o.quiet) {
           fmt::print(stderr, "validate: round {} of {}: one run of every case on {} workers\n", r + 1, o.runs,
                      o.local);
@@ -391,12 +430,20 @@ void run_validate(const ValidateOptions& o) {
     cases.push_back(std::move(c));
   }
   auto json = validation::validation_json(cases);
-  json["reference_kernel_s"] = watch.baseline();
-  json["largest_drift"] = watch.largest_drift();
-  json["largest_counted_drift"] = watch.largest_counted_drift();
+  json["reference_kernel_s"] = watch->baseline();
+  json["largest_drift"] = watch->largest_drift();
+  json["largest_counted_drift"] = watch->largest_counted_drift();
+  if (watch->step_baseline() > 0.0) {
+    json["speed_step_s"] = watch->step_baseline();
+    json["largest_step_drift"] = watch->largest_step_drift();
+    json["largest_counted_step_drift"] = watch->largest_counted_step_drift();
+  }
   json["speed_readings"] = nlohmann::json::array();
-  for (const auto& r : watch.readings()) {
+  for (const auto& r : watch->readings()) {
     json["speed_readings"].push_back({{"after", r.after}, {"seconds", r.seconds}});
+    if (r.step_seconds > 0.0) {
+      json["speed_readings"].back()["step_seconds"] = r.step_seconds;
+    }
   }
   write_file(out / "validation.json", json.dump(2) + "\n");
   // Within the tolerance the machine's speed still moves every case: how much it did, beside the errors.
@@ -404,9 +451,13 @@ void run_validate(const ValidateOptions& o) {
       validation::validation_markdown(cases) +
       fmt::format(
           "The machine's speed (the reference kernel) stayed within {:.1f} % of the calibration's under the "
-          "runs compared (tolerance {:.0f} %); errors of that size may be the machine's rather than the "
+          "runs compared (tolerance {:.0f} %){}; errors of that size may be the machine's rather than the "
           "model's.\n",
-          100.0 * watch.largest_counted_drift(), 100.0 * tolerance);
+          100.0 * watch->largest_counted_drift(), 100.0 * tolerance,
+          watch->step_baseline() > 0.0
+              ? fmt::format(", the model's step within {:.1f} % (tolerance {:.0f} %)",
+                            100.0 * watch->largest_counted_step_drift(), 100.0 * o.step_tolerance)
+              : std::string());
   write_file(
       out / "validation.md",
       fmt::format("# Validation: {} on {} workers ({})\n\nCalibration: {}\n\n{}", config.name, o.local,
@@ -463,8 +514,14 @@ void add_validate_command(CLI::App& app) {
                   "Largest change of the reference kernel's time, as a fraction, that counts as the machine "
                   "calibrated (default: the calibration's)")
       ->check(number_in(0.01, 10.0));
+  cmd->add_option("--step-tolerance", options->step_tolerance,
+                  "Largest change of the model's step, as a fraction, that counts as the machine calibrated "
+                  "(CPU workers, against the calibration's reading at its batch)")
+      ->check(number_in(0.01, 10.0))
+      ->capture_default_str();
   cmd->add_option("--retries", options->retries,
-                  "Re-runs of a case the machine's speed drifted during, before refusing")
+                  "Re-runs of a round the machine's speed drifted during, before refusing; without "
+                  "--calibration, also calibrations taken again where the machine differs at the start")
       ->check(number_in(0, 10))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");

@@ -143,6 +143,14 @@ class Worker final : public core::ScheduleReplicas, public core::StepEngine {
     share_loss();
   }
 
+  /// local_step_alone without the all-reduce of the loss: this worker's own compute.
+  void local_compute(std::int64_t t) {
+    last_lr_ = spec_.lr.at(t);
+    stats_ = {};
+    gather_batch(t);
+    fused_local_step();
+  }
+
   /// Iteration t as step() runs it, untraced.
   void iterate_untraced(std::int64_t t, const topology::ScheduleStep& step) { iterate(t, step, false); }
 
@@ -544,6 +552,10 @@ std::int64_t WorkerBench::parameters() const {
 
 void WorkerBench::local_step(std::int64_t t) {
   impl_->worker.local_step_alone(t);
+}
+
+void WorkerBench::local_compute(std::int64_t t) {
+  impl_->worker.local_compute(t);
 }
 
 void WorkerBench::iterate(std::int64_t t, const topology::ScheduleStep& step) {

@@ -58,6 +58,9 @@ class WorkerBench {
   std::int64_t parameters() const;
   /// Iteration t's local step alone: the batch, forward, backward, SGD and the all-reduce of the loss.
   void local_step(std::int64_t t);
+  /// Iteration t's local step without the all-reduce of the loss: the batch, forward, backward and SGD, this
+  /// worker's own compute, which waits for no other worker.
+  void local_compute(std::int64_t t);
   /// Iteration t as training runs it: the local step and the step's communication (core::run_step).
   void iterate(std::int64_t t, const topology::ScheduleStep& step);
 

@@ -292,6 +292,10 @@ nlohmann::json to_json(const Calibration& c) {
     if (m.same_core_relief_whole) {
       models.back()["same_core_relief_whole"] = *m.same_core_relief_whole;
     }
+    if (m.speed_step_s > 0.0) {
+      models.back()["speed_step_s"] = m.speed_step_s;
+      models.back()["speed_step_batch"] = m.speed_step_batch;
+    }
     if (m.step_between) {
       models.back()["step_between"] = {{"batch", m.step_batch},
                                        {"overhead_s", m.step_between->overhead_s},
@@ -301,6 +305,9 @@ nlohmann::json to_json(const Calibration& c) {
   nlohmann::json readings = nlohmann::json::array();
   for (const auto& r : c.speed_readings) {
     readings.push_back({{"after", r.after}, {"seconds", r.seconds}});
+    if (r.step_seconds > 0.0) {
+      readings.back()["step_seconds"] = r.step_seconds;
+    }
   }
   return {{"workers", c.workers},
           {"workers_per_core", c.workers_per_core},
@@ -351,6 +358,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
     m.ring_exchange_in_loop_s = mj.value("ring_exchange_in_loop_s", 0.0);
     m.link_in_loop.alpha_s = mj.value("link_in_loop_alpha_s", 0.0);
     m.link_in_loop.bandwidth_Bps = mj.value("link_in_loop_bandwidth_Bps", 0.0);
+    m.speed_step_s = mj.value("speed_step_s", 0.0);
+    m.speed_step_batch = mj.value("speed_step_batch", 0);
     m.seconds_alone = mj.value("seconds_alone", std::vector<double>{});
     m.gossip_seconds = mj.value("gossip_seconds", std::vector<double>{});
     m.fit.overhead_s = mj.at("overhead_s").get<double>();
@@ -375,7 +384,8 @@ Calibration calibration_from_json(const nlohmann::json& j) {
   c.small_allreduce_s = j.at("small_allreduce_s").get<double>();
   c.reference_kernel_s = j.value("reference_kernel_s", 0.0);
   for (const auto& r : j.value("speed_readings", nlohmann::json::array())) {
-    c.speed_readings.push_back({r.at("after").get<std::string>(), r.at("seconds").get<double>()});
+    c.speed_readings.push_back(
+        {r.at("after").get<std::string>(), r.at("seconds").get<double>(), r.value("step_seconds", 0.0)});
   }
   c.drift_tolerance = j.value("drift_tolerance", 0.0);
   return c;

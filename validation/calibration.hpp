@@ -87,6 +87,12 @@ struct ModelCalibration {
   std::optional<ComputeFit> step_between;
   /// The compute model the platform file charges: step_between where set, else fit.
   const ComputeFit& platform_step() const { return step_between ? *step_between : fit; }
+  /// The machine's speed for this model's own kernels while its loops were timed: the step alone at
+  /// `speed_step_batch` (the config's batch per worker) on fresh workers, the median of the readings taken
+  /// before, between and after the loops' rounds (validation::step_reading_seconds). validate compares its
+  /// own readings with it. 0: not read (a LibTorch worker, or an older calibration).
+  double speed_step_s = 0.0;
+  int speed_step_batch = 0;
 };
 
 /// One communication pattern timed over message sizes and its alpha-beta fit.

@@ -11,6 +11,7 @@
 #include "runtime/gossip.hpp"
 #include "runtime/worker.hpp"
 #include "topology/generators.hpp"
+#include "validation/speed_watch.hpp"
 #include "validation/timed_rounds.hpp"
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
 #include "runtime/torch_worker.hpp"
@@ -81,6 +82,13 @@ ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Data
   // Not fitted here: these timings only size dbench train's loops, to whose compute the step is fitted. A
   // busy core can make them fall with the batch, which must not stop the calibration before the loops.
   return result;
+}
+
+double step_reading_seconds(const core::NumericsSpec& spec, const models::Dataset& train,
+                            runtime::Communicator& comm) {
+  runtime::WorkerBench worker(spec, train, comm);
+  std::int64_t t = 0;
+  return barrier_rounds_seconds(comm, [&] { worker.local_compute(t++); });
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)

@@ -25,6 +25,16 @@ namespace dbench::validation {
 ModelCalibration time_compute(const core::NumericsSpec& spec, const models::Dataset& train,
                               std::span<const int> batches, int repeats, runtime::Communicator& comm);
 
+/// A reading of the machine's speed for a model's own kernels: the CPU workers' local compute of `spec.model`
+/// at `spec.batch_per_worker` (dbench train's worker and step function without the all-reduce of the loss,
+/// runtime::WorkerBench::local_compute), every worker of `comm` on its own batches of `train` at once, timed
+/// as the reference kernel is (barrier_rounds_seconds, about a second). With the all-reduce in each step the
+/// workers wait for each other's descheduling every step: the MLP's step on 2 workers then read 140 to 250
+/// us from one reading to the next, against about 90 us of compute in the training loop. Seconds per step;
+/// every worker gets the same value.
+double step_reading_seconds(const core::NumericsSpec& spec, const models::Dataset& train,
+                            runtime::Communicator& comm);
+
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
 /// The LibTorch worker's step (dbench train --device) on `device`, as time_compute does for the CPU workers,
 /// at one batch size per element of `specs`: the model and batch_per_worker of each, which builds the worker

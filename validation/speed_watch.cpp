@@ -20,32 +20,30 @@ std::string drift_words(double drift) {
   return fmt::format("{:+.0f} % ({})", 100.0 * drift, drift > 0.0 ? "slower" : "faster");
 }
 
+/// What a drift is in, for the lines said: "the machine runs", "the model's step runs".
+std::string subject(bool step) {
+  return step ? "the model's step" : "the machine";
+}
+std::string part(bool step) {
+  return step ? "step" : "reference kernel";
+}
+
 }  // namespace
 
-double reference_kernel_seconds(runtime::Communicator& comm) {
-  // 16 Ki floats (64 KiB): a core's L2; 8 passes of a multiply-add per call, about 10 us.
-  std::vector<float> buffer(16384, 1.0f);
-  float scale = 0.999f;
-  const auto body = [&] {
-    for (int pass = 0; pass < 8; ++pass) {
-      for (float& x : buffer) {
-        x = x * scale + 0.001f;
-      }
-    }
-    // Depends on the buffer, so that no pass can be left out.
-    scale = 0.999f + 1e-9f * buffer[static_cast<std::size_t>(buffer[0] > 2.0f)];
-  };
+double barrier_rounds_seconds(runtime::Communicator& comm, const std::function<void()>& body) {
   // Each round is timed from one barrier to the next on every worker, so that it spans the turns of workers
   // sharing a core whichever of them starts first (a worker timing only its own calls would miss the turn of
-  // one that had not started yet), and lasts about 100 ms; the median of 9 rounds after an untimed one that
-  // sets the calls per round. Rounds of 20 ms (7 of them) read a core kept busy by another process anywhere
-  // from 0.6 to 1.6 times one reading, as the scheduler moved that process between the workers' cores.
+  // one that had not started yet), and lasts about 100 ms; the median of 9 rounds after untimed ones that set
+  // the calls per round (doubled from one until a round lasts 10 ms). Rounds of 20 ms (7 of them) read a core
+  // kept busy by another process anywhere from 0.6 to 1.6 times one reading, as the scheduler moved that
+  // process between the workers' cores.
   constexpr int kRounds = 9;
   constexpr double kRoundSeconds = 0.1;
+  constexpr double kSizingSeconds = 0.01;
   std::array<double, 1> token{0.0};
-  int calls = 20;
+  int calls = 1;
   std::vector<double> per_call;
-  for (int k = -1; k < kRounds; ++k) {
+  for (int k = -1; k < kRounds;) {
     comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
     const auto start = std::chrono::steady_clock::now();
     for (int c = 0; c < calls; ++c) {
@@ -54,55 +52,91 @@ double reference_kernel_seconds(runtime::Communicator& comm) {
     comm.allreduce(std::span<double>(token), runtime::ReduceOp::sum);
     std::array<double, 1> elapsed{seconds_since(start)};
     comm.allreduce(std::span<double>(elapsed), runtime::ReduceOp::max);
+    // Every worker has the same elapsed time, so all take the same turn here.
     if (k >= 0) {
       per_call.push_back(elapsed[0] / calls);
+    } else if (elapsed[0] < kSizingSeconds) {
+      calls *= 2;
+      continue;
     } else {
-      calls = std::max(1, static_cast<int>(std::ceil(kRoundSeconds * calls / std::max(elapsed[0], 1e-9))));
+      calls = std::max(1, static_cast<int>(std::ceil(kRoundSeconds * calls / elapsed[0])));
     }
+    ++k;
   }
   return median(per_call);
 }
 
-SpeedWatch::SpeedWatch(std::function<double()> read, std::function<void(const std::string&)> say,
+double reference_kernel_seconds(runtime::Communicator& comm) {
+  // 16 Ki floats (64 KiB): a core's L2; 8 passes of a multiply-add per call, about 10 us.
+  std::vector<float> buffer(16384, 1.0f);
+  float scale = 0.999f;
+  return barrier_rounds_seconds(comm, [&] {
+    for (int pass = 0; pass < 8; ++pass) {
+      for (float& x : buffer) {
+        x = x * scale + 0.001f;
+      }
+    }
+    // Depends on the buffer, so that no pass can be left out.
+    scale = 0.999f + 1e-9f * buffer[static_cast<std::size_t>(buffer[0] > 2.0f)];
+  });
+}
+
+SpeedWatch::SpeedWatch(std::function<Speed()> read, std::function<void(const std::string&)> say,
                        SpeedWatchOptions options)
     : read_(std::move(read)), say_(std::move(say)), options_(std::move(options)) {}
 
-double SpeedWatch::read(const std::string& after) {
-  const double seconds = read_();
-  readings_.push_back({after, seconds});
-  return seconds;
+Speed SpeedWatch::read(const std::string& after) {
+  const Speed speed = read_();
+  readings_.push_back({after, speed.kernel_s, speed.step_s});
+  return speed;
 }
 
-void SpeedWatch::start(double baseline) {
-  // Three readings, their median: one reading alone is off by up to a tenth on an idle machine.
+SpeedWatch::Drift SpeedWatch::assess(const Speed& s) const {
+  const double kernel = drift(s.kernel_s);
+  if (std::abs(kernel) > options_.tolerance) {
+    return {kernel, false, true};
+  }
+  if (const double step = step_drift(s.step_s); std::abs(step) > options_.step_tolerance) {
+    return {step, true, true};
+  }
+  return {kernel, false, false};
+}
+
+void SpeedWatch::start(double baseline, double step_baseline) {
+  // Three readings, each part's median: one reading alone is off by up to a tenth on an idle machine.
   const auto median_of_three = [this] {
-    std::vector<double> three;
+    std::vector<double> kernel;
+    std::vector<double> step;
     for (int i = 0; i < 3; ++i) {
-      three.push_back(read("start"));
+      const Speed s = read("start");
+      kernel.push_back(s.kernel_s);
+      step.push_back(s.step_s);
     }
-    return median(three);
+    return Speed{median(kernel), median(step)};
   };
-  double first = median_of_three();
-  if (baseline <= 0.0) {
-    baseline_ = first;
+  Speed first = median_of_three();
+  baseline_ = baseline > 0.0 ? baseline : first.kernel_s;
+  step_baseline_ = step_baseline > 0.0 ? step_baseline : first.step_s;
+  if (baseline <= 0.0 && step_baseline <= 0.0) {
     return;
   }
-  baseline_ = baseline;
   // A passing spell is read again, as a drifted phase is measured again; a machine that stays off refuses.
-  for (int attempt = 1; attempt <= options_.retries && std::abs(drift(first)) > options_.tolerance;
-       ++attempt) {
-    say_(fmt::format(
-        "{}: the machine runs {} against {} (beyond the {:.0f} % tolerance); reading it again ({} of {})",
-        options_.command, drift_words(drift(first)), options_.baseline_when, 100.0 * options_.tolerance,
-        attempt, options_.retries));
+  Drift d = assess(first);
+  const auto tolerance = [this](const Drift& of) {
+    return 100.0 * (of.step ? options_.step_tolerance : options_.tolerance);
+  };
+  for (int attempt = 1; attempt <= options_.retries && d.beyond; ++attempt) {
+    say_(fmt::format("{}: {} runs {} against {} (beyond the {:.0f} % tolerance); reading it again ({} of {})",
+                     options_.command, subject(d.step), drift_words(d.value), options_.baseline_when,
+                     tolerance(d), attempt, options_.retries));
     first = median_of_three();
+    d = assess(first);
   }
-  if (std::abs(drift(first)) > options_.tolerance) {
+  if (d.beyond) {
     throw DriftError(fmt::format(
-        "{}: the machine runs {} against {} (reference kernel {:.3e} s then, {:.3e} s now, beyond the "
-        "{:.0f} % tolerance){}; {}",
-        options_.command, drift_words(drift(first)), options_.baseline_when, baseline_, first,
-        100.0 * options_.tolerance,
+        "{}: {} runs {} against {} ({} {:.3e} s then, {:.3e} s now, beyond the {:.0f} % tolerance){}; {}",
+        options_.command, subject(d.step), drift_words(d.value), options_.baseline_when, part(d.step),
+        d.step ? step_baseline_ : baseline_, d.step ? first.step_s : first.kernel_s, tolerance(d),
         options_.retries > 0 ? fmt::format(" and stayed so through {} readings again", options_.retries) : "",
         options_.baseline_remedy));
   }
@@ -111,23 +145,28 @@ void SpeedWatch::start(double baseline) {
 void SpeedWatch::phase(const std::string& name, const std::function<void()>& measure) {
   for (int attempt = 0;; ++attempt) {
     measure();
-    const double seconds = read(name);
-    const double d = drift(seconds);
-    if (std::abs(d) <= options_.tolerance) {
+    const Speed s = read(name);
+    const Drift d = assess(s);
+    if (!d.beyond) {
       return;
     }
+    const std::string what = d.step ? "the model's step" : "the machine's speed";
+    const double then = d.step ? step_baseline_ : baseline_;
+    const double now = d.step ? s.step_s : s.kernel_s;
+    const double tolerance = 100.0 * (d.step ? options_.step_tolerance : options_.tolerance);
     if (attempt >= options_.retries) {
       throw DriftError(fmt::format(
-          "{}: the machine's speed drifted {} during {} (reference kernel {:.3e} s at the start, {:.3e} s "
-          "after it, beyond the {:.0f} % tolerance) and stayed so through {} re-measurement{}; nothing is "
-          "written from mixed measurements: run it again on a steady machine",
-          options_.command, drift_words(d), name, baseline_, seconds, 100.0 * options_.tolerance,
+          "{}: {} drifted {} during {} ({} {:.3e} s at the start, {:.3e} s after it, beyond the {:.0f} % "
+          "tolerance) and stayed so through {} re-measurement{}; nothing is written from mixed "
+          "measurements: run it again on a steady machine",
+          options_.command, what, drift_words(d.value), name, part(d.step), then, now, tolerance,
           options_.retries, options_.retries == 1 ? "" : "s"));
     }
-    say_(fmt::format(
-        "{}: the machine's speed drifted {} during {} (reference kernel {:.3e} s, {:.3e} s at "
-        "the start); measuring it again ({} of {})",
-        options_.command, drift_words(d), name, seconds, baseline_, attempt + 1, options_.retries));
+    say_(
+        fmt::format("{}: {} drifted {} during {} ({} {:.3e} s, {:.3e} s at the start); measuring it again "
+                    "({} of {})",
+                    options_.command, what, drift_words(d.value), name, part(d.step), now, then, attempt + 1,
+                    options_.retries));
   }
 }
 
@@ -139,10 +178,21 @@ double SpeedWatch::settled() const {
   return seconds.empty() ? 0.0 : median(seconds);
 }
 
-double SpeedWatch::largest_drift_within(double limit) const {
+double SpeedWatch::settled_step() const {
+  std::vector<double> seconds;
+  for (const auto& r : readings_) {
+    if (r.step_seconds > 0.0) {
+      seconds.push_back(r.step_seconds);
+    }
+  }
+  return seconds.empty() ? 0.0 : median(seconds);
+}
+
+double SpeedWatch::largest_drift_within(double limit, bool step) const {
   double largest = 0.0;
   for (const auto& r : readings_) {
-    if (const double d = std::abs(drift(r.seconds)); d <= limit) {
+    const double d = std::abs(step ? step_drift(r.step_seconds) : drift(r.seconds));
+    if (d <= limit) {
       largest = std::max(largest, d);
     }
   }
@@ -150,11 +200,19 @@ double SpeedWatch::largest_drift_within(double limit) const {
 }
 
 double SpeedWatch::largest_drift() const {
-  return largest_drift_within(std::numeric_limits<double>::infinity());
+  return largest_drift_within(std::numeric_limits<double>::infinity(), false);
 }
 
 double SpeedWatch::largest_counted_drift() const {
-  return largest_drift_within(options_.tolerance);
+  return largest_drift_within(options_.tolerance, false);
+}
+
+double SpeedWatch::largest_step_drift() const {
+  return largest_drift_within(std::numeric_limits<double>::infinity(), true);
+}
+
+double SpeedWatch::largest_counted_step_drift() const {
+  return largest_drift_within(options_.step_tolerance, true);
 }
 
 }  // namespace dbench::validation

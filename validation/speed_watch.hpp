@@ -1,6 +1,7 @@
-// Load that calibrate and validate notice: a reference kernel timed on every worker at once before and after
-// each measurement, and a watch that re-measures what ran while the machine's speed drifted, a bounded number
-// of times, and then refuses rather than keep measurements that timed the neighbours.
+// Load that calibrate and validate notice: a reference kernel (and, where a model is at stake, the model's
+// own step) timed on every worker at once before and after each measurement, and a watch that re-measures
+// what ran while the machine's speed drifted, a bounded number of times, and then refuses rather than keep
+// measurements that timed the neighbours.
 #pragma once
 
 #include <functional>
@@ -25,17 +26,34 @@ class DriftError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// One reading of the reference kernel: after which measurement, and its seconds per call.
+/// Seconds per call of `body` on every worker of `comm` at once, timed as reference_kernel_seconds times its
+/// kernel: rounds of about 100 ms from a barrier to the next, the median of 9 after an untimed one that sets
+/// the calls per round. Every worker must call it with the same body; all get the same value.
+double barrier_rounds_seconds(runtime::Communicator& comm, const std::function<void()>& body);
+
+/// One reading of the machine's speed: the reference kernel's seconds per call and, where the watch reads it,
+/// a model's local training step's (0: not read).
+struct Speed {
+  double kernel_s = 0.0;
+  double step_s = 0.0;
+};
+
+/// One reading: after which measurement, and its seconds per call.
 struct SpeedReading {
   std::string after;  ///< "start", or the measurement it followed
   double seconds = 0.0;
+  double step_seconds = 0.0;  ///< 0: the step was not read
 };
 
 /// How a SpeedWatch reads the machine and speaks.
 struct SpeedWatchOptions {
   std::string command;      ///< "calibrate", "validate": the first word of its lines
   double tolerance = 0.15;  ///< largest |reading / first reading - 1| that counts as the same machine
-  int retries = 2;          ///< re-measurements of a phase before refusing
+  /// The same for the model's step, where it is read. Tighter: the reference kernel follows the load of other
+  /// processes, not the spells in which the machine runs the model's kernels faster or slower (a probe on an
+  /// idle core: correlation 0.41 between the two), and it is the step that a calibration's compute predicts.
+  double step_tolerance = 0.06;
+  int retries = 2;  ///< re-measurements of a phase before refusing
   /// When start's `baseline` was read, as its lines say it: "the machine runs +20 % (slower) against WHEN".
   std::string baseline_when = "when it was calibrated";
   /// What start's refusal asks of the user.
@@ -43,42 +61,66 @@ struct SpeedWatchOptions {
 };
 
 /// Watches the machine's speed across a series of measurements. `read` takes one reading (on workers: the
-/// same value on every one, reference_kernel_seconds), `say` prints a line (on rank 0 only, or nowhere).
+/// same value on every one, reference_kernel_seconds; step_s 0 where the step is not read), `say` prints a
+/// line (on rank 0 only, or nowhere). A reading drifted where either part is beyond its tolerance.
 class SpeedWatch {
  public:
-  SpeedWatch(std::function<double()> read, std::function<void(const std::string&)> say,
+  SpeedWatch(std::function<Speed()> read, std::function<void(const std::string&)> say,
              SpeedWatchOptions options);
 
-  /// Takes the first reading (the median of three), which every later one is compared with. `baseline` > 0:
-  /// compare with that instead (a calibration's own first reading, for validate), after checking this one
-  /// against it: a reading beyond the tolerance is taken again, at most `retries` times, then DriftError.
-  void start(double baseline = 0.0);
+  /// Takes the first reading (the median of three, each part's), which every later one is compared with.
+  /// `baseline` > 0: compare with that instead (a calibration's own reading, for validate), after checking
+  /// this one against it: a reading beyond the tolerance is taken again, at most `retries` times, then
+  /// DriftError. The step's baseline likewise, from `step_baseline` where it is > 0.
+  void start(double baseline = 0.0, double step_baseline = 0.0);
   /// Runs `measure`, then reads the machine; where the reading is off the first by more than the tolerance,
   /// says so in one line and runs `measure` again, at most `retries` times, then throws DriftError naming the
   /// drift. `measure` must replace, not add to, what an earlier attempt measured.
   void phase(const std::string& name, const std::function<void()>& measure);
 
+  /// Takes a reading after `after` and keeps it without judging it: a reading inside a phase, which counts
+  /// in settled() and the largest drifts; the phase's own reading at its end still decides.
+  void note(const std::string& after) { read(after); }
+
   double baseline() const { return baseline_; }
+  double step_baseline() const { return step_baseline_; }  ///< 0: the step is not read
   /// The median of every reading taken: the machine's speed over the whole series, what a later series
   /// (validate's, after a calibration) compares its first reading with.
   double settled() const;
+  double settled_step() const;  ///< the same for the step; 0 where it was not read
   const std::vector<SpeedReading>& readings() const { return readings_; }
   /// Largest |reading / baseline - 1| of the readings kept (re-measured phases' readings included).
   double largest_drift() const;
   /// The same over the readings within the tolerance: how far the machine drifted under the measurements
   /// that counted (a phase whose reading was beyond it was measured again).
   double largest_counted_drift() const;
+  /// largest_drift and largest_counted_drift of the step's readings; 0 where it is not read.
+  double largest_step_drift() const;
+  double largest_counted_step_drift() const;
 
  private:
-  double read(const std::string& after);
-  /// Largest |reading / baseline - 1| of the readings at most `limit` off.
-  double largest_drift_within(double limit) const;
-  double drift(double seconds) const { return seconds / baseline_ - 1.0; }
+  /// How far a reading is off the baselines: the part beyond its tolerance (the kernel first), or else the
+  /// kernel's.
+  struct Drift {
+    double value = 0.0;
+    bool step = false;    ///< the step's drift, not the kernel's
+    bool beyond = false;  ///< beyond its tolerance
+  };
 
-  std::function<double()> read_;
+  Speed read(const std::string& after);
+  Drift assess(const Speed& s) const;
+  /// Largest |reading / baseline - 1| of one part's readings that are at most `limit` off.
+  double largest_drift_within(double limit, bool step) const;
+  double drift(double seconds) const { return seconds / baseline_ - 1.0; }
+  double step_drift(double seconds) const {
+    return step_baseline_ > 0.0 && seconds > 0.0 ? seconds / step_baseline_ - 1.0 : 0.0;
+  }
+
+  std::function<Speed()> read_;
   std::function<void(const std::string&)> say_;
   SpeedWatchOptions options_;
   double baseline_ = 0.0;
+  double step_baseline_ = 0.0;
   std::vector<SpeedReading> readings_;
 };
 

@@ -3,7 +3,9 @@
 // that changed since its calibration), and the reference kernel itself on one worker.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstddef>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,9 +28,12 @@ struct Injected {
   std::vector<std::string> said;
 
   SpeedWatch watch(double tolerance = 0.15, int retries = 2) {
-    return SpeedWatch([this] { return readings[std::min(next++, readings.size() - 1)]; },
-                      [this](const std::string& line) { said.push_back(line); },
-                      {.command = "calibrate", .tolerance = tolerance, .retries = retries});
+    return SpeedWatch(
+        [this] {
+          return dbench::validation::Speed{.kernel_s = readings[std::min(next++, readings.size() - 1)]};
+        },
+        [this](const std::string& line) { said.push_back(line); },
+        {.command = "calibrate", .tolerance = tolerance, .retries = retries});
   }
 };
 
@@ -134,12 +139,16 @@ TEST_CASE("validation::SpeedWatch: validate compares with the calibration's firs
 TEST_CASE("validation::SpeedWatch: a baseline read a moment ago is named so, with its own remedy") {
   // calibrate's launcher compares fresh workers with its own workers' reading, not with a calibration.
   Injected loaded({1.5e-5});
-  SpeedWatch watch([&] { return loaded.readings[std::min(loaded.next++, loaded.readings.size() - 1)]; },
-                   [&](const std::string& line) { loaded.said.push_back(line); },
-                   {.command = "calibrate",
-                    .retries = 1,
-                    .baseline_when = "its workers' reading",
-                    .baseline_remedy = "nothing is written"});
+  SpeedWatch watch(
+      [&] {
+        return dbench::validation::Speed{
+            .kernel_s = loaded.readings[std::min(loaded.next++, loaded.readings.size() - 1)]};
+      },
+      [&](const std::string& line) { loaded.said.push_back(line); },
+      {.command = "calibrate",
+       .retries = 1,
+       .baseline_when = "its workers' reading",
+       .baseline_remedy = "nothing is written"});
   try {
     watch.start(1e-5);
     FAIL("a machine 50 % slower than the baseline was taken");
@@ -151,6 +160,101 @@ TEST_CASE("validation::SpeedWatch: a baseline read a moment ago is named so, wit
   }
   REQUIRE(loaded.said.size() == 1);
   CHECK(loaded.said[0].find("against its workers' reading (beyond the 15 % tolerance)") != std::string::npos);
+}
+
+namespace {
+
+// Readings of both parts, the reference kernel's and the model's step, returned in turn.
+struct InjectedBoth {
+  explicit InjectedBoth(std::vector<dbench::validation::Speed> values) : readings(std::move(values)) {}
+
+  std::vector<dbench::validation::Speed> readings;
+  std::size_t next = 0;
+  std::vector<std::string> said;
+
+  SpeedWatch watch(double step_tolerance = 0.06, int retries = 2) {
+    return SpeedWatch([this] { return readings[std::min(next++, readings.size() - 1)]; },
+                      [this](const std::string& line) { said.push_back(line); },
+                      {.command = "validate", .step_tolerance = step_tolerance, .retries = retries});
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "validation::SpeedWatch: the model's step drifting with the kernel steady is re-measured, then refused") {
+  // The kernel within 2 %; the step 10 % slower after the second phase, beyond its 6 % tolerance.
+  InjectedBoth clock({{1e-5, 1e-4}, {1e-5, 1.01e-4}, {1.02e-5, 0.99e-4}, {1e-5, 1.02e-4}, {1.01e-5, 1.1e-4}});
+  SpeedWatch watch = clock.watch();
+  watch.start();
+  CHECK(watch.step_baseline() == 1e-4);
+  std::vector<int> measured(2, 0);
+  watch.phase("round 1", [&] { ++measured[0]; });
+  CHECK_THROWS_WITH_AS(
+      watch.phase("round 2", [&] { ++measured[1]; }),
+      doctest::Contains("validate: the model's step drifted +10 % (slower) during round 2 (step "
+                        "1.000e-04 s at the start, 1.100e-04 s after it, beyond the 6 % tolerance)"),
+      DriftError);
+  CHECK(measured == std::vector<int>{1, 3});
+  REQUIRE(clock.said.size() == 2);
+  CHECK(clock.said[0].find("the model's step drifted +10 % (slower) during round 2") != std::string::npos);
+  // The kernel's drifts and the step's are kept apart.
+  CHECK(watch.largest_drift() == dbench::testing::approx(0.02));
+  CHECK(watch.largest_step_drift() == dbench::testing::approx(0.1));
+  CHECK(watch.largest_counted_step_drift() == dbench::testing::approx(0.02));
+  CHECK(watch.readings().back().step_seconds == 1.1e-4);
+}
+
+TEST_CASE("validation::SpeedWatch: validate compares the step with the calibration's, and the kernel first") {
+  // The machine runs the model's step 8 % faster than when it was calibrated: refused after two re-readings.
+  InjectedBoth faster({{1e-5, 0.92e-4}});
+  SpeedWatch watch = faster.watch();
+  CHECK_THROWS_WITH_AS(watch.start(1e-5, 1e-4),
+                       doctest::Contains("validate: the model's step runs -8 % (faster) against when it was "
+                                         "calibrated (step 1.000e-04 s then, 9.200e-05 s now"),
+                       DriftError);
+  CHECK(faster.next == 9);
+  // Within both tolerances: taken, and the step's median is settled.
+  InjectedBoth steady({{1e-5, 1.03e-4}, {1.1e-5, 0.98e-4}, {1e-5, 1.01e-4}, {1e-5, 1.05e-4}});
+  SpeedWatch ok = steady.watch();
+  ok.start(1e-5, 1e-4);
+  CHECK(ok.step_baseline() == 1e-4);
+  CHECK(run_phases(ok, 1) == std::vector<int>{1});
+  CHECK(steady.said.empty());
+  CHECK(ok.settled_step() == dbench::testing::approx(1.02e-4));
+  // Both beyond: the kernel (another process's load) is named.
+  InjectedBoth loaded({{1.5e-5, 1.5e-4}});
+  SpeedWatch both = loaded.watch(0.06, 0);
+  CHECK_THROWS_WITH_AS(both.start(1e-5, 1e-4), doctest::Contains("the machine runs +50 % (slower)"),
+                       DriftError);
+  // No step read (a LibTorch worker, an older calibration): only the kernel decides.
+  InjectedBoth kernel_only({{1e-5, 0.0}});
+  SpeedWatch unread = kernel_only.watch();
+  unread.start(1e-5, 1e-4);
+  CHECK(run_phases(unread, 1) == std::vector<int>{1});
+  CHECK(unread.settled_step() == 0.0);
+  // A step tolerance of infinity (calibrate's loops) records the step and decides by the kernel alone.
+  InjectedBoth recorded({{1e-5, 1e-4}, {1e-5, 1e-4}, {1e-5, 1e-4}, {1e-5, 1.3e-4}});
+  SpeedWatch lax = recorded.watch(std::numeric_limits<double>::infinity());
+  lax.start();
+  lax.note("loops, round 1 of 5");
+  CHECK(run_phases(lax, 1) == std::vector<int>{1});
+  CHECK(lax.readings()[3].after == "loops, round 1 of 5");
+  CHECK(lax.largest_step_drift() == dbench::testing::approx(0.3));
+}
+
+TEST_CASE("validation::barrier_rounds_seconds: seconds per call of a body, in rounds of about 100 ms") {
+  dbench::runtime::SingleWorkerCommunicator single;
+  int calls = 0;
+  const double seconds = dbench::validation::barrier_rounds_seconds(single, [&] {
+    ++calls;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(500);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  });
+  // Never under the body's own time; the rounds sized from a 10 ms one to last about 100 ms each.
+  CHECK(seconds >= 5e-4);
+  CHECK(calls >= 9 * 100);
 }
 
 TEST_CASE("validation::reference_kernel_seconds: a positive time on a single worker") {

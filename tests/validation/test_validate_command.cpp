@@ -24,6 +24,8 @@ namespace fs = std::filesystem;
 // These cases check what the commands write, not the machine: its load (other suites' builds) is not theirs
 // to refuse, so drift hardly ever stops them. The drift decisions are tested in test_speed_watch.cpp.
 const std::string kSteady = "--drift-tolerance 10";
+// validate's tolerance for the model's step too: a loaded test machine must not refuse the runs.
+const std::string kSteadyStep = kSteady + " --step-tolerance 10";
 
 std::string read(const fs::path& path) {
   std::ifstream in(path);
@@ -76,7 +78,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   const auto calibrate =
       dbench::testing::run_dbench("calibrate \"" + config.string() + "\" " + kSteady +
                                   " --local 4 --models mlp --batches 8,4096 --sizes 1024,65536,1048576 " +
-                                  "--repeats 3 --loop-runs 3 --quiet --out \"" + calibration.string() + "\"");
+                                  "--repeats 3 --loop-runs 2 --quiet --out \"" + calibration.string() + "\"");
   INFO(calibrate.output);
   REQUIRE(calibrate.status == 0);
   // The platform carries the measured all-reduce that centralized steps pay.
@@ -187,10 +189,27 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   // dbench train's loops ran as fresh runs of their own, launched by calibrate, which read the machine's
   // speed around them as validate reads it around its runs; nothing of them stays beside the calibration.
   const auto launcher_reading = [](const nlohmann::json& r) {
-    return r.at("after").get<std::string>().rfind("launcher: ", 0) == 0;
+    return r.at("after").get<std::string>().rfind("launcher, mlp: ", 0) == 0;
   };
   CHECK(std::count_if(fits.at("speed_readings").begin(), fits.at("speed_readings").end(), launcher_reading) >=
         2);
+  // The launcher's readings time the model's step at the config's batch too, before, between and after the
+  // loops' rounds; their median is the model's step reading, which validate compares with.
+  std::vector<double> steps;
+  for (const auto& r : fits.at("speed_readings")) {
+    if (launcher_reading(r)) {
+      REQUIRE(r.contains("step_seconds"));
+      steps.push_back(r.at("step_seconds").get<double>());
+    }
+  }
+  CHECK(steps.size() == 3 + 2 + 1);  // three at the start, one after each of the 2 rounds, one at the end
+  CHECK(std::count_if(fits.at("speed_readings").begin(), fits.at("speed_readings").end(),
+                      [](const nlohmann::json& r) {
+                        return r.at("after").get<std::string>() == "launcher, mlp: mlp loops, round 2 of 2";
+                      }) == 1);
+  std::sort(steps.begin(), steps.end());  // six: the median is the mean of the middle two
+  CHECK(mlp.at("speed_step_s").get<double>() == dbench::testing::approx(0.5 * (steps[2] + steps[3])));
+  CHECK(mlp.at("speed_step_batch").get<int>() == 16);
   for (const auto& entry : fs::directory_iterator(dir.path())) {
     CHECK(entry.path().filename().string().front() != '.');
   }
@@ -198,7 +217,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
 
   const fs::path out = dir.path() / "validation";
   const auto validate =
-      dbench::testing::run_dbench("validate \"" + config.string() + "\" " + kSteady +
+      dbench::testing::run_dbench("validate \"" + config.string() + "\" " + kSteadyStep +
                                   " --local 4 --algorithms centralized,one-peer-exponential " +
                                   "--warmup 2 --runs 2 --quiet --calibration \"" + calibration.string() +
                                   "\" --out \"" + out.string() + "\"");
@@ -213,6 +232,12 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(json.at("reference_kernel_s").get<double>() == fits.at("reference_kernel_s").get<double>());
   CHECK(json.at("speed_readings").size() >= 3);
   CHECK(json.at("largest_drift").get<double>() >= 0.0);
+  // The model's step too, at the calibration's batch, against the calibration's step reading.
+  CHECK(json.at("speed_step_s").get<double>() == mlp.at("speed_step_s").get<double>());
+  for (const auto& r : json.at("speed_readings")) {
+    CHECK(r.at("step_seconds").get<double>() > 0.0);
+  }
+  CHECK(json.at("largest_step_drift").get<double>() >= 0.0);
   double worst = 0.0;
   for (const auto& c : json.at("cases")) {
     CHECK(c.at("measured").at("seconds_per_iteration").get<double>() > 0.0);
@@ -246,6 +271,10 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(read(out / "validation.md")
             .find(fmt::format("stayed within {:.1f} % of the calibration's",
                               100.0 * json.at("largest_counted_drift").get<double>())) != std::string::npos);
+  CHECK(read(out / "validation.md")
+            .find(fmt::format("the model's step within {:.1f} % (tolerance 1000 %)",
+                              100.0 * json.at("largest_counted_step_drift").get<double>())) !=
+        std::string::npos);
   CHECK(dbench::testing::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
 }
 
