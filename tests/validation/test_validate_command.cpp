@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/timing_setup.hpp"
+#include "runtime/errors.hpp"
 #include "support/approx.hpp"
 #include "support/csv_column.hpp"
 #include "support/run_dbench.hpp"
@@ -276,6 +277,26 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
                               100.0 * json.at("largest_counted_step_drift").get<double>())) !=
         std::string::npos);
   CHECK(dbench::testing::csv_column(read(out / "accuracy.csv"), "numerics_test_accuracy").size() == 6);
+
+  // A calibration whose step reading is twice what the machine reads now, its kernel's unchanged: refused
+  // before any run, in one line that names the step, exit status 75 (try again later), no run written.
+  const fs::path doubled = dir.path() / "doubled";
+  fs::create_directories(doubled);
+  nlohmann::json changed = fits;
+  changed["models"][0]["speed_step_s"] = 2.0 * mlp.at("speed_step_s").get<double>();
+  std::ofstream(doubled / "calibration.json") << changed.dump(2);
+  fs::copy_file(calibration / "mlp.toml", doubled / "mlp.toml");
+  const fs::path refused = dir.path() / "refused";
+  const auto off = dbench::testing::run_dbench(
+      "validate \"" + config.string() + "\" " + kSteady +
+      " --local 4 --algorithms centralized --runs 1 --retries 0 --quiet --calibration \"" + doubled.string() +
+      "\" --out \"" + refused.string() + "\"");
+  INFO(off.output);
+  CHECK(off.status == dbench::runtime::Refused::kExitStatus);
+  CHECK(off.output.find("validate: the model's step runs -") != std::string::npos);
+  CHECK(off.output.find("(faster) against when it was calibrated (step ") != std::string::npos);
+  CHECK_FALSE(fs::exists(refused / "validation.json"));
+  CHECK_FALSE(fs::exists(refused / "runs" / "centralized"));
 }
 
 #if defined(DBENCH_RUNTIME_HAVE_TORCH)
