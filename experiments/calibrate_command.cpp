@@ -809,17 +809,14 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
     // decides nothing here (its tolerance is not applied): the loops' medians over rounds spread across the
     // phase stand for the machine over the phase, as the readings' median then does; the reference kernel
     // still re-measures or refuses a phase under another process's load.
-    std::vector<std::string> check_args{"calibrate"};
-    if (!o.config.empty()) {
-      check_args.push_back(o.config);
-    }
-    for (const auto& s : o.overrides) {
-      check_args.insert(check_args.end(), {"--set", s});
-    }
-    check_args.insert(check_args.end(), {"--set", "train.model=" + m.model, "--speed-check",
-                                         speed_file.string(), "--speed-step", "--quiet"});
     const std::vector<std::string> check =
-        runtime::local_launch_command(o.local, runtime::current_executable(), check_args, true);
+        runtime::local_launch_command(o.local, runtime::current_executable(),
+                                      speed_check_args({.config = o.config,
+                                                        .overrides = o.overrides,
+                                                        .model = m.model,
+                                                        .batch = batch,
+                                                        .file = speed_file}),
+                                      true);
     validation::SpeedWatch watch(
         [&] { return fresh_speed_reading(check, speed_file, "calibrate"); },
         [&](const std::string& line) {

@@ -31,6 +31,28 @@ void run_child(const std::vector<std::string>& command, std::string_view caller,
   }
 }
 
+std::vector<std::string> speed_check_args(const SpeedCheck& check) {
+  std::vector<std::string> args{"calibrate"};
+  if (!check.model.empty()) {
+    if (!check.config.empty()) {
+      args.push_back(check.config);
+    }
+    for (const auto& s : check.overrides) {
+      args.insert(args.end(), {"--set", s});
+    }
+    args.insert(args.end(), {"--set", "train.model=" + check.model});
+    if (check.batch > 0) {
+      args.insert(args.end(), {"--set", fmt::format("train.batch_per_worker={}", check.batch)});
+    }
+  }
+  args.insert(args.end(), {"--speed-check", check.file.string()});
+  if (!check.model.empty()) {
+    args.emplace_back("--speed-step");
+  }
+  args.emplace_back("--quiet");
+  return args;
+}
+
 validation::Speed fresh_speed_reading(const std::vector<std::string>& command,
                                       const std::filesystem::path& speed_file, std::string_view caller) {
   run_child(command, caller, "calibrate --speed-check");

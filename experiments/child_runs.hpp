@@ -23,6 +23,21 @@ namespace dbench::experiments {
 void run_child(const std::vector<std::string>& command, std::string_view caller, std::string_view what,
                runtime::Output output = runtime::Output::shown);
 
+/// What a speed reading reads: the reference kernel, and where `model` is named that model's local step at
+/// `batch` per worker under `config` and `overrides` (the config's batch where `batch` is 0).
+struct SpeedCheck {
+  std::string config;  // empty: the embedded defaults
+  std::vector<std::string> overrides;
+  std::string model;  // empty: the reference kernel only
+  int batch = 0;
+  std::filesystem::path file;  // where the reading is written
+};
+
+/// The arguments, after the executable, of the `dbench calibrate --speed-check` that reads `check` (with
+/// --speed-step where it names a model) and says nothing but its errors; calibrate and validate both read
+/// the machine's speed through it.
+std::vector<std::string> speed_check_args(const SpeedCheck& check);
+
 /// The machine's speed as the reference kernel (and, with --speed-step, the model's step) reads it on fresh
 /// workers: runs `command`, a `dbench calibrate --speed-check SPEED_FILE` launch, through run_child and
 /// returns the `reference_kernel_s` and `step_s` (0 where absent) it wrote.

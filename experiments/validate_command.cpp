@@ -300,27 +300,24 @@ void run_validate(const ValidateOptions& o) {
   // calibration's batch) on the workers before the first case and after each round, against the
   // calibration's readings: a round run while it drifted is run again, and a drift that stays (or a machine
   // that changed since the calibration) refuses the validation. A validation that calibrated itself
-  // calibrates again where the machine already differs at the start.
+  // calibrates again instead, at most --retries times in all, where the machine differs at the start or
+  // moved during the rounds and stayed so; then every round runs again, against the new calibration.
   const fs::path speed_file = out / "speed.json";
   std::optional<validation::SpeedWatch> watch;
   double tolerance = 0.0;
-  for (int attempt = 0;; ++attempt) {
+  const auto start_watch = [&] {
     const CalibrationFacts facts = given ? *given : read_calibration_facts(calibration, model);
     tolerance = o.drift_tolerance > 0.0       ? o.drift_tolerance
                 : facts.drift_tolerance > 0.0 ? facts.drift_tolerance
                                               : 0.15;
-    std::vector<std::string> check{runtime::current_executable(), "calibrate"};
     const bool step = facts.speed_step_s > 0.0 && o.device.empty();
-    if (step) {
-      check.push_back(o.config);
-      std::vector<std::string> sets = o.overrides;
-      sets.push_back("train.model=" + model);
-      sets.push_back(fmt::format("train.batch_per_worker={}", facts.speed_step_batch));
-      check = with_sets(check, sets);
-    }
-    check.insert(check.end(), {"--speed-check", speed_file.string(), "--quiet"});
-    if (step) {
-      check.emplace_back("--speed-step");
+    std::vector<std::string> check{runtime::current_executable()};
+    for (auto& a : speed_check_args({.config = o.config,
+                   .overrides = o.overrides,
+                   .model = step ? model : std::string(),
+                   .batch = facts.speed_step_batch,
+                   .file = speed_file})) {
+      check.push_back(std::move(a));
     }
     check = with_device(with_workers(check, o.local), o.device);
     watch.emplace([check, &speed_file] { return fresh_speed_reading(check, speed_file, "validate"); },
@@ -333,31 +330,19 @@ void run_validate(const ValidateOptions& o) {
                                                 .tolerance = tolerance,
                                                 .step_tolerance = o.step_tolerance,
                                                 .retries = o.retries});
-    try {
-      watch->start(facts.reference_kernel_s, facts.speed_step_s);
-      break;
-    } catch (const validation::DriftError& e) {
-      if (!calibrating || attempt >= o.retries) {
-        throw runtime::Refused(e.what());
-      }
-      if (!o.quiet) {
-        fmt::print(stderr,
-                   "validate: the machine still differs from its calibration; calibrating again ({} of {})\n",
-                   attempt + 1, o.retries);
-      }
-      calibrate();
-    }
-  }
+    watch->start(facts.reference_kernel_s, facts.speed_step_s);
+  };
   // The runtime runs several times: a machine shared with other work has slow spells that last longer than
   // one short run, and the median stands for the machine rather than for one such spell. The runs go in
   // rounds, one of every case each, each round starting one case later: a spell of a minute then moves every
   // case alike. Run case by case, five runs each, three cases of the same graph (LeNet on 2 workers, where
   // ring and both exponential graphs are one exchange) communicated 0.23, 0.29 and 0.32 ms.
   const std::size_t case_count = o.algorithms.size();
-  std::vector<std::vector<std::pair<validation::PartTimes, fs::path>>> case_runs(case_count);
-  for (int r = 0; r < o.runs; ++r) {
-    std::vector<std::pair<validation::PartTimes, fs::path>> round(case_count);
-    try {
+  std::vector<std::vector<std::pair<validation::PartTimes, fs::path>>> case_runs;
+  const auto run_rounds = [&] {
+    case_runs.assign(case_count, {});
+    for (int r = 0; r < o.runs; ++r) {
+      std::vector<std::pair<validation::PartTimes, fs::path>> round(case_count);
       watch->phase(fmt::format("round {} of {} (one run of every case)", r + 1, o.runs), [&] {
         if (!o.quiet) {
           fmt::print(stderr, "validate: round {} of {}: one run of every case on {} workers\n", r + 1, o.runs,
@@ -376,12 +361,27 @@ void run_validate(const ValidateOptions& o) {
           round[i] = {run_parts(run, o.warmup), run};
         }
       });
-    } catch (const validation::DriftError& e) {
-      throw runtime::Refused(e.what());
+      for (std::size_t i = 0; i < case_count; ++i) {
+        case_runs[i].push_back(std::move(round[i]));
+      }
     }
-    for (std::size_t i = 0; i < case_count; ++i) {
-      case_runs[i].push_back(std::move(round[i]));
-    }
+  };
+  int recalibrations = 0;
+  try {
+    recalibrations = validation::measure_with_recalibration(
+        calibrating ? o.retries : 0, start_watch, run_rounds, [&](int n, validation::DriftSeen seen) {
+          if (!o.quiet) {
+            fmt::print(stderr, "validate: {}; calibrating again ({} of {}){}\n",
+                       seen == validation::DriftSeen::at_start
+                           ? "the machine still differs from its calibration"
+                           : "the machine moved away from its calibration during the runs and stayed so",
+                       n, o.retries,
+                       seen == validation::DriftSeen::at_start ? "" : ", then every round runs again");
+          }
+          calibrate();
+        });
+  } catch (const validation::DriftError& e) {
+    throw runtime::Refused(e.what());
   }
   std::vector<validation::ValidationCase> cases;
   for (std::size_t i = 0; i < case_count; ++i) {
@@ -432,6 +432,7 @@ void run_validate(const ValidateOptions& o) {
   auto json = validation::validation_json(cases);
   json["reference_kernel_s"] = watch->baseline();
   json["largest_drift"] = watch->largest_drift();
+  json["recalibrations"] = recalibrations;
   json["largest_counted_drift"] = watch->largest_counted_drift();
   if (watch->step_baseline() > 0.0) {
     json["speed_step_s"] = watch->step_baseline();
@@ -457,7 +458,12 @@ void run_validate(const ValidateOptions& o) {
           watch->step_baseline() > 0.0
               ? fmt::format(", the model's step within {:.1f} % (tolerance {:.0f} %)",
                             100.0 * watch->largest_counted_step_drift(), 100.0 * o.step_tolerance)
-              : std::string());
+              : std::string()) +
+      (recalibrations > 0
+           ? fmt::format("The machine moved away from its calibration and stayed so {} time{}; it was "
+                         "calibrated again and every round run again under the last calibration.\n",
+                         recalibrations, recalibrations == 1 ? "" : "s")
+           : std::string());
   write_file(
       out / "validation.md",
       fmt::format("# Validation: {} on {} workers ({})\n\nCalibration: {}\n\n{}", config.name, o.local,
@@ -519,9 +525,11 @@ void add_validate_command(CLI::App& app) {
                   "(CPU workers, against the calibration's reading at its batch)")
       ->check(number_in(0.01, 10.0))
       ->capture_default_str();
-  cmd->add_option("--retries", options->retries,
-                  "Re-runs of a round the machine's speed drifted during, before refusing; without "
-                  "--calibration, also calibrations taken again where the machine differs at the start")
+  cmd->add_option(
+         "--retries", options->retries,
+         "Re-runs of a round the machine's speed drifted during, before refusing; without "
+         "--calibration, also calibrations taken again (then every round run again) where the machine "
+         "differs at the start or moved during the rounds and stayed so")
       ->check(number_in(0, 10))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");

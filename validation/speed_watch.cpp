@@ -215,4 +215,23 @@ double SpeedWatch::largest_counted_step_drift() const {
   return largest_drift_within(options_.step_tolerance, true);
 }
 
+int measure_with_recalibration(int retries, const std::function<void()>& start,
+                               const std::function<void()>& measure,
+                               const std::function<void(int n, DriftSeen seen)>& recalibrate) {
+  for (int n = 1;; ++n) {
+    DriftSeen seen = DriftSeen::at_start;
+    try {
+      start();
+      seen = DriftSeen::while_measuring;
+      measure();
+      return n - 1;
+    } catch (const DriftError&) {
+      if (n > retries) {
+        throw;
+      }
+    }
+    recalibrate(n, seen);
+  }
+}
+
 }  // namespace dbench::validation

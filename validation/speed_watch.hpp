@@ -124,4 +124,18 @@ class SpeedWatch {
   std::vector<SpeedReading> readings_;
 };
 
+/// Where a measurement against a calibration found the machine changed.
+enum class DriftSeen {
+  at_start,         ///< it differed from its calibration before the measurement
+  while_measuring,  ///< it moved during the measurement and stayed so
+};
+
+/// A measurement against a calibration that may be taken again: `start` reads the machine against the
+/// calibration and `measure` measures; where either throws DriftError, `recalibrate(n, seen)` calibrates
+/// again (the n-th time) and both run again, at most `retries` times; then the DriftError goes on. `measure`
+/// must replace, not add to, what an earlier attempt measured. Returns how many times it calibrated again.
+int measure_with_recalibration(int retries, const std::function<void()>& start,
+                               const std::function<void()>& measure,
+                               const std::function<void(int n, DriftSeen seen)>& recalibrate);
+
 }  // namespace dbench::validation

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -262,4 +263,55 @@ TEST_CASE("validation::reference_kernel_seconds: a positive time on a single wor
   const double seconds = dbench::validation::reference_kernel_seconds(single);
   CHECK(seconds > 0.0);
   CHECK(seconds < 0.1);
+}
+
+TEST_CASE("validation::measure_with_recalibration: a machine that moved and stayed is calibrated again") {
+  using dbench::validation::DriftSeen;
+  // The calibration read 1.0; the machine runs at 1.0 through round 1 of 2, then at 1.3 from round 2 on.
+  Injected clock({1.0, 1.0, 1.0, 1.0, 1.3});
+  double calibrated = 1.0;
+  std::optional<SpeedWatch> watch;
+  int rounds = 0;
+  std::vector<std::pair<int, DriftSeen>> recalibrated;
+  const auto start = [&] {
+    watch.emplace(clock.watch());
+    watch->start(calibrated);
+  };
+  const auto measure = [&] {
+    rounds = 0;  // what an earlier attempt measured is replaced
+    rounds = static_cast<int>(run_phases(*watch, 2).size());  // throws DriftError past the retries
+  };
+  const auto recalibrate = [&](int n, DriftSeen seen) {
+    recalibrated.emplace_back(n, seen);
+    calibrated = 1.3;  // the new calibration reads the machine as it is now
+  };
+  SUBCASE("calibrated again once, then every round measured again against it") {
+    CHECK(dbench::validation::measure_with_recalibration(2, start, measure, recalibrate) == 1);
+    CHECK(recalibrated == std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::while_measuring}});
+    CHECK(rounds == 2);
+    CHECK(watch->baseline() == dbench::testing::approx(1.3));
+    CHECK(watch->readings().size() == 3 + 2);  // the last attempt's: three at the start, one per round
+  }
+  SUBCASE("a given calibration is not calibrated again: the drift refuses") {
+    CHECK_THROWS_AS(dbench::validation::measure_with_recalibration(0, start, measure, recalibrate),
+                    DriftError);
+    CHECK(recalibrated.empty());
+    CHECK(rounds == 0);
+  }
+  SUBCASE("a machine that differs at the start is calibrated again before any round") {
+    calibrated = 0.7;
+    clock.readings = {1.3};
+    CHECK(dbench::validation::measure_with_recalibration(2, start, measure, recalibrate) == 1);
+    CHECK(recalibrated == std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::at_start}});
+    CHECK(rounds == 2);
+  }
+  SUBCASE("a machine that keeps moving refuses after --retries calibrations") {
+    // Each calibration reads 1.3, but the machine is back at 1.0 whenever the rounds run.
+    clock.readings = {1.0};
+    calibrated = 1.3;
+    const auto stale = [&](int n, DriftSeen seen) { recalibrated.emplace_back(n, seen); };
+    CHECK_THROWS_AS(dbench::validation::measure_with_recalibration(2, start, measure, stale), DriftError);
+    CHECK(recalibrated ==
+          std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::at_start}, {2, DriftSeen::at_start}});
+  }
 }

@@ -233,6 +233,7 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(json.at("reference_kernel_s").get<double>() == fits.at("reference_kernel_s").get<double>());
   CHECK(json.at("speed_readings").size() >= 3);
   CHECK(json.at("largest_drift").get<double>() >= 0.0);
+  CHECK(json.at("recalibrations").get<int>() == 0);  // a given calibration is never calibrated again
   // The model's step too, at the calibration's batch, against the calibration's step reading.
   CHECK(json.at("speed_step_s").get<double>() == mlp.at("speed_step_s").get<double>());
   for (const auto& r : json.at("speed_readings")) {
