@@ -167,79 +167,6 @@ validation::PartTimes training_loop_parts(const ExperimentConfig& config, const 
   return {.total_s = parts[0], .compute_s = parts[1], .comm_s = parts[2]};
 }
 
-/// Iterations of a loop's run at least (and about 0.5 s as the kernels timed them, 2000 at most).
-constexpr std::int64_t kLoopIterations = 300;
-
-/// Seconds per iteration of one run of dbench train's loop with the given overrides, and its parts.
-using LoopRun = std::function<validation::PartTimes(const std::vector<std::string>& overrides)>;
-
-/// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
-/// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
-/// workers, each run `runs` times by `run`, each part the median over them (a shared machine has slow
-/// spells). The runs go in rounds, one run of every loop at every batch a round, so that each median spans
-/// the whole phase, as validate's medians over its rounds do: timed batch by batch, a spell of a few seconds
-/// shifts one batch's figures against its neighbours', and the line between them that charges the batch a
-/// config trains at.
-/// `round_done`, where set, is called after each round (calibrate --local reads the machine's speed there).
-/// Replaces what an earlier attempt measured.
-void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
-                         const LoopRun& run, validation::ModelCalibration& m,
-                         const std::function<void(int round)>& round_done = {}) {
-  for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
-                     &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
-                     &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
-    loop->clear();
-  }
-  enum Loop : std::size_t { kRing, kCentralized, kOnePeer, kDirected, kLoops };
-  const std::size_t loops = exponential ? kLoops : kDirected;
-  std::vector<std::array<std::vector<std::string>, kLoops>> overrides(m.batches.size());
-  for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    // Runs long enough for the steady iteration (about 0.5 s as the kernels timed them): the first tens of
-    // iterations are slower (LeNet on 4 workers sharing 2 cores: 60-iteration runs 5 % slower than
-    // 300-iteration ones; the MLP's all-reduce on 2 workers 2-3 times slower over up to 150 iterations).
-    const double estimate = std::max(m.kernel_seconds[i] + m.gossip_seconds[i], 1e-6);
-    const auto iterations =
-        std::clamp<std::int64_t>(static_cast<std::int64_t>(0.5 / estimate), kLoopIterations, 2000);
-    const std::vector<std::string> common{
-        "train.model=" + model, fmt::format("train.batch_per_worker={:g}", m.batches[i]),
-        fmt::format("train.workers={}", workers), fmt::format("train.iterations={}", iterations),
-        fmt::format("train.eval_every={}", iterations)};
-    auto with = [&](std::vector<std::string> algorithm) {
-      algorithm.insert(algorithm.begin(), common.begin(), common.end());
-      return algorithm;
-    };
-    overrides[i] = {with({"algorithm.kind=dpsgd", "algorithm.graph=ring"}),
-                    with({"algorithm.kind=centralized"}),
-                    with({"algorithm.kind=dpsgd", "algorithm.graph=one-peer-exponential"}),
-                    with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"})};
-  }
-  std::vector<std::array<std::vector<validation::PartTimes>, kLoops>> measured(m.batches.size());
-  for (int r = 0; r < runs; ++r) {
-    for (std::size_t i = 0; i < m.batches.size(); ++i) {
-      for (std::size_t loop = 0; loop < loops; ++loop) {
-        measured[i][loop].push_back(run(overrides[i][loop]));
-      }
-    }
-    if (round_done) {
-      round_done(r);
-    }
-  }
-  for (std::size_t i = 0; i < m.batches.size(); ++i) {
-    const validation::PartTimes ring_run = validation::median_parts(measured[i][kRing]);
-    const validation::PartTimes centralized_run = validation::median_parts(measured[i][kCentralized]);
-    m.one_peer_loop_comm_s.push_back(validation::median_parts(measured[i][kOnePeer]).comm_s);
-    if (exponential) {
-      m.exponential_loop_comm_s.push_back(validation::median_parts(measured[i][kDirected]).comm_s);
-    }
-    m.ring_loop_seconds.push_back(ring_run.total_s);
-    m.ring_loop_compute_s.push_back(ring_run.compute_s);
-    m.ring_loop_comm_s.push_back(ring_run.comm_s);
-    m.allreduce_loop_seconds.push_back(centralized_run.total_s);
-    m.allreduce_loop_compute_s.push_back(centralized_run.compute_s);
-    m.allreduce_loop_comm_s.push_back(centralized_run.comm_s);
-  }
-}
-
 /// The exchange `file`'s platform charges the first iteration of `graph` over `workers` GPUs of `model` with
 /// its intra-node links at `bandwidth_Bps`, without the turns of workers sharing a core (or their relief) or
 /// a round's fixed cost.
@@ -836,8 +763,8 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
         fmt::print(stderr,
                    "calibrate: {} in dbench train's loop, {} fresh runs of {} iterations or more: on a ring, "
                    "{}the one-peer exponential graph and with the all-reduce\n",
-                   m.model, o.loop_runs * (exponential ? 4 : 3) * m.batches.size(), kLoopIterations,
-                   exponential ? "the directed exponential graph, " : "");
+                   m.model, o.loop_runs * (exponential ? 4 : 3) * m.batches.size(),
+                   validation::kLoopIterations, exponential ? "the directed exponential graph, " : "");
       }
       watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
         time_training_loops(

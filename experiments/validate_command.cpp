@@ -63,10 +63,12 @@ void write_file(const fs::path& path, const std::string& text) {
   results::write_file_atomically(path, text);
 }
 
-/// Runs `dbench args...` as a child process (run_child); throws naming what failed.
-void run_dbench(std::vector<std::string> args, const std::string& what) {
+/// Runs `dbench args...` as a child process (run_child); throws naming what failed. The runs' and the
+/// simulations' summary lines are not validate's output (`output` discards them); their errors still show.
+void run_dbench(std::vector<std::string> args, const std::string& what,
+                runtime::Output output = runtime::Output::shown) {
   args.insert(args.begin(), runtime::current_executable());
-  run_child(args, "validate", what);
+  run_child(args, "validate", what, output);
 }
 
 /// The [algorithm] overrides of one case: "centralized" or a D-PSGD graph.
@@ -357,7 +359,8 @@ void run_validate(const ValidateOptions& o) {
                                                         o.local),
                                            o.device),
                                case_sets[i]),
-                     fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs));
+                     fmt::format("dbench train ({}, run {} of {})", algorithm, r + 1, o.runs),
+                     runtime::Output::stdout_discarded);
           round[i] = {run_parts(run, o.warmup), run};
         }
       });
@@ -407,7 +410,7 @@ void run_validate(const ValidateOptions& o) {
       sim_sets.push_back(s);
     }
     run_dbench(with_sets({"simulate", o.config, "--out", (dir / "simulate").string(), "--quiet"}, sim_sets),
-               fmt::format("dbench simulate ({})", algorithm));
+               fmt::format("dbench simulate ({})", algorithm), runtime::Output::stdout_discarded);
 
     validation::ValidationCase c;
     c.algorithm = algorithm == "centralized" ? "centralized" : "dpsgd";

@@ -1,14 +1,18 @@
 // How `dbench calibrate` times a piece of work on many workers at once: rounds that start together and last
-// until the slowest worker is done, every body timed in turn within a round, and the statistics kept of them.
+// until the slowest worker is done, every body timed in turn within a round, and the statistics kept of them;
+// and dbench train's own loops, timed as runs in rounds of one run of every loop at every batch.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/communicator.hpp"
 #include "validation/calibration.hpp"
+#include "validation/comparison.hpp"
 
 namespace dbench::validation {
 
@@ -42,5 +46,24 @@ double seconds_per_call(runtime::Communicator& comm, int repeats, const std::fun
 /// 4 workers sharing 2 cores: 360 instead of 200 us per step and round), which the training runs of dbench
 /// validate have not shown.
 void record_batch(ModelCalibration& result, int batch, const std::vector<std::vector<double>>& rounds);
+
+/// Iterations of a loop's run at least (and about 0.5 s as the kernels timed them, 2000 at most).
+inline constexpr std::int64_t kLoopIterations = 300;
+
+/// Seconds per iteration of one run of dbench train's loop with the given overrides, and its parts.
+using LoopRun = std::function<PartTimes(const std::vector<std::string>& overrides)>;
+
+/// CPU workers: times dbench train's own loop on a ring, on the one-peer exponential graph and with the
+/// all-reduce at each batch of `m` (and, with `exponential`, on the directed exponential graph) on `workers`
+/// workers, each run `runs` times by `run`, each part the median over them (a shared machine has slow
+/// spells). The runs go in rounds, one run of every loop at every batch a round, so that each median spans
+/// the whole phase, as validate's medians over its rounds do: timed batch by batch, a spell of a few seconds
+/// shifts one batch's figures against its neighbours', and the line between them that charges the batch a
+/// config trains at.
+/// `round_done`, where set, is called after each round (calibrate --local reads the machine's speed there).
+/// Replaces what an earlier attempt measured.
+void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
+                         const LoopRun& run, ModelCalibration& m,
+                         const std::function<void(int round)>& round_done = {});
 
 }  // namespace dbench::validation

@@ -1,12 +1,15 @@
 // The calibration's timing machinery on one process: the statistics kept of the rounds, and the rounds
 // themselves on a single worker (call counts and lower bounds only: nothing here asserts how fast a machine
-// is).
+// is); and the order and medians of the training loops' runs, each run's time injected.
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -75,4 +78,61 @@ TEST_CASE("validation::seconds_per_call: per call, not per timing: no less than 
   });
   CHECK(calls >= 16);
   CHECK(per_call >= 1e-3);
+}
+
+TEST_CASE(
+    "validation::time_training_loops: rounds of one run of every loop at every batch, medians over them") {
+  ModelCalibration m;
+  m.batches = {8, 16};
+  m.kernel_seconds = {1e-4, 1e-3};
+  m.gossip_seconds = {1e-5, 1e-5};
+  m.ring_loop_seconds = {9.0};  // an earlier attempt's figures are replaced
+  std::vector<std::vector<std::string>> calls;
+  std::vector<int> rounds_done;
+  // Each run's seconds are its call's number: the median over rounds then names which runs it kept.
+  const dbench::validation::LoopRun run = [&](const std::vector<std::string>& overrides) {
+    calls.push_back(overrides);
+    const double n = static_cast<double>(calls.size());
+    return dbench::validation::PartTimes{.total_s = n, .compute_s = 0.25 * n, .comm_s = 0.75 * n};
+  };
+  const auto has = [](const std::vector<std::string>& call, const std::string& set) {
+    return std::find(call.begin(), call.end(), set) != call.end();
+  };
+  SUBCASE("workers with a core each: ring, all-reduce and one-peer, three rounds") {
+    dbench::validation::time_training_loops("mlp", 2, false, 3, run, m,
+                                            [&](int round) { rounds_done.push_back(round); });
+    REQUIRE(calls.size() == 3 * 2 * 3);  // rounds x batches x loops
+    CHECK(rounds_done == std::vector<int>{0, 1, 2});
+    // Round by round, batch by batch within a round, the loops in turn within a batch.
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      const std::size_t batch = (k / 3) % 2;
+      const std::size_t loop = k % 3;
+      CHECK(has(calls[k], batch == 0 ? "train.batch_per_worker=8" : "train.batch_per_worker=16"));
+      CHECK(has(calls[k], "train.model=mlp"));
+      CHECK(has(calls[k], "train.workers=2"));
+      CHECK(has(calls[k], loop == 1 ? "algorithm.kind=centralized" : "algorithm.kind=dpsgd"));
+      if (loop != 1) {
+        CHECK(has(calls[k], loop == 0 ? "algorithm.graph=ring" : "algorithm.graph=one-peer-exponential"));
+      }
+    }
+    // Runs long enough: 0.5 s at the kernels' estimate, never under kLoopIterations nor over 2000.
+    CHECK(has(calls[0], "train.iterations=2000"));  // 4950 at 0.11 ms
+    CHECK(has(calls[3], "train.iterations=495"));   // 0.5 s at 1.01 ms
+    CHECK(has(calls[3], "train.eval_every=495"));   // one evaluation, at the end
+    // The ring at batch 8 ran as calls 1, 7 and 13: its median is the second round's.
+    CHECK(m.ring_loop_seconds == std::vector<double>{7.0, 10.0});
+    CHECK(m.ring_loop_compute_s == std::vector<double>{0.25 * 7.0, 0.25 * 10.0});
+    CHECK(m.allreduce_loop_seconds == std::vector<double>{8.0, 11.0});
+    CHECK(m.allreduce_loop_comm_s == std::vector<double>{0.75 * 8.0, 0.75 * 11.0});
+    CHECK(m.one_peer_loop_comm_s == std::vector<double>{0.75 * 9.0, 0.75 * 12.0});
+    CHECK(m.exponential_loop_comm_s.empty());
+  }
+  SUBCASE("workers sharing cores: the directed exponential graph too") {
+    m.kernel_seconds = {1e-2, 2e-2};  // 0.5 s is 50 and 25 iterations: kLoopIterations instead
+    dbench::validation::time_training_loops("lenet", 4, true, 1, run, m);
+    REQUIRE(calls.size() == 2 * 4);
+    CHECK(has(calls[3], "algorithm.graph=exponential"));
+    CHECK(has(calls[0], fmt::format("train.iterations={}", dbench::validation::kLoopIterations)));
+    CHECK(m.exponential_loop_comm_s == std::vector<double>{0.75 * 4.0, 0.75 * 8.0});
+  }
 }

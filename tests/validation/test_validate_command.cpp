@@ -224,6 +224,9 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
                                   "\" --out \"" + out.string() + "\"");
   INFO(validate.output);
   REQUIRE(validate.status == 0);
+  // Its runs' and simulations' own summary lines stay out of validate's output; the table is its.
+  CHECK(validate.output.find("final test accuracy") == std::string::npos);
+  CHECK(validate.output.find("results: " + (out / "runs").string()) == std::string::npos);
   const auto json = nlohmann::json::parse(read(out / "validation.json"));
   REQUIRE(json.at("cases").size() == 2);
   CHECK(json.at("max_relative_error").get<double>() >= 0.0);
