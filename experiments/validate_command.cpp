@@ -372,13 +372,14 @@ void run_validate(const ValidateOptions& o) {
   int recalibrations = 0;
   try {
     recalibrations = validation::measure_with_recalibration(
-        calibrating ? o.retries : 0, start_watch, run_rounds, [&](int n, validation::DriftSeen seen) {
+        calibrating ? o.retries : 0, start_watch, run_rounds,
+        [&](int n, validation::DriftSeen seen, const std::string& finding) {
           if (!o.quiet) {
-            fmt::print(stderr, "validate: {}; calibrating again ({} of {}){}\n",
+            fmt::print(stderr, "validate: {}: {}; calibrating again ({} of {}){}\n",
                        seen == validation::DriftSeen::at_start
                            ? "the machine still differs from its calibration"
                            : "the machine moved away from its calibration during the runs and stayed so",
-                       n, o.retries,
+                       finding, n, o.retries,
                        seen == validation::DriftSeen::at_start ? "" : ", then every round runs again");
           }
           calibrate();

@@ -133,12 +133,20 @@ void SpeedWatch::start(double baseline, double step_baseline) {
     d = assess(first);
   }
   if (d.beyond) {
-    throw DriftError(fmt::format(
-        "{}: {} runs {} against {} ({} {:.3e} s then, {:.3e} s now, beyond the {:.0f} % tolerance){}; {}",
-        options_.command, subject(d.step), drift_words(d.value), options_.baseline_when, part(d.step),
-        d.step ? step_baseline_ : baseline_, d.step ? first.step_s : first.kernel_s, tolerance(d),
-        options_.retries > 0 ? fmt::format(" and stayed so through {} readings again", options_.retries) : "",
-        options_.baseline_remedy));
+    // The finding (what was read) and the refusal around it (the tolerance, the readings again, the remedy).
+    const std::string head =
+        fmt::format("{} runs {} against {}", subject(d.step), drift_words(d.value), options_.baseline_when);
+    const std::string readings =
+        fmt::format("{} {:.3e} s then, {:.3e} s now", part(d.step), d.step ? step_baseline_ : baseline_,
+                    d.step ? first.step_s : first.kernel_s);
+    throw DriftError(
+        fmt::format("{}: {} ({}, beyond the {:.0f} % tolerance){}; {}", options_.command, head, readings,
+                    tolerance(d),
+                    options_.retries > 0
+                        ? fmt::format(" and stayed so through {} readings again", options_.retries)
+                        : "",
+                    options_.baseline_remedy),
+        fmt::format("{} ({})", head, readings));
   }
 }
 
@@ -154,19 +162,21 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     const double then = d.step ? step_baseline_ : baseline_;
     const double now = d.step ? s.step_s : s.kernel_s;
     const double tolerance = 100.0 * (d.step ? options_.step_tolerance : options_.tolerance);
+    // What this reading found, said as the line that measures again, or in the refusal.
+    const std::string finding = fmt::format("{} drifted {} during {} ({} {:.3e} s, {:.3e} s at the start)",
+                                            what, drift_words(d.value), name, part(d.step), now, then);
     if (attempt >= options_.retries) {
-      throw DriftError(fmt::format(
-          "{}: {} drifted {} during {} ({} {:.3e} s at the start, {:.3e} s after it, beyond the {:.0f} % "
-          "tolerance) and stayed so through {} re-measurement{}; nothing is written from mixed "
-          "measurements: run it again on a steady machine",
-          options_.command, what, drift_words(d.value), name, part(d.step), then, now, tolerance,
-          options_.retries, options_.retries == 1 ? "" : "s"));
+      throw DriftError(
+          fmt::format(
+              "{}: {} drifted {} during {} ({} {:.3e} s at the start, {:.3e} s after it, beyond the "
+              "{:.0f} % tolerance) and stayed so through {} re-measurement{}; nothing is written from "
+              "mixed measurements: run it again on a steady machine",
+              options_.command, what, drift_words(d.value), name, part(d.step), then, now, tolerance,
+              options_.retries, options_.retries == 1 ? "" : "s"),
+          finding);
     }
-    say_(
-        fmt::format("{}: {} drifted {} during {} ({} {:.3e} s, {:.3e} s at the start); measuring it again "
-                    "({} of {})",
-                    options_.command, what, drift_words(d.value), name, part(d.step), now, then, attempt + 1,
-                    options_.retries));
+    say_(fmt::format("{}: {}; measuring it again ({} of {})", options_.command, finding, attempt + 1,
+                     options_.retries));
   }
 }
 
@@ -215,22 +225,24 @@ double SpeedWatch::largest_counted_step_drift() const {
   return largest_drift_within(options_.step_tolerance, true);
 }
 
-int measure_with_recalibration(int retries, const std::function<void()>& start,
-                               const std::function<void()>& measure,
-                               const std::function<void(int n, DriftSeen seen)>& recalibrate) {
+int measure_with_recalibration(
+    int retries, const std::function<void()>& start, const std::function<void()>& measure,
+    const std::function<void(int n, DriftSeen seen, const std::string& finding)>& recalibrate) {
   for (int n = 1;; ++n) {
     DriftSeen seen = DriftSeen::at_start;
+    std::string finding;
     try {
       start();
       seen = DriftSeen::while_measuring;
       measure();
       return n - 1;
-    } catch (const DriftError&) {
+    } catch (const DriftError& e) {
       if (n > retries) {
         throw;
       }
+      finding = e.finding();
     }
-    recalibrate(n, seen);
+    recalibrate(n, seen, finding);
   }
 }
 

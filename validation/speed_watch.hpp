@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -20,10 +21,16 @@ namespace dbench::validation {
 double reference_kernel_seconds(runtime::Communicator& comm);
 
 /// The machine's speed changed beyond the tolerance during a measurement and did not settle: what() is the
-/// one line that says so.
+/// one line that says so; finding() the last reading's part of it ("the model's step drifted +13 % (slower)
+/// during round 4 of 5 (step 6.6e-03 s, 5.8e-03 s at the start)"), for a line that goes on instead.
 class DriftError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  DriftError(const std::string& what, std::string finding)
+      : std::runtime_error(what), finding_(std::move(finding)) {}
+  const std::string& finding() const { return finding_; }
+
+ private:
+  std::string finding_;
 };
 
 /// Seconds per call of `body` on every worker of `comm` at once, timed as reference_kernel_seconds times its
@@ -131,11 +138,12 @@ enum class DriftSeen {
 };
 
 /// A measurement against a calibration that may be taken again: `start` reads the machine against the
-/// calibration and `measure` measures; where either throws DriftError, `recalibrate(n, seen)` calibrates
-/// again (the n-th time) and both run again, at most `retries` times; then the DriftError goes on. `measure`
-/// must replace, not add to, what an earlier attempt measured. Returns how many times it calibrated again.
-int measure_with_recalibration(int retries, const std::function<void()>& start,
-                               const std::function<void()>& measure,
-                               const std::function<void(int n, DriftSeen seen)>& recalibrate);
+/// calibration and `measure` measures; where either throws DriftError, `recalibrate(n, seen, finding)`
+/// calibrates again (the n-th time; `finding`: the error's finding()) and both run again, at most `retries`
+/// times; then the DriftError goes on. `measure` must replace, not add to, what an earlier attempt measured.
+/// Returns how many times it calibrated again.
+int measure_with_recalibration(
+    int retries, const std::function<void()>& start, const std::function<void()>& measure,
+    const std::function<void(int n, DriftSeen seen, const std::string& finding)>& recalibrate);
 
 }  // namespace dbench::validation

@@ -273,21 +273,28 @@ TEST_CASE("validation::measure_with_recalibration: a machine that moved and stay
   std::optional<SpeedWatch> watch;
   int rounds = 0;
   std::vector<std::pair<int, DriftSeen>> recalibrated;
+  std::vector<std::string> findings;
   const auto start = [&] {
     watch.emplace(clock.watch());
     watch->start(calibrated);
   };
   const auto measure = [&] {
-    rounds = 0;  // what an earlier attempt measured is replaced
+    rounds = 0;                                               // what an earlier attempt measured is replaced
     rounds = static_cast<int>(run_phases(*watch, 2).size());  // throws DriftError past the retries
   };
-  const auto recalibrate = [&](int n, DriftSeen seen) {
+  const auto recalibrate = [&](int n, DriftSeen seen, const std::string& finding) {
     recalibrated.emplace_back(n, seen);
+    findings.push_back(finding);
     calibrated = 1.3;  // the new calibration reads the machine as it is now
   };
   SUBCASE("calibrated again once, then every round measured again against it") {
     CHECK(dbench::validation::measure_with_recalibration(2, start, measure, recalibrate) == 1);
     CHECK(recalibrated == std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::while_measuring}});
+    // The line that goes on says what the last reading found: the drift, the phase and both readings.
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].find("drifted +30 % (slower) during") != std::string::npos);
+    CHECK(findings[0].find("1.300e+00 s, 1.000e+00 s at the start") != std::string::npos);
+    CHECK(findings[0].find("beyond") == std::string::npos);
     CHECK(rounds == 2);
     CHECK(watch->baseline() == dbench::testing::approx(1.3));
     CHECK(watch->readings().size() == 3 + 2);  // the last attempt's: three at the start, one per round
@@ -303,13 +310,15 @@ TEST_CASE("validation::measure_with_recalibration: a machine that moved and stay
     clock.readings = {1.3};
     CHECK(dbench::validation::measure_with_recalibration(2, start, measure, recalibrate) == 1);
     CHECK(recalibrated == std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::at_start}});
+    REQUIRE(findings.size() == 1);
+    CHECK(findings[0].find("runs +86 % (slower) against") != std::string::npos);
     CHECK(rounds == 2);
   }
   SUBCASE("a machine that keeps moving refuses after --retries calibrations") {
     // Each calibration reads 1.3, but the machine is back at 1.0 whenever the rounds run.
     clock.readings = {1.0};
     calibrated = 1.3;
-    const auto stale = [&](int n, DriftSeen seen) { recalibrated.emplace_back(n, seen); };
+    const auto stale = [&](int n, DriftSeen seen, const std::string&) { recalibrated.emplace_back(n, seen); };
     CHECK_THROWS_AS(dbench::validation::measure_with_recalibration(2, start, measure, stale), DriftError);
     CHECK(recalibrated ==
           std::vector<std::pair<int, DriftSeen>>{{1, DriftSeen::at_start}, {2, DriftSeen::at_start}});
