@@ -162,18 +162,19 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     const double then = d.step ? step_baseline_ : baseline_;
     const double now = d.step ? s.step_s : s.kernel_s;
     const double tolerance = 100.0 * (d.step ? options_.step_tolerance : options_.tolerance);
-    // What this reading found, said as the line that measures again, or in the refusal.
-    const std::string finding = fmt::format("{} drifted {} during {} ({} {:.3e} s, {:.3e} s at the start)",
-                                            what, drift_words(d.value), name, part(d.step), now, then);
+    // What this reading found, said as the line that measures again, and in the refusal around the
+    // readings (with the tolerance, the re-measurements and the remedy).
+    const std::string head = fmt::format("{} drifted {} during {}", what, drift_words(d.value), name);
+    const std::string readings =
+        fmt::format("{} {:.3e} s at the start, {:.3e} s after it", part(d.step), then, now);
+    const std::string finding = fmt::format("{} ({})", head, readings);
     if (attempt >= options_.retries) {
-      throw DriftError(
-          fmt::format(
-              "{}: {} drifted {} during {} ({} {:.3e} s at the start, {:.3e} s after it, beyond the "
-              "{:.0f} % tolerance) and stayed so through {} re-measurement{}; nothing is written from "
-              "mixed measurements: run it again on a steady machine",
-              options_.command, what, drift_words(d.value), name, part(d.step), then, now, tolerance,
-              options_.retries, options_.retries == 1 ? "" : "s"),
-          finding);
+      throw DriftError(fmt::format("{}: {} ({}, beyond the {:.0f} % tolerance) and stayed so through {} "
+                                   "re-measurement{}; nothing is written from mixed measurements: run it "
+                                   "again on a steady machine",
+                                   options_.command, head, readings, tolerance, options_.retries,
+                                   options_.retries == 1 ? "" : "s"),
+                       finding);
     }
     say_(fmt::format("{}: {}; measuring it again ({} of {})", options_.command, finding, attempt + 1,
                      options_.retries));

@@ -22,7 +22,8 @@ double reference_kernel_seconds(runtime::Communicator& comm);
 
 /// The machine's speed changed beyond the tolerance during a measurement and did not settle: what() is the
 /// one line that says so; finding() the last reading's part of it ("the model's step drifted +13 % (slower)
-/// during round 4 of 5 (step 6.6e-03 s, 5.8e-03 s at the start)"), for a line that goes on instead.
+/// during round 4 of 5 (step 5.8e-03 s at the start, 6.6e-03 s after it)"), for a line that goes on
+/// instead.
 class DriftError : public std::runtime_error {
  public:
   DriftError(const std::string& what, std::string finding)
