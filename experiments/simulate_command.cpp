@@ -152,6 +152,10 @@ void run_simulate(const SimulateOptions& options) {
                                       : load_config_file(options.config, options.overrides, validation);
   // The platform is checked before anything runs: a bad [platform] fails before minutes of training.
   sim::TimingSpec timing_spec = experiments::make_timing_spec(config);
+  // Said even with --quiet: it is about the numbers, not the progress (a sweep's run says it in its log).
+  if (const std::string caveat = calibration_caveat(config); !caveat.empty()) {
+    fmt::print(stderr, "warning: {}\n", caveat);
+  }
   timing_spec.options.fidelity = sim::parse_fidelity(options.fidelity);
   for (const auto& cfg : options.simgrid_cfg) {
     timing_spec.options.simgrid_args.push_back("--cfg=" + cfg);

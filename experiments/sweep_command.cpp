@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@
 #include "experiments/sweep.hpp"
 #include "experiments/sweep_children.hpp"
 #include "experiments/sweep_progress.hpp"
+#include "experiments/timing_setup.hpp"
 #include "report/report.hpp"
 #include "results/atomic_file.hpp"
 #include "results/results_dir.hpp"
@@ -179,6 +181,14 @@ void run_sweep(const SweepOptions& options) {
                "sweep {}: {} runs{}{}, {} finished earlier, {} to run; -j {}, {} thread{} each; out {}\n",
                sweep.name, runs.size(), timing_text, shard_text, finished_before, queue.size(), jobs, threads,
                threads == 1 ? "" : "s", out.string());
+  }
+  // Each run's log says it too; here each different one once.
+  std::set<std::string> caveats;
+  for (const std::size_t r : queue) {
+    if (std::string caveat = calibration_caveat(runs[r].config);
+        !caveat.empty() && caveats.insert(caveat).second) {
+      fmt::print(stderr, "warning: {}\n", caveat);
+    }
   }
 
   std::vector<std::string> failures(runs.size());

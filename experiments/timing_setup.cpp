@@ -200,12 +200,67 @@ sim::PlatformSpec read_calibration(const std::filesystem::path& path) {
   }
   spec.name = path.stem().string();
   for (const auto& [key, value] : values) {
+    if (key == "fitted_model" || key == "fitted_batch_per_gpu") {
+      // What the step was fitted to, for calibration_caveat; of the right type, or the file is damaged.
+      const bool is_text = std::holds_alternative<std::string>(value);
+      if (is_text != (key == "fitted_model")) {
+        throw ConfigError(
+            fmt::format("{}: {}: expected {}", where, key, is_text ? "a number" : "a model name"));
+      }
+      continue;
+    }
     if (key != "base" && !apply(spec, key, value, where)) {
       throw ConfigError(
           fmt::format("{}: {}: unknown key (a calibration file holds base and [platform] keys)", where, key));
     }
   }
   return spec;
+}
+
+std::string calibration_caveat(const ExperimentConfig& config) {
+  const PlatformConfig& c = config.platform;
+  if (!models::names_file(c.preset)) {
+    return {};
+  }
+  const auto values = read_values(c.preset);
+  std::string model;
+  if (const auto it = values.find("fitted_model"); it != values.end()) {
+    if (const auto* name = std::get_if<std::string>(&it->second)) {
+      model = *name;
+    }
+  }
+  double batch = 0.0;
+  if (const auto it = values.find("fitted_batch_per_gpu"); it != values.end()) {
+    if (const auto* b = std::get_if<double>(&it->second)) {
+      batch = *b;
+    }
+  }
+  const bool other_model = !model.empty() && model != c.timing_model;
+  const bool other_batch = batch > 0.0 && batch != static_cast<double>(c.timing_batch_per_gpu);
+  if (!other_model && !other_batch) {
+    return {};
+  }
+  std::string differs;
+  std::string remedy;
+  if (other_model) {
+    differs = fmt::format("platform.timing_model = {}", c.timing_model);
+    remedy = fmt::format("--set train.model={}", c.timing_model);
+  }
+  if (other_batch) {
+    differs += fmt::format("{}platform.timing_batch_per_gpu = {}", differs.empty() ? "" : " and ",
+                           c.timing_batch_per_gpu);
+    remedy +=
+        fmt::format("{}--set train.batch_per_worker={}", remedy.empty() ? "" : " ", c.timing_batch_per_gpu);
+  }
+  const std::string fitted = !model.empty() && batch > 0.0
+                                 ? fmt::format("{}'s step at batch {:g}", model, batch)
+                             : !model.empty() ? fmt::format("{}'s step", model)
+                                              : fmt::format("the step at batch {:g}", batch);
+  return fmt::format(
+      "platform.preset: {} was fitted to {}, but {}: the step comes from that fit, away from where it was "
+      "measured (the simulated time can be off by more than the calibration's validated error); dbench "
+      "calibrate {} measures this one",
+      c.preset, fitted, differs, remedy);
 }
 
 sim::PlatformSpec platform_spec(const ExperimentConfig& config) {

@@ -132,6 +132,14 @@ std::string platform_toml(const Calibration& c, const ModelCalibration& m) {
       c.workers, c.device, c.host, m.model, c.workers);
   out += "base = \"custom\"\n";
   out += fmt::format("gpus_per_node = {}\n", c.workers);
+  out += fmt::format(
+      "# What the step below was fitted to: dbench simulate warns where it times another model or batch "
+      "here.\n"
+      "fitted_model = \"{}\"\n",
+      m.model);
+  if (m.step_between) {
+    out += fmt::format("fitted_batch_per_gpu = {:g}\n", m.step_batch);
+  }
   if (m.step_between) {
     out += fmt::format(
         "# The step at batch {:g} per worker (the config's) lies between two timed batches: the line "

@@ -219,6 +219,70 @@ TEST_CASE("experiments::read_calibration: a base preset with measured values on 
   fs::remove(bad);
 }
 
+TEST_CASE("experiments::calibration_caveat: another model or batch than the calibration's is named") {
+  const fs::path file = temp_path("fitted.toml");
+  std::ofstream(file) << "base = \"custom\"\ngpus_per_node = 4\nfitted_model = \"mlp\"\n"
+                         "fitted_batch_per_gpu = 24\ngpu_flops_per_s = 1e10\n";
+  const auto caveat = [&file](const std::string& model, int batch) {
+    ex::ExperimentConfig config;
+    config.platform.preset = file.string();
+    config.platform.timing_model = model;
+    config.platform.timing_batch_per_gpu = batch;
+    return ex::calibration_caveat(config);
+  };
+  // The keys time nothing: the file reads as before.
+  CHECK(ex::read_calibration(file).gpu_flops_per_s == 1e10);
+  CHECK(caveat("mlp", 24).empty());
+  const std::string batch = caveat("mlp", 32);
+  CHECK(batch.starts_with("platform.preset: " + file.string() +
+                          " was fitted to mlp's step at batch 24, but "
+                          "platform.timing_batch_per_gpu = 32:"));
+  CHECK(batch.ends_with("dbench calibrate --set train.batch_per_worker=32 measures this one"));
+  const std::string both = caveat("lenet", 64);
+  CHECK(both.find("but platform.timing_model = lenet and platform.timing_batch_per_gpu = 64:") !=
+        std::string::npos);
+  CHECK(both.find("--set train.model=lenet --set train.batch_per_worker=64") != std::string::npos);
+  // A preset, or a file that does not say what it was fitted to (an older calibration), has nothing to say.
+  ex::ExperimentConfig preset;
+  preset.platform.preset = "frontier";
+  CHECK(ex::calibration_caveat(preset).empty());
+  std::ofstream(file) << "base = \"summit\"\ngpu_flops_per_s = 2.0e13\n";
+  CHECK(caveat("lenet", 64).empty());
+  // Of the wrong type, the file is damaged and read_calibration names the key.
+  std::ofstream(file) << "base = \"summit\"\nfitted_model = 3\n";
+  CHECK_THROWS_WITH_AS(ex::read_calibration(file), doctest::Contains("fitted_model: expected a model name"),
+                       ex::ConfigError);
+  std::ofstream(file) << "base = \"summit\"\nfitted_batch_per_gpu = \"24\"\n";
+  CHECK_THROWS_WITH_AS(ex::read_calibration(file),
+                       doctest::Contains("fitted_batch_per_gpu: expected a number"), ex::ConfigError);
+  fs::remove(file);
+}
+
+TEST_CASE("experiments::simulate: a calibration fitted to another batch is said in one warning line") {
+  const fs::path file = temp_path("fitted-sim.toml");
+  std::ofstream(file) << "base = \"custom\"\ngpus_per_node = 4\nfitted_model = \"mlp\"\n"
+                         "fitted_batch_per_gpu = 24\ngpu_flops_per_s = 1e10\niteration_overhead_s = 1e-4\n"
+                         "intra_node_bandwidth_Bps = 1e9\nintra_node_latency_s = 1e-6\nfabric = \"star\"\n"
+                         "nic_bandwidth_Bps = 1e9\nswitch_bandwidth_Bps = 1e9\n";
+  const fs::path out = temp_path("fitted-sim");
+  const std::string args =
+      "simulate --timing-only -q --set train.workers=4 --set train.iterations=3 "
+      "--set platform.timing_model=mlp --set platform.preset=\"" +
+      file.string() + "\" --out \"" + out.string() + "\"";
+  const auto at_32 = dbench::testing::run_dbench(args + " --set platform.timing_batch_per_gpu=32");
+  CAPTURE(at_32.output);
+  CHECK(at_32.status == 0);
+  CHECK(at_32.output.find("warning: platform.preset: " + file.string() +
+                          " was fitted to mlp's step at batch 24") != std::string::npos);
+  fs::remove_all(out);
+  const auto at_24 = dbench::testing::run_dbench(args + " --set platform.timing_batch_per_gpu=24");
+  CAPTURE(at_24.output);
+  CHECK(at_24.status == 0);
+  CHECK(at_24.output.find("warning") == std::string::npos);
+  fs::remove_all(out);
+  fs::remove(file);
+}
+
 TEST_CASE("experiments::simulate: --timing-only writes trace.csv and a summary with the simulated times") {
   const fs::path out = temp_path("timing-only");
   const auto result = dbench::testing::run_dbench(

@@ -119,6 +119,8 @@ TEST_CASE("validation::platform_toml: the config's batch between two timed ones 
   const std::string toml = validation::platform_toml(c, m);
   std::ofstream(file) << toml;
   CHECK(toml.find("The step at batch 24 per worker") != std::string::npos);
+  // What it was fitted to, for the warning where another model or batch is simulated on it.
+  CHECK(toml.find("\nfitted_model = \"mlp\"\nfitted_batch_per_gpu = 24\n") != std::string::npos);
   const sim::PlatformSpec p = experiments::read_calibration(file);
   models::ModelProfile profile;
   profile.forward_flops_per_sample = 1e5;
