@@ -1,8 +1,10 @@
 #include "experiments/timing_setup.hpp"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -11,6 +13,7 @@
 #include <string_view>
 #include <variant>
 
+#include "experiments/config_text.hpp"
 #include "models/model_zoo.hpp"
 #include "models/profile_file.hpp"
 
@@ -201,11 +204,17 @@ sim::PlatformSpec read_calibration(const std::filesystem::path& path) {
   spec.name = path.stem().string();
   for (const auto& [key, value] : values) {
     if (key == "fitted_model" || key == "fitted_batch_per_gpu") {
-      // What the step was fitted to, for calibration_caveat; of the right type, or the file is damaged.
-      const bool is_text = std::holds_alternative<std::string>(value);
-      if (is_text != (key == "fitted_model")) {
+      // What the step was fitted to, for calibration_caveat: a model dbench calibrate times and a batch, or
+      // the file is damaged.
+      const auto* name = std::get_if<std::string>(&value);
+      if ((name != nullptr) != (key == "fitted_model")) {
         throw ConfigError(
-            fmt::format("{}: {}: expected {}", where, key, is_text ? "a number" : "a model name"));
+            fmt::format("{}: {}: expected {}", where, key, name != nullptr ? "a number" : "a model name"));
+      }
+      if (name != nullptr &&
+          std::ranges::find(models::known_models(), *name) == models::known_models().end()) {
+        throw ConfigError(fmt::format("{}: fitted_model: {} is no model dbench calibrate times ({})", where,
+                                      toml_string(*name), fmt::join(models::known_models(), " | ")));
       }
       continue;
     }

@@ -252,6 +252,11 @@ TEST_CASE("experiments::calibration_caveat: another model or batch than the cali
   std::ofstream(file) << "base = \"summit\"\nfitted_model = 3\n";
   CHECK_THROWS_WITH_AS(ex::read_calibration(file), doctest::Contains("fitted_model: expected a model name"),
                        ex::ConfigError);
+  std::ofstream(file) << "base = \"summit\"\nfitted_model = \"\\u001b[2Jmlp\"\n";
+  CHECK_THROWS_WITH_AS(
+      ex::read_calibration(file),
+      doctest::Contains("fitted_model: \"\\u001B[2Jmlp\" is no model dbench calibrate times"),
+      ex::ConfigError);
   std::ofstream(file) << "base = \"summit\"\nfitted_batch_per_gpu = \"24\"\n";
   CHECK_THROWS_WITH_AS(ex::read_calibration(file),
                        doctest::Contains("fitted_batch_per_gpu: expected a number"), ex::ConfigError);
