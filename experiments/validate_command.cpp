@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/parallel.hpp"
 #include "experiments/child_runs.hpp"
 #include "experiments/commands.hpp"
 #include "experiments/config.hpp"
@@ -24,6 +25,7 @@
 #include "runtime/errors.hpp"
 #include "runtime/launcher.hpp"
 #include "validation/comparison.hpp"
+#include "validation/foreign_load.hpp"
 #include "validation/speed_watch.hpp"
 
 namespace dbench::experiments {
@@ -370,6 +372,9 @@ void run_validate(const ValidateOptions& o) {
     }
   };
   int recalibrations = 0;
+  // What other processes took of the machine while it measured: a steady neighbour moves every timing
+  // without moving the reference kernel away from a calibration taken beside it.
+  const validation::CpuClock measuring_from = validation::read_cpu_clock();
   try {
     recalibrations = validation::measure_with_recalibration(
         calibrating ? o.retries : 0, start_watch, run_rounds,
@@ -387,6 +392,7 @@ void run_validate(const ValidateOptions& o) {
   } catch (const validation::DriftError& e) {
     throw runtime::Refused(e.what());
   }
+  const double foreign = validation::foreign_cores(measuring_from, validation::read_cpu_clock());
   std::vector<validation::ValidationCase> cases;
   for (std::size_t i = 0; i < case_count; ++i) {
     const std::string& algorithm = o.algorithms[i];
@@ -450,6 +456,14 @@ void run_validate(const ValidateOptions& o) {
       json["speed_readings"].back()["step_seconds"] = r.step_seconds;
     }
   }
+  json["foreign_cores"] = foreign;
+  // Beside a neighbour, an error beyond the stated bound is the neighbour's as much as the model's: the
+  // figures stay in the folder, but no verdict is given on them.
+  const double largest = json.at("max_relative_error").get<double>();
+  const std::string refusal = validation::shared_machine_refusal(foreign, core::available_cpus(), largest,
+                                                                 (out / "validation.md").string());
+  const bool shared = !refusal.empty();
+  json["refused"] = shared ? nlohmann::json(refusal) : nlohmann::json(nullptr);
   write_file(out / "validation.json", json.dump(2) + "\n");
   // Within the tolerance the machine's speed still moves every case: how much it did, beside the errors.
   const std::string table =
@@ -467,7 +481,14 @@ void run_validate(const ValidateOptions& o) {
            ? fmt::format("The machine moved away from its calibration and stayed so {} time{}; it was "
                          "calibrated again and every round run again under the last calibration.\n",
                          recalibrations, recalibrations == 1 ? "" : "s")
-           : std::string());
+           : std::string()) +
+      fmt::format(
+          "Other processes kept {:.2f} of the machine's {} cores busy on average while it was measured "
+          "(/proc/stat less validate's own processes){}.\n",
+          foreign, core::available_cpus(),
+          shared ? fmt::format("; with an error beyond {:.0f} % that is no verdict on the model",
+                               100.0 * validation::kSharedErrorBound)
+                 : std::string());
   write_file(
       out / "validation.md",
       fmt::format("# Validation: {} on {} workers ({})\n\nCalibration: {}\n\n{}", config.name, o.local,
@@ -477,6 +498,9 @@ void run_validate(const ValidateOptions& o) {
   plot(out, cases);
   fmt::print("{}\nlargest accuracy difference between runtime and numerics: {}\nresults: {}\n", table,
              json.at("max_accuracy_difference").dump(), out.string());
+  if (shared) {
+    throw runtime::Refused(refusal);
+  }
 }
 
 }  // namespace

@@ -237,6 +237,10 @@ TEST_CASE("validation::validate: calibrate then validate on 4 local workers writ
   CHECK(json.at("speed_readings").size() >= 3);
   CHECK(json.at("largest_drift").get<double>() >= 0.0);
   CHECK(json.at("recalibrations").get<int>() == 0);  // a given calibration is never calibrated again
+  // What other processes took of the machine meanwhile (this suite runs alone), said in validation.md too.
+  CHECK(json.at("foreign_cores").get<double>() >= 0.0);
+  CHECK(json.at("refused").is_null());
+  CHECK(read(out / "validation.md").find("Other processes kept ") != std::string::npos);
   // The model's step too, at the calibration's batch, against the calibration's step reading.
   CHECK(json.at("speed_step_s").get<double>() == mlp.at("speed_step_s").get<double>());
   for (const auto& r : json.at("speed_readings")) {
