@@ -892,6 +892,9 @@ void run_calibrate(const CalibrateOptions& o) {
     } catch (const validation::DriftError& e) {
       // Every worker read the same drift and stops: worker 0 says so, once.
       throw runtime::Refused(env.world_rank() == 0 ? e.what() : "");
+    } catch (const validation::LinkTimingRefused& e) {
+      // Every worker has the same timings (the slowest worker's): worker 0 says so, once.
+      throw runtime::Refused(env.world_rank() == 0 ? fmt::format("calibrate: {}", e.what()) : "");
     } catch (const std::exception& e) {
       throw std::runtime_error(
           fmt::format("worker {} of {}: {}", env.world_rank(), env.world_size(), error_message(e)));
@@ -906,6 +909,8 @@ void run_calibrate(const CalibrateOptions& o) {
       calibrate_on(single, 0, o);
     } catch (const validation::DriftError& e) {
       throw runtime::Refused(e.what());
+    } catch (const validation::LinkTimingRefused& e) {
+      throw runtime::Refused(fmt::format("calibrate: {}", e.what()));
     }
     return;
   }

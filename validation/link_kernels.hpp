@@ -77,12 +77,22 @@ class DeviceLinkBuffers final : public LinkBuffers {
 /// one's and mixes them (LinkBuffers::mix).
 void ring_round(runtime::Communicator& comm, LinkBuffers& buffers);
 
+/// A link's timings that stayed unfit for an alpha-beta line through every attempt: the machine would not
+/// give the measurement (the same on every worker, whose timings are the slowest worker's), so calibrate
+/// refuses in one line rather than fail.
+class LinkTimingRefused : public FitError {
+ public:
+  using FitError::FitError;
+};
+
 /// `seconds()` at each of `sizes` with `buffers` resized to that many bytes of floats (rounded down, at least
 /// one float), recorded at the bytes a message then carries, and their alpha-beta fit: the link kernels below
 /// each time their pattern with it. Every worker must get the same timings (each the slowest worker's), so
 /// that all take the same decisions: where the times do not grow with the size (a slow spell over the small
 /// messages of an idle 2-worker run did that once), all sizes are timed again, twice at most, before a
-/// FitError naming `pattern` and giving the last timings.
+/// LinkTimingRefused naming `pattern` and giving the last timings; where every size took about the same
+/// time of a millisecond or more (four workers on two cores beside a busy one: 3.4-4.2 ms from 256 B to
+/// 1 MiB), it says that they timed the scheduler's turns, not the link, instead of the timings.
 LinkCalibration time_link_over_sizes(std::string pattern, LinkBuffers& buffers, std::span<const double> sizes,
                                      const std::function<double()>& seconds);
 

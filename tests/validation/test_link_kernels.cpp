@@ -124,11 +124,48 @@ TEST_CASE("validation::time_link_over_sizes: times that keep falling are refused
       ++calls;
       return 1e-3 / calls;
     });
-  } catch (const dbench::validation::FitError& e) {
+  } catch (const dbench::validation::LinkTimingRefused& e) {
     what = e.what();
   }
   CHECK(calls == 9);  // three passes
   CHECK(what.starts_with("ping-pong: alpha-beta fit: the time does not grow with the message size"));
   CHECK(what.find("timed 3 times") != std::string::npos);
   CHECK(what.find("65536 B: 1.111e-04 s") != std::string::npos);  // the last pass's last timing
+}
+
+TEST_CASE("validation::time_link_over_sizes: the scheduler's turns are refused as such where they fall") {
+  dbench::validation::HostLinkBuffers buffers;
+  const std::vector<double> sizes{256, 4096, 65536, 1048576};
+  // As four workers on two cores beside a busy one timed an all-reduce: about 4 ms whatever the size.
+  const std::vector<double> falling{4.2e-3, 4.0e-3, 3.7e-3, 3.5e-3};
+  int calls = 0;
+  // Two passes that fall, then `last`.
+  const auto timing = [&](const std::vector<double>& last) {
+    return [&, last] {
+      const std::size_t i = static_cast<std::size_t>(calls++) % sizes.size();
+      return calls <= 8 ? falling[i] : last[i];
+    };
+  };
+  SUBCASE("three passes that fall: one line that names the turns, not the fit") {
+    std::string what;
+    try {
+      dbench::validation::time_link_over_sizes("all-reduce", buffers, sizes, timing(falling));
+    } catch (const dbench::validation::LinkTimingRefused& e) {
+      what = e.what();
+    }
+    CHECK(calls == 12);
+    CHECK(
+        what ==
+        "all-reduce: every message size from 256 B to 1.04858e+06 B took 3.5 to 4.2 ms (timed 3 times): the "
+        "workers waited for their turns on cores that other processes, or more workers than cores, kept "
+        "busy, and the link's time is lost in them (a link that slow shows it with larger --sizes); nothing "
+        "is written from them: run it again on a machine to itself");
+  }
+  SUBCASE("turns that grow with the size are fitted: runs beside the same load pay them") {
+    const std::vector<double> growing{3.5e-3, 3.6e-3, 3.9e-3, 4.2e-3};
+    const auto link = dbench::validation::time_link_over_sizes("all-reduce", buffers, sizes, timing(growing));
+    CHECK(calls == 12);
+    CHECK(link.seconds == growing);
+    CHECK(link.fit.alpha_s == doctest::Approx(3.5e-3).epsilon(0.05));
+  }
 }
