@@ -7,7 +7,6 @@
 #include <functional>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "core/mixing.hpp"
 #include "runtime/gossip.hpp"
@@ -84,17 +83,11 @@ namespace {
 constexpr double kSliceSeconds = 1e-3;
 constexpr double kFlatRatio = 1.5;
 
-/// Whether every size took about the same time of a millisecond or more: the scheduler's turns.
-bool scheduler_turns(const std::vector<double>& seconds) {
-  const auto [low, high] = std::minmax_element(seconds.begin(), seconds.end());
-  return *low >= kSliceSeconds && *high <= kFlatRatio * *low;
-}
-
-/// The refusal of timings that stayed unfit: `fit_error` (the last fit's), and the timings; or, where they
-/// were the scheduler's turns, that.
+/// The refusal of timings that stayed unfit: `fit_error` (the last fit's), and the timings; or, where every
+/// size took about the same time of a millisecond or more, that they were the scheduler's turns.
 std::string unfit_timings(const LinkCalibration& link, const std::string& fit_error, int attempts) {
-  if (scheduler_turns(link.seconds)) {
-    const auto [low, high] = std::minmax_element(link.seconds.begin(), link.seconds.end());
+  const auto [low, high] = std::minmax_element(link.seconds.begin(), link.seconds.end());
+  if (*low >= kSliceSeconds && *high <= kFlatRatio * *low) {
     return fmt::format(
         "{}: every message size from {:g} B to {:g} B took {:.1f} to {:.1f} ms (timed {} times): the "
         "workers waited for their turns on cores that other processes, or more workers than cores, kept "
