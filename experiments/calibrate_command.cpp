@@ -75,6 +75,8 @@ struct CalibrateOptions {
   double drift_tolerance = 0.15;
   /// Re-measurements of a measurement the machine's speed drifted during, before refusing.
   int retries = 2;
+  /// Most seconds to wait for a drifted speed to come back before measuring again (SpeedWatchOptions).
+  double settle_wait = 90.0;
   /// Non-empty: only time the reference kernel on the workers and write its seconds per call there.
   std::string speed_check;
   /// With speed_check: also time the config's model's local step at its batch per worker there
@@ -526,7 +528,10 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
           fmt::print(stderr, "{}\n", line);
         }
       },
-      {.command = "calibrate", .tolerance = o.drift_tolerance, .retries = o.retries});
+      {.command = "calibrate",
+       .tolerance = o.drift_tolerance,
+       .retries = o.retries,
+       .settle_wait_s = o.settle_wait});
   watch.start();
   c.models.resize(o.models.size());
   for (std::size_t i = 0; i < o.models.size(); ++i) {
@@ -661,7 +666,7 @@ std::vector<std::string> worker_args(const CalibrateOptions& o) {
   args.insert(args.end(), {"--models", join(o.models), "--batches", join(o.batches), "--sizes", join(o.sizes),
                            "--repeats", std::to_string(o.repeats), "--loop-runs", std::to_string(o.loop_runs),
                            "--drift-tolerance", fmt::format("{}", o.drift_tolerance), "--retries",
-                           std::to_string(o.retries)});
+                           std::to_string(o.retries), "--settle-wait", fmt::format("{}", o.settle_wait)});
   if (!o.out.empty()) {
     args.insert(args.end(), {"--out", o.out});
   }
@@ -755,6 +760,7 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
          .tolerance = o.drift_tolerance,
          .step_tolerance = std::numeric_limits<double>::infinity(),
          .retries = o.retries,
+         .settle_wait_s = o.settle_wait,
          .baseline_when = "its workers' reading a moment before, on fresh workers",
          .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
     try {
@@ -972,6 +978,11 @@ void add_calibrate_command(CLI::App& app) {
                   "Re-measurements of a measurement the machine's speed drifted during, before refusing")
       ->check(number_in(0, 10))
       ->capture_default_str();
+  cmd->add_option("--settle-wait", options->settle_wait,
+                  "Most seconds to wait, where the machine's speed drifted, for it to come back within the "
+                  "tolerance before measuring again (a shared machine's slow spells pass); 0: at once")
+      ->check(number_in(0.0, 3600.0))
+      ->capture_default_str();
   cmd->add_option("--speed-check", options->speed_check,
                   "Only time the reference kernel on the workers and write its seconds per call to this "
                   "JSON file (what validate reads around its runs)")
@@ -992,7 +1003,7 @@ void add_calibrate_command(CLI::App& app) {
           ->check(non_empty_path());
   for (const char* measuring :
        {"--local", "--device", "--models", "--batches", "--sizes", "--repeats", "--loop-runs",
-        "--drift-tolerance", "--retries", "--speed-check", "--speed-step", "--unfitted"}) {
+        "--drift-tolerance", "--retries", "--settle-wait", "--speed-check", "--speed-step", "--unfitted"}) {
     refit->excludes(measuring);
   }
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");

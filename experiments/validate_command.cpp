@@ -50,6 +50,8 @@ struct ValidateOptions {
   /// Re-runs of a case the machine's speed drifted during, before refusing; without --calibration, also the
   /// calibrations taken again when the machine differs from its own calibration at the start.
   int retries = 2;
+  /// Most seconds to wait for a drifted speed to come back before running a round again (SpeedWatchOptions).
+  double settle_wait = 90.0;
   /// Empty: dbench train's CPU workers; else its LibTorch worker on "cpu", "cuda" or "cuda:N".
   std::string device;
   bool quiet = false;
@@ -277,11 +279,12 @@ void run_validate(const ValidateOptions& o) {
     if (!o.quiet) {
       fmt::print(stderr, "validate: calibrating {} on {} local workers\n", model, o.local);
     }
-    std::vector<std::string> args{"calibrate", o.config,
-                                  "--models",  model,
-                                  "--repeats", std::to_string(o.repeats),
-                                  "--retries", std::to_string(o.retries),
-                                  "--out",     calibration.string(),
+    std::vector<std::string> args{"calibrate",     o.config,
+                                  "--models",      model,
+                                  "--repeats",     std::to_string(o.repeats),
+                                  "--retries",     std::to_string(o.retries),
+                                  "--settle-wait", fmt::format("{}", o.settle_wait),
+                                  "--out",         calibration.string(),
                                   "--quiet"};
     if (o.drift_tolerance > 0.0) {
       args.insert(args.end(), {"--drift-tolerance", fmt::format("{}", o.drift_tolerance)});
@@ -333,7 +336,8 @@ void run_validate(const ValidateOptions& o) {
                   validation::SpeedWatchOptions{.command = "validate",
                                                 .tolerance = tolerance,
                                                 .step_tolerance = o.step_tolerance,
-                                                .retries = o.retries});
+                                                .retries = o.retries,
+                                                .settle_wait_s = o.settle_wait});
     watch->start(facts.reference_kernel_s, facts.speed_step_s);
   };
   // The runtime runs several times: a machine shared with other work has slow spells that last longer than
@@ -559,6 +563,11 @@ void add_validate_command(CLI::App& app) {
          "--calibration, also calibrations taken again (then every round run again) where the machine "
          "differs at the start or moved during the rounds and stayed so")
       ->check(number_in(0, 10))
+      ->capture_default_str();
+  cmd->add_option("--settle-wait", options->settle_wait,
+                  "Most seconds to wait, where the machine's speed drifted, for it to come back within the "
+                  "tolerance before reading it or running the round again; 0: at once")
+      ->check(number_in(0.0, 3600.0))
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", options->quiet, "No progress output");
   cmd->callback([options] { run_validate(*options); });

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <thread>
 #include <utility>
 
 #include "validation/timed_rounds.hpp"
@@ -26,6 +27,10 @@ std::string subject(bool step) {
 }
 std::string part(bool step) {
   return step ? "step" : "reference kernel";
+}
+/// What drifted during a measurement: "the machine's speed", "the model's step".
+std::string what_drifted(bool step) {
+  return step ? "the model's step" : "the machine's speed";
 }
 
 }  // namespace
@@ -83,7 +88,13 @@ double reference_kernel_seconds(runtime::Communicator& comm) {
 
 SpeedWatch::SpeedWatch(std::function<Speed()> read, std::function<void(const std::string&)> say,
                        SpeedWatchOptions options)
-    : read_(std::move(read)), say_(std::move(say)), options_(std::move(options)) {}
+    : read_(std::move(read)), say_(std::move(say)), options_(std::move(options)) {
+  if (!options_.pause) {
+    options_.pause = [](double seconds) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    };
+  }
+}
 
 Speed SpeedWatch::read(const std::string& after) {
   const Speed speed = read_();
@@ -100,6 +111,43 @@ SpeedWatch::Drift SpeedWatch::assess(const Speed& s) const {
     return {step, true, true};
   }
   return {kernel, false, false};
+}
+
+std::string SpeedWatch::waiting_words() const {
+  return options_.settle_wait_s > 0.0
+             ? fmt::format("waiting up to {:.0f} s for it to come back, then ", options_.settle_wait_s)
+             : std::string();
+}
+
+std::string SpeedWatch::waited_words() const {
+  return options_.retries > 0 && options_.settle_wait_s > 0.0
+             ? fmt::format(", each after waiting up to {:.0f} s for it to come back", options_.settle_wait_s)
+             : std::string();
+}
+
+void SpeedWatch::wait_to_settle(const std::string& drifted) {
+  if (options_.settle_wait_s <= 0.0) {
+    return;
+  }
+  // A count of readings rather than a clock, so that every worker reading the same values waits alike.
+  const int polls =
+      std::max(1, static_cast<int>(std::ceil(options_.settle_wait_s / options_.settle_poll_s - 1e-9)));
+  const auto when = [this](int k) {
+    return fmt::format("after {} reading{} {:g} s apart", k, k == 1 ? "" : "s", options_.settle_poll_s);
+  };
+  Speed s;
+  for (int k = 1; k <= polls; ++k) {
+    options_.pause(options_.settle_poll_s);
+    s = read_();
+    if (!assess(s).beyond) {
+      say_(fmt::format("{}: {} is back within the tolerance {} (reference kernel {:.3e} s)", options_.command,
+                       drifted, when(k), s.kernel_s));
+      return;
+    }
+  }
+  const Drift d = assess(s);
+  say_(fmt::format("{}: {} is still {} {} ({} {:.3e} s)", options_.command, what_drifted(d.step),
+                   drift_words(d.value), when(polls), part(d.step), d.step ? s.step_s : s.kernel_s));
 }
 
 void SpeedWatch::start(double baseline, double step_baseline) {
@@ -126,9 +174,11 @@ void SpeedWatch::start(double baseline, double step_baseline) {
     return 100.0 * (of.step ? options_.step_tolerance : options_.tolerance);
   };
   for (int attempt = 1; attempt <= options_.retries && d.beyond; ++attempt) {
-    say_(fmt::format("{}: {} runs {} against {} (beyond the {:.0f} % tolerance); reading it again ({} of {})",
-                     options_.command, subject(d.step), drift_words(d.value), options_.baseline_when,
-                     tolerance(d), attempt, options_.retries));
+    say_(fmt::format(
+        "{}: {} runs {} against {} (beyond the {:.0f} % tolerance); {}reading it again ({} of {})",
+        options_.command, subject(d.step), drift_words(d.value), options_.baseline_when, tolerance(d),
+        waiting_words(), attempt, options_.retries));
+    wait_to_settle(what_drifted(d.step));
     first = median_of_three();
     d = assess(first);
   }
@@ -142,9 +192,9 @@ void SpeedWatch::start(double baseline, double step_baseline) {
     throw DriftError(
         fmt::format("{}: {} ({}, beyond the {:.0f} % tolerance){}; {}", options_.command, head, readings,
                     tolerance(d),
-                    options_.retries > 0
-                        ? fmt::format(" and stayed so through {} readings again", options_.retries)
-                        : "",
+                    options_.retries > 0 ? fmt::format(" and stayed so through {} readings again{}",
+                                                       options_.retries, waited_words())
+                                         : "",
                     options_.baseline_remedy),
         fmt::format("{} ({})", head, readings));
   }
@@ -158,7 +208,7 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     if (!d.beyond) {
       return;
     }
-    const std::string what = d.step ? "the model's step" : "the machine's speed";
+    const std::string what = what_drifted(d.step);
     const double then = d.step ? step_baseline_ : baseline_;
     const double now = d.step ? s.step_s : s.kernel_s;
     const double tolerance = 100.0 * (d.step ? options_.step_tolerance : options_.tolerance);
@@ -170,14 +220,15 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     const std::string finding = fmt::format("{} ({})", head, readings);
     if (attempt >= options_.retries) {
       throw DriftError(fmt::format("{}: {} ({}, beyond the {:.0f} % tolerance) and stayed so through {} "
-                                   "re-measurement{}; nothing is written from mixed measurements: run it "
+                                   "re-measurement{}{}; nothing is written from mixed measurements: run it "
                                    "again on a steady machine",
                                    options_.command, head, readings, tolerance, options_.retries,
-                                   options_.retries == 1 ? "" : "s"),
+                                   options_.retries == 1 ? "" : "s", waited_words()),
                        finding);
     }
-    say_(fmt::format("{}: {}; measuring it again ({} of {})", options_.command, finding, attempt + 1,
-                     options_.retries));
+    say_(fmt::format("{}: {}; {}measuring it again ({} of {})", options_.command, finding, waiting_words(),
+                     attempt + 1, options_.retries));
+    wait_to_settle(what);
   }
 }
 

@@ -62,6 +62,14 @@ struct SpeedWatchOptions {
   /// idle core: correlation 0.41 between the two), and it is the step that a calibration's compute predicts.
   double step_tolerance = 0.06;
   int retries = 2;  ///< re-measurements of a phase before refusing
+  /// Where a reading drifted: the most seconds to wait for the machine's speed to come back within the
+  /// tolerances before measuring (or reading) again, reading it every `settle_poll_s`; 0: at once. A shared
+  /// machine's slow spells pass: on a 2-vCPU cloud machine each core in turn ran the reference kernel 1.75x
+  /// slower for about 30 s at a time, and a re-measurement taken at once fell in the same spell.
+  double settle_wait_s = 0.0;
+  double settle_poll_s = 5.0;
+  /// How the watch waits between those readings (tests pass their own); empty: it sleeps.
+  std::function<void(double seconds)> pause{};
   /// When start's `baseline` was read, as its lines say it: "the machine runs +20 % (slower) against WHEN".
   std::string baseline_when = "when it was calibrated";
   /// What start's refusal asks of the user.
@@ -117,6 +125,14 @@ class SpeedWatch {
 
   Speed read(const std::string& after);
   Drift assess(const Speed& s) const;
+  /// Waits, reading every settle_poll_s (readings not kept: they time the spell), at most settle_wait_s for a
+  /// reading within the tolerances, and says how it ended in one line. `drifted`: what drifted ("the
+  /// machine's speed", "the model's step"). Nothing where settle_wait_s is 0.
+  void wait_to_settle(const std::string& drifted);
+  /// The words for a re-measurement's line: "waiting up to 90 s for it to come back, then " or nothing.
+  std::string waiting_words() const;
+  /// The words for a refusal after re-measurements: ", each after waiting up to 90 s for it to come back".
+  std::string waited_words() const;
   /// Largest |reading / baseline - 1| of one part's readings that are at most `limit` off.
   double largest_drift_within(double limit, bool step) const;
   double drift(double seconds) const { return seconds / baseline_ - 1.0; }
