@@ -125,29 +125,33 @@ std::string SpeedWatch::waited_words() const {
              : std::string();
 }
 
-void SpeedWatch::wait_to_settle(const std::string& drifted) {
+void SpeedWatch::wait_to_settle(const std::string& drifted, const std::string& then) {
   if (options_.settle_wait_s <= 0.0) {
     return;
   }
-  // A count of readings rather than a clock, so that every worker reading the same values waits alike.
+  // A count of readings rather than a clock decides, so that every worker reading the same values waits
+  // alike; the clock only words the line.
   const int polls =
       std::max(1, static_cast<int>(std::ceil(options_.settle_wait_s / options_.settle_poll_s - 1e-9)));
-  const auto when = [this](int k) {
-    return fmt::format("after {} reading{} {:g} s apart", k, k == 1 ? "" : "s", options_.settle_poll_s);
+  const auto began = std::chrono::steady_clock::now();
+  const auto after = [&](int k, const Speed& s) {
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    return fmt::format("after {:.0f} s ({} reading{}, one every {:g} s: reference kernel {:.3e} s{})", waited,
+                       k, k == 1 ? "" : "s", options_.settle_poll_s, s.kernel_s,
+                       s.step_s > 0.0 ? fmt::format(", step {:.3e} s", s.step_s) : std::string());
   };
   Speed s;
   for (int k = 1; k <= polls; ++k) {
     options_.pause(options_.settle_poll_s);
     s = read_();
     if (!assess(s).beyond) {
-      say_(fmt::format("{}: {} is back within the tolerance {} (reference kernel {:.3e} s)", options_.command,
-                       drifted, when(k), s.kernel_s));
+      say_(fmt::format("{}: {} is back within the tolerance {}", options_.command, drifted, after(k, s)));
       return;
     }
   }
   const Drift d = assess(s);
-  say_(fmt::format("{}: {} is still {} {} ({} {:.3e} s)", options_.command, what_drifted(d.step),
-                   drift_words(d.value), when(polls), part(d.step), d.step ? s.step_s : s.kernel_s));
+  say_(fmt::format("{}: {} is still {} {}; {} all the same", options_.command, what_drifted(d.step),
+                   drift_words(d.value), after(polls, s), then));
 }
 
 void SpeedWatch::start(double baseline, double step_baseline) {
@@ -178,7 +182,7 @@ void SpeedWatch::start(double baseline, double step_baseline) {
         "{}: {} runs {} against {} (beyond the {:.0f} % tolerance); {}reading it again ({} of {})",
         options_.command, subject(d.step), drift_words(d.value), options_.baseline_when, tolerance(d),
         waiting_words(), attempt, options_.retries));
-    wait_to_settle(what_drifted(d.step));
+    wait_to_settle(what_drifted(d.step), "reading it again");
     first = median_of_three();
     d = assess(first);
   }
@@ -228,7 +232,7 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     }
     say_(fmt::format("{}: {}; {}measuring it again ({} of {})", options_.command, finding, waiting_words(),
                      attempt + 1, options_.retries));
-    wait_to_settle(what);
+    wait_to_settle(what, "measuring it again");
   }
 }
 

@@ -127,8 +127,9 @@ class SpeedWatch {
   Drift assess(const Speed& s) const;
   /// Waits, reading every settle_poll_s (readings not kept: they time the spell), at most settle_wait_s for a
   /// reading within the tolerances, and says how it ended in one line. `drifted`: what drifted ("the
-  /// machine's speed", "the model's step"). Nothing where settle_wait_s is 0.
-  void wait_to_settle(const std::string& drifted);
+  /// machine's speed", "the model's step"); `then`: what follows ("measuring it again"). Nothing where
+  /// settle_wait_s is 0.
+  void wait_to_settle(const std::string& drifted, const std::string& then);
   /// The words for a re-measurement's line: "waiting up to 90 s for it to come back, then " or nothing.
   std::string waiting_words() const;
   /// The words for a refusal after re-measurements: ", each after waiting up to 90 s for it to come back".
