@@ -519,101 +519,119 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
   c.cores = placement.round_robin_cores;
   c.host = host_name();
   c.device = o.device.empty() ? "cpu-worker" : o.device;
-  // Every measurement is bracketed by readings of the reference kernel; one taken while the machine's speed
-  // drifted is taken again, and a drift that stays refuses the calibration.
-  validation::SpeedWatch watch(
-      [&] { return validation::Speed{.kernel_s = validation::reference_kernel_seconds(comm)}; },
-      [&](const std::string& line) {
-        if (root && !o.quiet) {
-          fmt::print(stderr, "{}\n", line);
-        }
-      },
-      {.command = "calibrate",
-       .tolerance = o.drift_tolerance,
-       .retries = o.retries,
-       .settle_wait_s = o.settle_wait});
-  watch.start();
-  c.models.resize(o.models.size());
-  for (std::size_t i = 0; i < o.models.size(); ++i) {
-    const std::string& model = o.models[i];
-    if (root && !o.quiet) {
-      fmt::print(stderr, "calibrate: {} step on {} at batch sizes", model, c.device);
-      for (const int b : o.batches) {
-        fmt::print(stderr, " {}", b);
-      }
-      fmt::print(stderr, "\n");
-    }
-    ExperimentConfig model_config = config;
-    model_config.train.model = model;
-    model_config.train.workers = comm.size();
-    watch.phase(fmt::format("the {} step", model), [&] {
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-      if (!o.device.empty()) {
-        c.models[i] = validation::time_torch_compute(specs_per_batch(model_config, train, o.batches), train,
-                                                     o.repeats, o.device, comm, tensors);
-        return;
-      }
-#endif
-      c.models[i] =
-          validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm);
-    });
-  }
-  if (root && !o.quiet) {
-    fmt::print(stderr, "calibrate: {}all-reduce over {} sizes and the models' parameter sizes\n",
-               comm.size() >= 2 ? "point-to-point, exchange and " : "", o.sizes.size());
-  }
-  // The links are also timed at each model's parameter size, the messages its training sends, which its
-  // platform file then takes as measured (validation::anchored_fit).
-  std::vector<double> sizes = o.sizes;
-  for (const auto& m : c.models) {
-    if (m.parameter_bytes > 0.0 && std::find(sizes.begin(), sizes.end(), m.parameter_bytes) == sizes.end()) {
-      sizes.push_back(m.parameter_bytes);
-    }
-  }
-  std::sort(sizes.begin(), sizes.end());
-  watch.phase("the links", [&] {
-    std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
-#if defined(DBENCH_RUNTIME_HAVE_TORCH)
-    if (!o.device.empty()) {
-      buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
-    }
-#endif
-    // A single worker has no links; its all-reduce still costs what the runtime pays for one.
-    if (comm.size() >= 2) {
-      c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
-      c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
-    }
-    c.allreduce = validation::time_allreduce(
-        comm, tensors, *buffers, sizes, o.repeats,
-        o.device.empty() ? "summed in double, as centralized training takes it"
-                         : fmt::format("summed on {}, as the LibTorch worker takes it",
-                                       on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
-    buffers.reset();
-    std::array<double, 1> one{1.0};
-    c.small_allreduce_s = validation::seconds_per_call(
-        comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
-  });
-  // Launched by calibrate --local, the workers stop here: the launcher times dbench train's loops as fresh
-  // runs, as validate runs them. Under mpirun alone, the workers time them in their own processes.
-  if (o.device.empty() && o.unfitted.empty()) {
-    const auto test = config_dataset(config, models::Split::test);
-    for (auto& m : c.models) {
+  // Every measurement is bracketed by readings of the reference kernel (SpeedWatch); where the first readings
+  // timed a slow spell (the machine stays faster than they read), everything is measured again from the
+  // start, at most --retries times.
+  const auto measure_all = [&] {
+    validation::SpeedWatch watch(
+        [&] { return validation::Speed{.kernel_s = validation::reference_kernel_seconds(comm)}; },
+        [&](const std::string& line) {
+          if (root && !o.quiet) {
+            fmt::print(stderr, "{}\n", line);
+          }
+        },
+        {.command = "calibrate",
+         .tolerance = o.drift_tolerance,
+         .retries = o.retries,
+         .settle_wait_s = o.settle_wait});
+    watch.start();
+    c.models.resize(o.models.size());
+    for (std::size_t i = 0; i < o.models.size(); ++i) {
+      const std::string& model = o.models[i];
       if (root && !o.quiet) {
-        fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
-                   m.model);
+        fmt::print(stderr, "calibrate: {} step on {} at batch sizes", model, c.device);
+        for (const int b : o.batches) {
+          fmt::print(stderr, " {}", b);
+        }
+        fmt::print(stderr, "\n");
       }
-      watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
-        time_training_loops(
-            m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1, o.loop_runs,
-            [&](const std::vector<std::string>& overrides) {
-              return training_loop_parts(load_with(o, overrides), train, test, comm);
-            },
-            m);
+      ExperimentConfig model_config = config;
+      model_config.train.model = model;
+      model_config.train.workers = comm.size();
+      watch.phase(fmt::format("the {} step", model), [&] {
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+        if (!o.device.empty()) {
+          c.models[i] = validation::time_torch_compute(specs_per_batch(model_config, train, o.batches), train,
+                                                       o.repeats, o.device, comm, tensors);
+          return;
+        }
+#endif
+        c.models[i] =
+            validation::time_compute(numerics_spec(model_config, train), train, o.batches, o.repeats, comm);
       });
     }
+    if (root && !o.quiet) {
+      fmt::print(stderr, "calibrate: {}all-reduce over {} sizes and the models' parameter sizes\n",
+                 comm.size() >= 2 ? "point-to-point, exchange and " : "", o.sizes.size());
+    }
+    // The links are also timed at each model's parameter size, the messages its training sends, which its
+    // platform file then takes as measured (validation::anchored_fit).
+    std::vector<double> sizes = o.sizes;
+    for (const auto& m : c.models) {
+      if (m.parameter_bytes > 0.0 &&
+          std::find(sizes.begin(), sizes.end(), m.parameter_bytes) == sizes.end()) {
+        sizes.push_back(m.parameter_bytes);
+      }
+    }
+    std::sort(sizes.begin(), sizes.end());
+    watch.phase("the links", [&] {
+      std::unique_ptr<validation::LinkBuffers> buffers = std::make_unique<validation::HostLinkBuffers>();
+#if defined(DBENCH_RUNTIME_HAVE_TORCH)
+      if (!o.device.empty()) {
+        buffers = std::make_unique<validation::DeviceLinkBuffers>(o.device);
+      }
+#endif
+      // A single worker has no links; its all-reduce still costs what the runtime pays for one.
+      if (comm.size() >= 2) {
+        c.point_to_point = validation::time_point_to_point(comm, tensors, *buffers, sizes, o.repeats);
+        c.exchange = validation::time_exchange(comm, tensors, *buffers, sizes, o.repeats);
+      }
+      c.allreduce = validation::time_allreduce(
+          comm, tensors, *buffers, sizes, o.repeats,
+          o.device.empty() ? "summed in double, as centralized training takes it"
+                           : fmt::format("summed on {}, as the LibTorch worker takes it",
+                                         on_gpu(o.device) ? "the GPU by NCCL" : "the CPU"));
+      buffers.reset();
+      std::array<double, 1> one{1.0};
+      c.small_allreduce_s = validation::seconds_per_call(
+          comm, o.repeats, [&] { comm.allreduce(std::span<double>(one), runtime::ReduceOp::sum); });
+    });
+    // Launched by calibrate --local, the workers stop here: the launcher times dbench train's loops as fresh
+    // runs, as validate runs them. Under mpirun alone, the workers time them in their own processes.
+    if (o.device.empty() && o.unfitted.empty()) {
+      const auto test = config_dataset(config, models::Split::test);
+      for (auto& m : c.models) {
+        if (root && !o.quiet) {
+          fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
+                     m.model);
+        }
+        watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
+          time_training_loops(
+              m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1, o.loop_runs,
+              [&](const std::vector<std::string>& overrides) {
+                return training_loop_parts(load_with(o, overrides), train, test, comm);
+              },
+              m);
+        });
+      }
+    }
+    c.reference_kernel_s = watch.settled();
+    c.speed_readings = watch.readings();
+  };
+  for (int restart = 1;; ++restart) {
+    try {
+      measure_all();
+      break;
+    } catch (const validation::SlowStart&) {
+      if (restart > o.retries) {
+        throw;
+      }
+      if (root && !o.quiet) {
+        fmt::print(stderr, "calibrate: measuring everything again from the start ({} of {})\n", restart,
+                   o.retries);
+      }
+    }
   }
-  c.reference_kernel_s = watch.settled();
-  c.speed_readings = watch.readings();
   c.drift_tolerance = o.drift_tolerance;
   if (!root) {
     return;

@@ -125,9 +125,10 @@ std::string SpeedWatch::waited_words() const {
              : std::string();
 }
 
-void SpeedWatch::wait_to_settle(const std::string& drifted, const std::string& then) {
+std::optional<SpeedWatch::Drift> SpeedWatch::wait_to_settle(
+    const std::string& drifted, const std::function<std::string(const Drift&)>& then) {
   if (options_.settle_wait_s <= 0.0) {
-    return;
+    return std::nullopt;
   }
   // A count of readings rather than a clock decides, so that every worker reading the same values waits
   // alike; the clock only words the line.
@@ -146,12 +147,13 @@ void SpeedWatch::wait_to_settle(const std::string& drifted, const std::string& t
     s = read_();
     if (!assess(s).beyond) {
       say_(fmt::format("{}: {} is back within the tolerance {}", options_.command, drifted, after(k, s)));
-      return;
+      return std::nullopt;
     }
   }
   const Drift d = assess(s);
-  say_(fmt::format("{}: {} is still {} {}; {} all the same", options_.command, what_drifted(d.step),
-                   drift_words(d.value), after(polls, s), then));
+  say_(fmt::format("{}: {} is not back: {} {}; {}", options_.command, what_drifted(d.step),
+                   drift_words(d.value), after(polls, s), then(d)));
+  return d;
 }
 
 void SpeedWatch::start(double baseline, double step_baseline) {
@@ -167,6 +169,7 @@ void SpeedWatch::start(double baseline, double step_baseline) {
     return Speed{median(kernel), median(step)};
   };
   Speed first = median_of_three();
+  own_baseline_ = baseline <= 0.0;
   baseline_ = baseline > 0.0 ? baseline : first.kernel_s;
   step_baseline_ = step_baseline > 0.0 ? step_baseline : first.step_s;
   if (baseline <= 0.0 && step_baseline <= 0.0) {
@@ -182,7 +185,7 @@ void SpeedWatch::start(double baseline, double step_baseline) {
         "{}: {} runs {} against {} (beyond the {:.0f} % tolerance); {}reading it again ({} of {})",
         options_.command, subject(d.step), drift_words(d.value), options_.baseline_when, tolerance(d),
         waiting_words(), attempt, options_.retries));
-    wait_to_settle(what_drifted(d.step), "reading it again");
+    wait_to_settle(what_drifted(d.step), [](const Drift&) { return "reading it again all the same"; });
     first = median_of_three();
     d = assess(first);
   }
@@ -232,7 +235,25 @@ void SpeedWatch::phase(const std::string& name, const std::function<void()>& mea
     }
     say_(fmt::format("{}: {}; {}measuring it again ({} of {})", options_.command, finding, waiting_words(),
                      attempt + 1, options_.retries));
-    wait_to_settle(what, "measuring it again");
+    // Faster than the first readings and staying so through the wait: they, not this measurement, timed a
+    // spell.
+    const auto slow_start = [this](const Drift& last) {
+      return own_baseline_ && !last.step && last.value < 0.0;
+    };
+    const std::optional<Drift> after = wait_to_settle(what, [&](const Drift& last) -> std::string {
+      return slow_start(last)
+                 ? "the first readings timed a slow spell, and what was measured against them is "
+                   "measured again from the start"
+                 : "measuring it again all the same";
+    });
+    if (after && slow_start(*after)) {
+      throw SlowStart(
+          fmt::format("{}: {} ({}, beyond the {:.0f} % tolerance) and stayed so through a wait of "
+                      "up to {:.0f} s: the first readings timed a slow spell; nothing is written "
+                      "from mixed measurements: run it again on a steady machine",
+                      options_.command, head, readings, tolerance, options_.settle_wait_s),
+          finding);
+    }
   }
 }
 

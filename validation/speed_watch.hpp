@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -32,6 +33,14 @@ class DriftError : public std::runtime_error {
 
  private:
   std::string finding_;
+};
+
+/// A watch that took its own first readings found the machine faster than they read after a measurement, and
+/// it stayed so through the wait: the first readings timed a slow spell, and what was measured against them
+/// must be measured again from the start (the caller does; a DriftError where it will not).
+class SlowStart : public DriftError {
+ public:
+  using DriftError::DriftError;
 };
 
 /// Seconds per call of `body` on every worker of `comm` at once, timed as reference_kernel_seconds times its
@@ -91,7 +100,9 @@ class SpeedWatch {
   void start(double baseline = 0.0, double step_baseline = 0.0);
   /// Runs `measure`, then reads the machine; where the reading is off the first by more than the tolerance,
   /// says so in one line and runs `measure` again, at most `retries` times, then throws DriftError naming the
-  /// drift. `measure` must replace, not add to, what an earlier attempt measured.
+  /// drift. `measure` must replace, not add to, what an earlier attempt measured. Where start took its own
+  /// first readings and the machine stays faster than they read through a wait (settle_wait_s), throws
+  /// SlowStart instead.
   void phase(const std::string& name, const std::function<void()>& measure);
 
   /// Takes a reading after `after` and keeps it without judging it: a reading inside a phase, which counts
@@ -127,9 +138,10 @@ class SpeedWatch {
   Drift assess(const Speed& s) const;
   /// Waits, reading every settle_poll_s (readings not kept: they time the spell), at most settle_wait_s for a
   /// reading within the tolerances, and says how it ended in one line. `drifted`: what drifted ("the
-  /// machine's speed", "the model's step"); `then`: what follows ("measuring it again"). Nothing where
-  /// settle_wait_s is 0.
-  void wait_to_settle(const std::string& drifted, const std::string& then);
+  /// machine's speed", "the model's step"). Nothing where settle_wait_s is 0.
+  /// Returns the last reading's drift where the speed did not come back; `then` words what follows from it.
+  std::optional<Drift> wait_to_settle(const std::string& drifted,
+                                      const std::function<std::string(const Drift&)>& then);
   /// The words for a re-measurement's line: "waiting up to 90 s for it to come back, then " or nothing.
   std::string waiting_words() const;
   /// The words for a refusal after re-measurements: ", each after waiting up to 90 s for it to come back".
@@ -146,6 +158,7 @@ class SpeedWatch {
   SpeedWatchOptions options_;
   double baseline_ = 0.0;
   double step_baseline_ = 0.0;
+  bool own_baseline_ = false;  ///< start read the baselines itself rather than taking them
   std::vector<SpeedReading> readings_;
 };
 

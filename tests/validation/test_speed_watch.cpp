@@ -149,7 +149,7 @@ TEST_CASE("validation::SpeedWatch: a drift waits for the speed to come back befo
       DriftError);
   CHECK(waited.size() == 36);
   REQUIRE(loaded.said.size() == 4);
-  CHECK(loaded.said[1].find("calibrate: the machine's speed is still +60 % (slower) after ") == 0);
+  CHECK(loaded.said[1].find("calibrate: the machine's speed is not back: +60 % (slower) after ") == 0);
   CHECK(
       loaded.said[1].find(" s (18 readings, one every 5 s: reference kernel 1.600e-05 s); measuring it again "
                           "all the same") != std::string::npos);
@@ -169,6 +169,68 @@ TEST_CASE("validation::SpeedWatch: a drift waits for the speed to come back befo
   CHECK(passing.said[1].find("(2 readings, one every 5 s: reference kernel 1.020e-05 s)") !=
         std::string::npos);
   CHECK(validate.baseline() == 1e-5);
+}
+
+TEST_CASE(
+    "validation::SpeedWatch: first readings taken in a slow spell are a SlowStart once the wait shows it") {
+  // The first readings in a spell (1.7e-5 s); the machine faster after the first phase and through the wait.
+  Injected spell({1.7e-5, 1.7e-5, 1.7e-5, 1.0e-5});
+  std::vector<double> pauses;
+  SpeedWatch watch =
+      spell.watch_with({.command = "calibrate", .settle_wait_s = 20.0, .pause = [&pauses](double seconds) {
+                          pauses.push_back(seconds);
+                        }});
+  watch.start();
+  std::vector<int> measured(1, 0);
+  CHECK_THROWS_WITH_AS(
+      watch.phase("the links", [&] { ++measured[0]; }),
+      doctest::Contains("calibrate: the machine's speed drifted -41 % (faster) during the links "
+                        "(reference kernel 1.700e-05 s at the start, 1.000e-05 s after it, beyond "
+                        "the 15 % tolerance) and stayed so through a wait of up to 20 s: the "
+                        "first readings timed a slow spell"),
+      dbench::validation::SlowStart);
+  // Measured once, then one wait of 4 readings; not measured again against the spell's readings.
+  CHECK(measured[0] == 1);
+  CHECK(pauses.size() == 4);
+  REQUIRE(spell.said.size() == 2);
+  CHECK(spell.said[1].find("the first readings timed a slow spell, and what was measured against them is "
+                           "measured again from the start") != std::string::npos);
+
+  // A machine that swings from faster to slower through the wait shows no slow start: measured again.
+  Injected swing({1.7e-5, 1.7e-5, 1.7e-5, 1.0e-5, 2.2e-5, 2.2e-5, 2.2e-5, 2.2e-5, 1.7e-5});
+  SpeedWatch swinging =
+      swing.watch_with({.command = "calibrate", .settle_wait_s = 20.0, .pause = [](double) {}});
+  swinging.start();
+  CHECK(run_phases(swinging, 1) == std::vector<int>{2});
+  REQUIRE(swing.said.size() == 2);
+  CHECK(swing.said[1].find("is not back: +29 % (slower) after ") != std::string::npos);
+  CHECK(swing.said[1].find("; measuring it again all the same") != std::string::npos);
+
+  // Without a wait, or against a calibration's readings (validate), a faster machine is measured again and
+  // then refused as any drift.
+  Injected at_once({1.7e-5, 1.7e-5, 1.7e-5, 1.0e-5});
+  SpeedWatch no_wait = at_once.watch();
+  no_wait.start();
+  try {
+    run_phases(no_wait, 1);
+    FAIL("a drift that stays is refused");
+  } catch (const dbench::validation::SlowStart&) {
+    FAIL("no SlowStart without a wait");
+  } catch (const DriftError& e) {
+    CHECK(std::string(e.what()).find("-41 % (faster)") != std::string::npos);
+  }
+  Injected given_spell({1.0e-5, 1.0e-5, 1.0e-5, 0.6e-5});
+  SpeedWatch faster =
+      given_spell.watch_with({.command = "validate", .settle_wait_s = 10.0, .pause = [](double) {}});
+  faster.start(1.0e-5);
+  try {
+    run_phases(faster, 1);
+    FAIL("a drift that stays is refused");
+  } catch (const dbench::validation::SlowStart&) {
+    FAIL("a calibration's readings are not a slow start");
+  } catch (const DriftError& e) {
+    CHECK(std::string(e.what()).find("-40 % (faster)") != std::string::npos);
+  }
 }
 
 TEST_CASE("validation::SpeedWatch: validate compares with the calibration's first reading") {
