@@ -483,6 +483,12 @@ void fit_and_write(const CalibrateOptions& o, validation::Calibration& c, result
   }
 }
 
+/// What a part of a model's loops is called in the lines a drift says: "mlp's loops at batch 16, round 2 of
+/// 5".
+std::string loops_part_name(const std::string& model, int round, int rounds, double batch) {
+  return fmt::format("{}'s loops at batch {:g}, round {} of {}", model, batch, round + 1, rounds);
+}
+
 /// Calibrates on the workers of `comm`: the models' steps and the links, then rank 0 writes the results.
 /// `tensors` carries the timed messages (NCCL on a GPU, else `comm` itself); `comm` synchronizes the workers.
 void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors, const CalibrateOptions& o) {
@@ -605,14 +611,15 @@ void calibrate_with(runtime::Communicator& comm, runtime::Communicator& tensors,
           fmt::print(stderr, "calibrate: {} in dbench train's loop, on a ring and with the all-reduce\n",
                      m.model);
         }
-        watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
-          time_training_loops(
-              m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1, o.loop_runs,
-              [&](const std::vector<std::string>& overrides) {
-                return training_loop_parts(load_with(o, overrides), train, test, comm);
-              },
-              m);
-        });
+        time_training_loops(
+            m.model, comm.size(), c.cores > 0 && c.workers_per_core > 1, o.loop_runs,
+            [&](const std::vector<std::string>& overrides) {
+              return training_loop_parts(load_with(o, overrides), train, test, comm);
+            },
+            m,
+            [&](int round, double batch, const std::function<void()>& measure) {
+              watch.phase(loops_part_name(m.model, round, o.loop_runs, batch), measure);
+            });
       }
     }
     c.reference_kernel_s = watch.settled();
@@ -790,17 +797,15 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
                    m.model, o.loop_runs * (exponential ? 4 : 3) * m.batches.size(),
                    validation::kLoopIterations, exponential ? "the directed exponential graph, " : "");
       }
-      watch.phase(fmt::format("{} in dbench train's loop", m.model), [&] {
-        time_training_loops(
-            m.model, o.local, exponential, o.loop_runs,
-            [&](const std::vector<std::string>& overrides) {
-              return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
-            },
-            m,
-            [&](int round) {
-              watch.note(fmt::format("{} loops, round {} of {}", m.model, round + 1, o.loop_runs));
-            });
-      });
+      time_training_loops(
+          m.model, o.local, exponential, o.loop_runs,
+          [&](const std::vector<std::string>& overrides) {
+            return fresh_loop_parts(o, overrides, scratch.path() / fmt::format("run-{}", ++runs));
+          },
+          m,
+          [&](int round, double part_batch, const std::function<void()>& measure) {
+            watch.phase(loops_part_name(m.model, round, o.loop_runs, part_batch), measure);
+          });
     } catch (const validation::DriftError& e) {
       throw runtime::Refused(e.what());
     }

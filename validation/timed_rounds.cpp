@@ -72,8 +72,7 @@ void record_batch(ModelCalibration& result, int batch, const std::vector<std::ve
 }
 
 void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
-                         const LoopRun& run, ModelCalibration& m,
-                         const std::function<void(int round)>& round_done) {
+                         const LoopRun& run, ModelCalibration& m, const RoundPart& each_part) {
   for (auto* loop : {&m.ring_loop_seconds, &m.ring_loop_compute_s, &m.ring_loop_comm_s,
                      &m.allreduce_loop_seconds, &m.allreduce_loop_compute_s, &m.allreduce_loop_comm_s,
                      &m.one_peer_loop_comm_s, &m.exponential_loop_comm_s}) {
@@ -103,14 +102,23 @@ void time_training_loops(const std::string& model, int workers, bool exponential
                     with({"algorithm.kind=dpsgd", "algorithm.graph=exponential"})};
   }
   std::vector<std::array<std::vector<PartTimes>, kLoops>> measured(m.batches.size());
+  for (auto& batch : measured) {
+    for (std::size_t loop = 0; loop < loops; ++loop) {
+      batch[loop].resize(static_cast<std::size_t>(runs));
+    }
+  }
   for (int r = 0; r < runs; ++r) {
     for (std::size_t i = 0; i < m.batches.size(); ++i) {
-      for (std::size_t loop = 0; loop < loops; ++loop) {
-        measured[i][loop].push_back(run(overrides[i][loop]));
+      const auto measure = [&] {
+        for (std::size_t loop = 0; loop < loops; ++loop) {
+          measured[i][loop][static_cast<std::size_t>(r)] = run(overrides[i][loop]);
+        }
+      };
+      if (each_part) {
+        each_part(r, m.batches[i], measure);
+      } else {
+        measure();
       }
-    }
-    if (round_done) {
-      round_done(r);
     }
   }
   for (std::size_t i = 0; i < m.batches.size(); ++i) {

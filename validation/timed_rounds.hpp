@@ -60,10 +60,13 @@ using LoopRun = std::function<PartTimes(const std::vector<std::string>& override
 /// the whole phase, as validate's medians over its rounds do: timed batch by batch, a spell of a few seconds
 /// shifts one batch's figures against its neighbours', and the line between them that charges the batch a
 /// config trains at.
-/// `round_done`, where set, is called after each round (calibrate --local reads the machine's speed there).
+/// `each_part`, where set, runs each batch's part of each round (round `round` from 0, batch size `batch`):
+/// it calls `measure`, once or again, and a call replaces what an earlier call of the same part measured.
+/// Calibrate brackets each part (a few runs, some seconds) by readings of the machine's speed and runs a part
+/// again where it drifted, so that a slow spell re-runs the part it spoiled rather than every loop.
 /// Replaces what an earlier attempt measured.
+using RoundPart = std::function<void(int round, double batch, const std::function<void()>& measure)>;
 void time_training_loops(const std::string& model, int workers, bool exponential, int runs,
-                         const LoopRun& run, ModelCalibration& m,
-                         const std::function<void(int round)>& round_done = {});
+                         const LoopRun& run, ModelCalibration& m, const RoundPart& each_part = {});
 
 }  // namespace dbench::validation

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/communicator.hpp"
@@ -88,7 +89,7 @@ TEST_CASE(
   m.gossip_seconds = {1e-5, 1e-5};
   m.ring_loop_seconds = {9.0};  // an earlier attempt's figures are replaced
   std::vector<std::vector<std::string>> calls;
-  std::vector<int> rounds_done;
+  std::vector<std::pair<int, double>> parts;
   // Each run's seconds are its call's number: the median over rounds then names which runs it kept.
   const dbench::validation::LoopRun run = [&](const std::vector<std::string>& overrides) {
     calls.push_back(overrides);
@@ -99,10 +100,13 @@ TEST_CASE(
     return std::find(call.begin(), call.end(), set) != call.end();
   };
   SUBCASE("workers with a core each: ring, all-reduce and one-peer, three rounds") {
-    dbench::validation::time_training_loops("mlp", 2, false, 3, run, m,
-                                            [&](int round) { rounds_done.push_back(round); });
+    dbench::validation::time_training_loops(
+        "mlp", 2, false, 3, run, m, [&](int round, double batch, const std::function<void()>& measure) {
+          parts.emplace_back(round, batch);
+          measure();
+        });
     REQUIRE(calls.size() == 3 * 2 * 3);  // rounds x batches x loops
-    CHECK(rounds_done == std::vector<int>{0, 1, 2});
+    CHECK(parts == std::vector<std::pair<int, double>>{{0, 8}, {0, 16}, {1, 8}, {1, 16}, {2, 8}, {2, 16}});
     // Round by round, batch by batch within a round, the loops in turn within a batch.
     for (std::size_t k = 0; k < calls.size(); ++k) {
       const std::size_t batch = (k / 3) % 2;
@@ -126,6 +130,21 @@ TEST_CASE(
     CHECK(m.allreduce_loop_comm_s == std::vector<double>{0.75 * 8.0, 0.75 * 11.0});
     CHECK(m.one_peer_loop_comm_s == std::vector<double>{0.75 * 9.0, 0.75 * 12.0});
     CHECK(m.exponential_loop_comm_s.empty());
+  }
+  SUBCASE("a part measured again replaces its own runs, and only those") {
+    // Batch 8's part of round 2 runs twice (as after a drift): its first runs (calls 7-9) are not kept.
+    dbench::validation::time_training_loops(
+        "mlp", 2, false, 3, run, m, [&](int round, double batch, const std::function<void()>& measure) {
+          measure();
+          if (round == 1 && batch == 8) {
+            measure();
+          }
+        });
+    REQUIRE(calls.size() == 3 * 2 * 3 + 3);
+    // The ring at batch 8 kept calls 1, 10 and 16 (not 7); at batch 16, calls 4, 13 and 19.
+    CHECK(m.ring_loop_seconds == std::vector<double>{10.0, 13.0});
+    CHECK(m.allreduce_loop_seconds == std::vector<double>{11.0, 14.0});
+    CHECK(m.one_peer_loop_comm_s == std::vector<double>{0.75 * 12.0, 0.75 * 15.0});
   }
   SUBCASE("workers sharing cores: the directed exponential graph too") {
     m.kernel_seconds = {1e-2, 2e-2};  // 0.5 s is 50 and 25 iterations: kLoopIterations instead
