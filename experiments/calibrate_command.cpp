@@ -752,43 +752,47 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
   const std::filesystem::path unfitted = scratch.path() / "unfitted.json";
   CalibrateOptions workers = o;
   workers.unfitted = unfitted.string();
-  run_child(runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(workers), true),
-            "calibrate", fmt::format("{} local workers", o.local));
-  validation::Calibration c = validation::calibration_from_json(
-      nlohmann::json::parse(results::read_results_file(unfitted, unfitted)));
+  validation::Calibration c;
+  const auto measure_on_workers = [&] {
+    run_child(
+        runtime::local_launch_command(o.local, runtime::current_executable(), worker_args(workers), true),
+        "calibrate", fmt::format("{} local workers", o.local));
+    c = validation::calibration_from_json(
+        nlohmann::json::parse(results::read_results_file(unfitted, unfitted)));
+  };
   const std::filesystem::path speed_file = scratch.path() / "speed.json";
   const int batch = load_with(o, {}).train.batch_per_worker;
   int runs = 0;
-  const bool exponential = c.cores > 0 && c.workers_per_core > 1;
-  for (auto& m : c.models) {
-    // The readings around a model's loops time its own step at the config's batch too: the machine's speed
-    // for the kernels whose compute the loops fit, which validate's readings are compared with. The step
-    // decides nothing here (its tolerance is not applied): the loops' medians over rounds spread across the
-    // phase stand for the machine over the phase, as the readings' median then does; the reference kernel
-    // still re-measures or refuses a phase under another process's load.
-    const std::vector<std::string> check =
-        runtime::local_launch_command(o.local, runtime::current_executable(),
-                                      speed_check_args({.config = o.config,
-                                                        .overrides = o.overrides,
-                                                        .model = m.model,
-                                                        .batch = batch,
-                                                        .file = speed_file}),
-                                      true);
-    validation::SpeedWatch watch(
-        [&] { return fresh_speed_reading(check, speed_file, "calibrate"); },
-        [&](const std::string& line) {
-          if (!o.quiet) {
-            fmt::print(stderr, "{}\n", line);
-          }
-        },
-        {.command = "calibrate",
-         .tolerance = o.drift_tolerance,
-         .step_tolerance = std::numeric_limits<double>::infinity(),
-         .retries = o.retries,
-         .settle_wait_s = o.settle_wait,
-         .baseline_when = "its workers' reading a moment before, on fresh workers",
-         .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
-    try {
+  const auto time_loops = [&] {
+    const bool exponential = c.cores > 0 && c.workers_per_core > 1;
+    for (auto& m : c.models) {
+      // The readings around a model's loops time its own step at the config's batch too: the machine's speed
+      // for the kernels whose compute the loops fit, which validate's readings are compared with. The step
+      // decides nothing here (its tolerance is not applied): the loops' medians over rounds spread across the
+      // phase stand for the machine over the phase, as the readings' median then does; the reference kernel
+      // still re-measures or refuses a phase under another process's load.
+      const std::vector<std::string> check =
+          runtime::local_launch_command(o.local, runtime::current_executable(),
+                                        speed_check_args({.config = o.config,
+                                                          .overrides = o.overrides,
+                                                          .model = m.model,
+                                                          .batch = batch,
+                                                          .file = speed_file}),
+                                        true);
+      validation::SpeedWatch watch(
+          [&] { return fresh_speed_reading(check, speed_file, "calibrate"); },
+          [&](const std::string& line) {
+            if (!o.quiet) {
+              fmt::print(stderr, "{}\n", line);
+            }
+          },
+          {.command = "calibrate",
+           .tolerance = o.drift_tolerance,
+           .step_tolerance = std::numeric_limits<double>::infinity(),
+           .retries = o.retries,
+           .settle_wait_s = o.settle_wait,
+           .baseline_when = "its workers' reading a moment before, on fresh workers",
+           .baseline_remedy = "nothing is written; calibrate again when the machine is steady"});
       watch.start(c.reference_kernel_s);
       if (!o.quiet) {
         fmt::print(stderr,
@@ -806,16 +810,35 @@ void calibrate_with_fresh_loops(const CalibrateOptions& o) {
           [&](int round, double part_batch, const std::function<void()>& measure) {
             watch.phase(loops_part_name(m.model, round, o.loop_runs, part_batch), measure);
           });
-    } catch (const validation::DriftError& e) {
-      throw runtime::Refused(e.what());
+      m.speed_step_s = watch.settled_step();
+      m.speed_step_batch = batch;
+      // The launcher's readings (fresh processes, as validate takes its own) after the workers'.
+      for (const auto& r : watch.readings()) {
+        c.speed_readings.push_back(
+            {fmt::format("launcher, {}: {}", m.model, r.after), r.seconds, r.step_seconds});
+      }
     }
-    m.speed_step_s = watch.settled_step();
-    m.speed_step_batch = batch;
-    // The launcher's readings (fresh processes, as validate takes its own) after the workers'.
-    for (const auto& r : watch.readings()) {
-      c.speed_readings.push_back(
-          {fmt::format("launcher, {}: {}", m.model, r.after), r.seconds, r.step_seconds});
-    }
+  };
+  // Where the machine differs from what the workers read and stays so (before the loops or through a part's
+  // re-runs), the workers' readings timed a spell, or the machine has moved since: the workers measure
+  // everything again and the loops run again against them, at most --retries times, rather than write
+  // loops and steps taken at two speeds.
+  measure_on_workers();
+  try {
+    validation::measure_with_recalibration(
+        o.retries, [] {}, time_loops,
+        [&](int n, validation::DriftSeen, const std::string& finding) {
+          if (!o.quiet) {
+            fmt::print(
+                stderr,
+                "calibrate: {}, and stayed so; the workers measure the steps and the links again, then "
+                "the loops run again ({} of {})\n",
+                finding, n, o.retries);
+          }
+          measure_on_workers();
+        });
+  } catch (const validation::DriftError& e) {
+    throw runtime::Refused(e.what());
   }
   fit_and_write(o, c, *out);
 }
